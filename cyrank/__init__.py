@@ -1,0 +1,10 @@
+"""cyrank: fast, exact-to-tolerance learning-to-rank solvers with Cython kernels.
+
+Public names only; see README.md for the objectives and the conventions.
+"""
+from ._queries import QueryGroups
+from ._validation import RankingDataWarning
+
+__version__ = "0.1.0"
+
+__all__ = ["QueryGroups", "RankingDataWarning", "__version__"]

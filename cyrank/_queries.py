@@ -1,0 +1,108 @@
+"""QueryGroups: rows grouped by query id, sorted once.
+
+Every estimator and metric works on query-contiguous data. ``QueryGroups`` sorts the rows by qid once with
+a stable sort (so rows of a query keep their input order, which matters for the "input order" tie rules),
+keeps the permutation, and records per query its row offsets and its number of distinct label levels.
+Unsorted or interleaved qid is valid input.
+
+    order[k]                 original row index of sorted position k
+    offsets[q]:offsets[q+1]  sorted positions of query q (queries in increasing qid order)
+    ids[q]                   the qid value of query q
+    n_levels[q]              number of distinct labels in query q (1 => the query has no preference pair)
+"""
+import numpy as np
+
+from ._validation import check_qid, check_y
+
+
+class QueryGroups:
+    """Rows of a ranking data set grouped by query (see module docstring)."""
+
+    __slots__ = ("order", "offsets", "ids", "n_levels", "n_pairs", "is_sorted", "_y_sorted")
+
+    def __init__(self, qid, y=None):
+        qid = check_qid(qid, None if qid is None else np.asarray(qid).shape[0])
+        n = qid.shape[0]
+        self.is_sorted = bool(n < 2 or np.all(qid[1:] >= qid[:-1]))
+        self.order = np.arange(n, dtype=np.int64) if self.is_sorted else np.argsort(qid, kind="stable")
+        q_sorted = qid[self.order]
+        starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if n else np.zeros(0, np.int64)
+        self.offsets = np.r_[starts, n].astype(np.int64)
+        self.ids = q_sorted[starts]
+        self._y_sorted = None
+        self.n_levels = None
+        self.n_pairs = None
+        if y is not None:
+            self.set_labels(y)
+
+    @classmethod
+    def from_data(cls, y, qid=None):
+        """Groups for labels ``y`` and ids ``qid`` (None: one query of every row)."""
+        y = check_y(y)
+        return cls(check_qid(qid, y.shape[0]), y)
+
+    def set_labels(self, y):
+        """Record per query the number of label levels and of preference pairs {(i, j): y_i > y_j}."""
+        y = check_y(y, self.n_samples)
+        ys = y[self.order]
+        self._y_sorted = ys
+        qidx = np.repeat(np.arange(self.n_queries, dtype=np.int64), self.sizes)
+        by_label = np.lexsort((ys, qidx))  # query-major, then label
+        qs, ls = qidx[by_label], ys[by_label]
+        new_run = np.r_[True, (qs[1:] != qs[:-1]) | (ls[1:] != ls[:-1])] if qs.size else np.zeros(0, bool)
+        run_start = np.flatnonzero(new_run)
+        run_len = np.diff(np.r_[run_start, qs.size])
+        run_query = qs[run_start]
+        self.n_levels = np.bincount(run_query, minlength=self.n_queries).astype(np.int64)
+        tied = np.bincount(run_query, weights=run_len * (run_len - 1) / 2.0, minlength=self.n_queries)
+        m = self.sizes
+        # pairs with different labels = all pairs - tied pairs (exact in float64 below 2**53)
+        self.n_pairs = m * (m - 1) // 2 - np.rint(tied).astype(np.int64)
+        return self
+
+    @property
+    def n_samples(self):
+        return int(self.order.shape[0])
+
+    @property
+    def n_queries(self):
+        return int(self.offsets.shape[0] - 1)
+
+    @property
+    def sizes(self):
+        """Number of rows of each query."""
+        return np.diff(self.offsets)
+
+    @property
+    def n_pairs_possible(self):
+        """Total number of preference pairs over all queries (needs labels)."""
+        if self.n_pairs is None:
+            raise RuntimeError("QueryGroups has no labels; call set_labels(y) first")
+        return int(self.n_pairs.sum())
+
+    @property
+    def y_sorted(self):
+        """Labels in query-sorted order."""
+        return self._y_sorted
+
+    def sort(self, a):
+        """Rows of ``a`` (array or sparse matrix) in query-sorted order."""
+        return a if self.is_sorted else a[self.order]
+
+    def unsort(self, a_sorted):
+        """Inverse of :meth:`sort` for a 1-d array: values back in the input row order."""
+        if self.is_sorted:
+            return a_sorted
+        out = np.empty_like(a_sorted)
+        out[self.order] = a_sorted
+        return out
+
+    def query_index(self):
+        """Index (0..n_queries-1) of the query of each row, in input order."""
+        return self.unsort(np.repeat(np.arange(self.n_queries, dtype=np.int64), self.sizes))
+
+    def __len__(self):
+        return self.n_queries
+
+    def __repr__(self):
+        return f"QueryGroups(n_samples={self.n_samples}, n_queries={self.n_queries})"

@@ -61,10 +61,11 @@ def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, 
             raise ValueError(f"X is empty (shape {X.shape}); at least one row and one feature are needed")
         _check_finite(X.data, "X")
         if not X.has_sorted_indices:
-            X = X.copy() if not copy else X
+            X = X.copy()  # never reorder the caller's matrix in place
             X.sort_indices()
         if X.indices.dtype != X.indptr.dtype:  # scipy may mix widths; kernels take one
             wide = np.promote_types(X.indices.dtype, X.indptr.dtype)
+            X = X.copy()
             X.indices = X.indices.astype(wide)
             X.indptr = X.indptr.astype(wide)
         return X

@@ -1,0 +1,156 @@
+"""Every documented bad input gets its documented error; good input passes through unchanged in meaning."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from cyrank import QueryGroups, RankingDataWarning
+from cyrank._validation import (
+    check_option,
+    check_param,
+    check_qid,
+    check_ranking_data,
+    check_scores,
+    check_X,
+    warn_if_no_pairs,
+)
+
+rng = np.random.default_rng(0)
+X_GOOD = rng.normal(size=(6, 3))
+Y_GOOD = np.array([0, 1, 2, 0, 1, 1.0])
+Q_GOOD = np.array([3, 3, 1, 1, 3, 1])
+
+
+@pytest.mark.parametrize(
+    "X, exc, match",
+    [
+        (np.array([[1.0, np.nan], [0, 1]]), ValueError, "NaN"),
+        (np.array([[1.0, np.inf], [0, 1]]), ValueError, "infinity"),
+        (sp.csr_matrix(np.array([[1.0, np.nan], [0, 1]])), ValueError, "NaN"),
+        (np.zeros((0, 3)), ValueError, "empty"),
+        (np.zeros((3, 0)), ValueError, "empty"),
+        (np.zeros((2, 2, 2)), ValueError, "2-d"),
+        (np.zeros(4), ValueError, "reshape"),
+        (np.array([["a", "b"]], dtype=object), TypeError, "dtype object"),
+        (np.array([["a", "b"]]), TypeError, "numeric"),
+        (np.ones((2, 2), dtype=complex), TypeError, "complex"),
+        (None, ValueError, "None"),
+    ],
+)
+def test_bad_X(X, exc, match):
+    with pytest.raises(exc, match=match):
+        check_X(X)
+
+
+def test_bad_y_and_qid():
+    with pytest.raises(ValueError, match="NaN"):
+        check_ranking_data(X_GOOD, np.r_[Y_GOOD[:-1], np.nan], Q_GOOD)
+    with pytest.raises(ValueError, match="lengths must match"):
+        check_ranking_data(X_GOOD, Y_GOOD[:-1], Q_GOOD)
+    with pytest.raises(ValueError, match="lengths must match"):
+        check_ranking_data(X_GOOD, Y_GOOD, Q_GOOD[:-1])
+    with pytest.raises(ValueError, match="non-integer"):
+        check_ranking_data(X_GOOD, Y_GOOD, Q_GOOD + 0.5)
+    with pytest.raises(TypeError, match="numeric"):
+        check_ranking_data(X_GOOD, Y_GOOD, Q_GOOD.astype(str))
+    with pytest.raises(TypeError, match="dtype object"):
+        check_ranking_data(X_GOOD, Y_GOOD.astype(object), Q_GOOD)
+    with pytest.raises(ValueError, match="finite"):
+        check_qid(np.array([1.0, np.nan]), 2)
+    with pytest.raises(ValueError, match="empty"):
+        check_scores([], [])
+
+
+def test_good_data_kept():
+    X, y, qid = check_ranking_data(X_GOOD.astype(np.float32), Y_GOOD.astype(int), Q_GOOD.astype(float))
+    assert X.dtype == np.float32 and np.array_equal(X, X_GOOD.astype(np.float32))
+    assert y.dtype == np.float64 and np.array_equal(y, Y_GOOD)
+    assert qid.dtype == np.int64 and np.array_equal(qid, Q_GOOD)
+    # integer X is converted to float64, never refused
+    assert check_X(np.arange(6).reshape(3, 2)).dtype == np.float64
+    # qid=None means one query
+    assert np.array_equal(check_qid(None, 4), np.zeros(4, np.int64))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_sparse_formats_and_index_width(fmt, index_dtype):
+    A = sp.random(20, 7, density=0.3, format="csr", random_state=1)
+    A.indices = A.indices.astype(index_dtype)
+    A.indptr = A.indptr.astype(index_dtype)
+    B = check_X(A.asformat(fmt), accept_sparse=("csc", "csr"))
+    assert B.format == (fmt if fmt != "coo" else "csc")
+    assert B.indices.dtype == B.indptr.dtype
+    assert np.array_equal(B.toarray(), A.toarray())
+
+
+def test_sparse_refused_when_not_accepted():
+    with pytest.raises(TypeError, match="dense"):
+        check_X(sp.csr_matrix(X_GOOD), accept_sparse=())
+
+
+@pytest.mark.parametrize(
+    "value, kwargs, exc, match",
+    [
+        (-1.0, dict(low=0), ValueError, ">= 0"),
+        (float("nan"), dict(low=0), ValueError, "finite"),
+        (float("inf"), dict(), ValueError, "finite"),
+        (0.0, dict(low=0, low_open=True), ValueError, "> 0"),
+        (1.5, dict(low=0, high=1), ValueError, "<= 1"),
+        ("1", dict(), TypeError, "real number"),
+        (True, dict(), TypeError, "real number"),
+        (2.5, dict(integer=True), TypeError, "integer"),
+        (None, dict(), TypeError, "real number"),
+    ],
+)
+def test_bad_params(value, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        check_param("alpha", value, **kwargs)
+
+
+def test_good_params():
+    assert check_param("alpha", 0, low=0) == 0.0
+    assert check_param("k", np.int64(3), low=1, integer=True) == 3
+    assert check_param("k", None, none_ok=True) is None
+    assert check_option("ties", "average", ("pessimistic", "average")) == "average"
+    with pytest.raises(ValueError, match="'pessimistic', 'average'"):
+        check_option("ties", "random", ("pessimistic", "average"))
+
+
+def test_query_groups_unsorted_qid():
+    qid = np.array([5, 2, 5, 9, 2, 2, 9, 5])
+    y = np.array([1, 0, 1, 3, 2, 1, 3, 0.0])
+    g = QueryGroups(qid, y)
+    assert np.array_equal(g.ids, [2, 5, 9])
+    assert np.array_equal(g.offsets, [0, 3, 6, 8])
+    # stable: rows of a query keep their input order
+    assert np.array_equal(g.order, [1, 4, 5, 0, 2, 7, 3, 6])
+    assert np.array_equal(g.n_levels, [3, 2, 1])
+    # pairs with different labels: q2 labels {0,2,1} -> 3; q5 {1,1,0} -> 2; q9 {3,3} -> 0
+    assert np.array_equal(g.n_pairs, [3, 2, 0])
+    assert g.n_pairs_possible == 5
+    a = np.arange(8.0) * 10
+    assert np.array_equal(g.unsort(g.sort(a)), a)
+    assert np.array_equal(g.query_index(), [1, 0, 1, 2, 0, 0, 2, 1])
+
+
+def test_query_groups_pair_count_brute_force():
+    r = np.random.default_rng(3)
+    qid = r.integers(0, 30, size=500)
+    y = r.integers(0, 4, size=500).astype(float)
+    g = QueryGroups(qid, y)
+    for q, ident in enumerate(g.ids):
+        yq = y[qid == ident]
+        assert g.n_pairs[q] == sum(int(a > b) for a in yq for b in yq)
+        assert g.n_levels[q] == len(set(yq))
+
+
+def test_warning_when_no_query_has_two_levels():
+    g = QueryGroups(np.array([1, 1, 2, 2]), np.array([1.0, 1.0, 0.0, 0.0]))
+    with pytest.warns(RankingDataWarning, match="two different labels"):
+        assert warn_if_no_pairs(g)
+    g = QueryGroups(np.array([1, 1, 2, 2]), np.array([1.0, 0.0, 0.0, 0.0]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not warn_if_no_pairs(g)

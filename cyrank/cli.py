@@ -1,0 +1,286 @@
+"""Command line: ``cyrank demo | fit | predict | eval | verify``.
+
+    cyrank demo                                   every solver on the embedded real data + reference gap
+    cyrank fit SOLVER TRAIN.svm -o MODEL.npz      train (``--param name=value`` sets hyper-parameters)
+    cyrank predict MODEL.npz DATA.svm [-o FILE]   one score per line
+    cyrank eval DATA.svm (--model M | --scores S) ranking metrics of a model or a score file
+    cyrank verify SOLVER [DATA.svm]               fast solver vs the cvxpy reference, objectives side by side
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from . import _registry, __version__
+
+DEFAULT_METRICS = ("ndcg@10", "err@10", "map", "pairacc")
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def parse_value(text):
+    """A ``--param`` value: int, float, true/false, none, or the string itself (never evaluated)."""
+    low = text.lower()
+    if low in ("none", "null"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_params(pairs):
+    params = {}
+    for pair in pairs or ():
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ValueError(f"--param expects name=value, got {pair!r}")
+        params[name.strip()] = parse_value(value.strip())
+    return params
+
+
+def metric_function(spec):
+    """``"ndcg@10"`` -> (label, f(y, s, qid)). Names: ndcg, err, map, mrr, p, auc, pairacc, meanndcg."""
+    from . import metrics
+
+    name, _, k = spec.lower().partition("@")
+    k = int(k) if k else None
+    table = {
+        "ndcg": lambda y, s, q: metrics.ndcg_score(y, s, q, k=k),
+        "err": lambda y, s, q: metrics.err_score(y, s, q, k=k),
+        "map": lambda y, s, q: metrics.average_precision(y, s, q),
+        "mrr": lambda y, s, q: metrics.reciprocal_rank(y, s, q),
+        "p": lambda y, s, q: metrics.precision_at_k(y, s, q, k=k or 10),
+        "auc": lambda y, s, q: metrics.auc_score(y, s, q),
+        "pairacc": lambda y, s, q: metrics.pairwise_accuracy(y, s, q),
+        "meanndcg": lambda y, s, q: metrics.letor_mean_ndcg(y, s, q),
+    }
+    if name not in table:
+        raise ValueError(f"unknown metric {spec!r}; known: {', '.join(table)} (with @k where it applies)")
+    return spec, table[name]
+
+
+def evaluate(y, scores, qid, metric_specs):
+    return {label: f(y, scores, qid) for label, f in map(metric_function, metric_specs)}
+
+
+def print_table(header, rows, out=sys.stdout):
+    """Fixed-width table; floats with 4 decimals (times with 3 significant digits)."""
+
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.4f}" if abs(v) < 1e4 else f"{v:.4g}"
+        return str(v)
+
+    cells = [[fmt(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)), file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for r in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)), file=out)
+
+
+def load_data(path, n_features=None):
+    from .io import load_svmlight
+
+    return load_svmlight(path, n_features=n_features)
+
+
+def small_problem(X, y, qid, n_queries=6, n_features=6, seed=0):
+    """A small sub-problem of real data the reference solves in seconds: a few queries, the densest features."""
+    rng = np.random.default_rng(seed)
+    ids = np.unique(qid)
+    multi = [q for q in ids if np.unique(y[qid == q]).size > 1]
+    chosen = rng.choice(multi, size=min(n_queries, len(multi)), replace=False)
+    rows = np.flatnonzero(np.isin(qid, chosen))
+    Xs = X[rows]
+    nnz = np.asarray((Xs != 0).sum(axis=0)).ravel()
+    cols = np.sort(np.argsort(-nnz, kind="stable")[:n_features])
+    Xs = Xs[:, cols]
+    Xs = Xs.toarray() if hasattr(Xs, "toarray") else np.asarray(Xs)
+    return Xs, y[rows], qid[rows]
+
+
+def verify_solver(spec, X, y, qid, params, out=sys.stdout):
+    """Fit ``spec``'s estimator and the reference on the same problem; print both objectives; return the gap."""
+    est = spec.make(**params)
+    t0 = time.perf_counter()
+    est.fit(X, y, qid=qid)
+    t_fast = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sol = spec.solve_reference(est, X, y, qid)
+    t_ref = time.perf_counter() - t0
+    gap = abs(est.objective_ - sol.objective) / max(1.0, abs(sol.objective))
+    print(f"problem: {X.shape[0]} rows, {X.shape[1]} features, {np.unique(qid).size} queries; params {params}", file=out)
+    print_table(
+        ["solver", "objective", "time_s", "detail"],
+        [
+            ["cyrank " + spec.name, f"{est.objective_:.12g}", f"{t_fast:.3g}", f"n_iter={est.n_iter_}"],
+            ["reference (cvxpy)", f"{sol.objective:.12g}", f"{t_ref:.3g}", f"{sol.solver} {sol.status}"],
+        ],
+        out=out,
+    )
+    print(f"relative objective gap |f_cyrank - f_ref| / max(1, |f_ref|) = {gap:.2e}", file=out)
+    return gap
+
+
+# ---------------------------------------------------------------------------------------------- commands
+def cmd_demo(args):
+    from .datasets import load_lightgbm_rank
+
+    Xtr, ytr, qtr = load_lightgbm_rank("train")
+    Xte, yte, qte = load_lightgbm_rank("test")
+    print(f"cyrank {__version__} demo: embedded LightGBM lambdarank example data (MIT, Microsoft)")
+    print(f"train {Xtr.shape[0]} docs / {np.unique(qtr).size} queries, test {Xte.shape[0]} docs / "
+          f"{np.unique(qte).size} queries, {Xtr.shape[1]} features")
+    print("metrics on the test set, mean over queries; queries without a relevant document are dropped "
+          "(empty='drop'), score ties broken pessimistically\n")
+    names = args.solvers.split(",") if args.solvers else list(_registry.SOLVERS)
+    header = ["model", "fit_s", *DEFAULT_METRICS]
+    rows = []
+    rng = np.random.default_rng(0)
+    rows.append(["random scores", 0.0, *evaluate(yte, rng.random(len(yte)), qte, DEFAULT_METRICS).values()])
+    for name in names:
+        spec = _registry.get(name)
+        est = spec.make(**{**spec.demo_params, "verbose": args.verbose})
+        t0 = time.perf_counter()
+        est.fit(Xtr, ytr, qid=qtr)
+        elapsed = time.perf_counter() - t0
+        rows.append([spec.name, elapsed, *evaluate(yte, est.predict(Xte), qte, DEFAULT_METRICS).values()])
+    print_table(header, rows)
+    if not names:
+        print("\n(no solver is registered yet)")
+    for name in names:
+        spec = _registry.get(name)
+        if not spec.reference:
+            continue
+        print(f"\n{spec.name}: gap to the exact cvxpy optimum on a small sub-problem of the training data")
+        verify_solver(spec, *small_problem(Xtr, ytr, qtr), spec.small_params)
+    return 0
+
+
+def cmd_fit(args):
+    from .io import save_model
+
+    spec = _registry.get(args.solver)
+    params = {**parse_params(args.param), "verbose": args.verbose}
+    X, y, qid = load_data(args.train)
+    est = spec.make(**params)
+    t0 = time.perf_counter()
+    est.fit(X, y, qid=qid)
+    elapsed = time.perf_counter() - t0
+    print(f"{spec.name}: fit in {elapsed:.3f} s, n_iter={est.n_iter_}, objective={est.objective_:.10g}, "
+          f"converged={getattr(est, 'converged_', 'n/a')}")
+    if args.output:
+        save_model(est, args.output)
+        print(f"model written to {args.output}")
+    return 0
+
+
+def cmd_predict(args):
+    from .io import load_model
+
+    est = load_model(args.model)
+    X, _, _ = load_data(args.data, n_features=getattr(est, "n_features_in_", None))
+    scores = est.predict(X)
+    out = open(args.output, "w") if args.output else sys.stdout
+    try:
+        np.savetxt(out, scores, fmt="%.17g")
+    finally:
+        if args.output:
+            out.close()
+    return 0
+
+
+def cmd_eval(args):
+    if (args.model is None) == (args.scores is None):
+        raise ValueError("give exactly one of --model and --scores")
+    if args.model:
+        from .io import load_model
+
+        est = load_model(args.model)
+        X, y, qid = load_data(args.data, n_features=getattr(est, "n_features_in_", None))
+        scores = est.predict(X)
+    else:
+        _, y, qid = load_data(args.data)
+        scores = np.loadtxt(args.scores, dtype=np.float64, ndmin=1)
+        if scores.shape[0] != y.shape[0]:
+            raise ValueError(f"{args.scores} has {scores.shape[0]} scores but {args.data} has {y.shape[0]} rows")
+    specs = args.metric or list(DEFAULT_METRICS)
+    print_table(["metric", "value"], [[k, v] for k, v in evaluate(y, scores, qid, specs).items()])
+    return 0
+
+
+def cmd_verify(args):
+    spec = _registry.get(args.solver)
+    if args.data:
+        X, y, qid = load_data(args.data)
+        X = X.toarray() if hasattr(X, "toarray") and X.shape[0] * X.shape[1] <= 10**6 else X
+    else:
+        n, d, nq = args.generate
+        rng = np.random.default_rng(args.seed)
+        X = rng.normal(size=(n, d))
+        qid = rng.integers(0, nq, size=n)
+        y = np.clip(np.rint(X @ rng.normal(size=d) + rng.normal(size=n)), 0, 3)
+    params = {**spec.small_params, **parse_params(args.param), "verbose": args.verbose}
+    gap = verify_solver(spec, X, y, qid, params)
+    return 0 if gap <= args.max_gap else 1
+
+
+def build_parser():
+    solvers = ", ".join(_registry.SOLVERS) or "none registered yet"
+    p = argparse.ArgumentParser(prog="cyrank", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"cyrank {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name, func, help_):
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(func=func)
+        sp.add_argument("-v", "--verbose", action="count", default=0, help="per-iteration progress lines")
+        return sp
+
+    d = add("demo", cmd_demo, "train every solver on the embedded real data; print test metrics, times, reference gap")
+    d.add_argument("--solvers", help=f"comma-separated subset of: {solvers}")
+
+    f = add("fit", cmd_fit, "train a solver on an SVMlight/LETOR file")
+    f.add_argument("solver", help=solvers)
+    f.add_argument("train", help="training file (label qid:N idx:val ...)")
+    f.add_argument("-o", "--output", help="model file to write (.npz, loaded without pickle)")
+    f.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", help="hyper-parameter (repeatable)")
+
+    pr = add("predict", cmd_predict, "score an SVMlight/LETOR file with a saved model")
+    pr.add_argument("model")
+    pr.add_argument("data")
+    pr.add_argument("-o", "--output", help="score file (default: stdout)")
+
+    e = add("eval", cmd_eval, "ranking metrics of a model or of a score file on labelled data")
+    e.add_argument("data")
+    e.add_argument("--model")
+    e.add_argument("--scores", help="text file with one score per row of DATA")
+    e.add_argument("-m", "--metric", action="append", help="ndcg@k, err@k, map, mrr, p@k, auc, pairacc, meanndcg")
+
+    v = add("verify", cmd_verify, "compare a solver's final objective with the exact cvxpy optimum")
+    v.add_argument("solver", help=solvers)
+    v.add_argument("data", nargs="?", help="small SVMlight/LETOR file (default: a generated problem)")
+    v.add_argument("--generate", nargs=3, type=int, default=(40, 5, 4), metavar=("N", "D", "QUERIES"))
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("-p", "--param", action="append", metavar="NAME=VALUE")
+    v.add_argument("--max-gap", type=float, default=1e-6, help="exit status 1 above this relative gap")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"cyrank {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,648 @@
+"""Ranking metrics: computed per query, then averaged over queries (DESIGN.md, "Metrics").
+
+Every metric has the signature::
+
+    name(y_true, y_score, qid=None, *, <metric parameters>, ties=..., empty=..., return_per_query=False)
+
+* ``y_true``: relevance labels (larger = better, equal = tie); ``y_score``: the model's scores (larger =
+  ranked higher); ``qid``: query ids (any integers, rows of a query need not be contiguous; None = one
+  query). Rank r = 1 is the top of a query's ranking.
+* The result is the mean over queries (a float). With ``return_per_query=True`` it is
+  ``(mean, per_query)``, ``per_query`` a float64 array in increasing qid order, NaN for dropped queries.
+* ``ties`` (rows with equal scores):
+
+  - "pessimistic" (default): the less relevant row is ranked first; a tied pair counts as an error;
+  - "optimistic": the more relevant row is ranked first; a tied pair counts as correct;
+  - "input": tied rows keep their input order (a stable sort, the LightGBM / LETOR-script rule);
+  - "average": the exact expectation over all orders of the tied rows, each equally likely; a tied pair
+    counts 1/2. Every metric here has an exact formula (McSherry & Najork 2008 for the linear ones and
+    AP / RR; see the formulas in the functions and in ``_metrics.pyx``). Nothing is sampled.
+
+* ``empty``: what a query on which the metric is undefined scores (no relevant row, ideal DCG = 0, no
+  preference pair; for AUC also no irrelevant row): "drop" (default; left out of the mean, NaN in
+  ``per_query``), "zero" or "one". If every query is dropped, the mean is NaN and an
+  ``sklearn.exceptions.UndefinedMetricWarning`` is raised.
+
+Implementation: inputs are checked once (``_validation.check_scores``), rows are grouped by query once
+(``QueryGroups``), then one global ``np.lexsort`` by (tie key, -score, query) puts every query in rank
+order; the tie key is the label (pessimistic / average: increasing; optimistic: decreasing) or nothing
+(input: lexsort is stable). The Cython kernels in ``_metrics.pyx`` then walk each query once, without
+the GIL. Cost: O(n log n) for the sort; the kernels are O(n) per query, except pairwise counting
+(merge sort, O(n log n)) and ERR under ``ties="average"`` (O(m min(m, k)) per tie group of m rows).
+"""
+import warnings
+
+import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
+
+from . import _metrics
+from ._queries import QueryGroups
+from ._validation import check_option, check_param, check_scores
+
+__all__ = [
+    "ndcg_score",
+    "letor_mean_ndcg",
+    "err_score",
+    "average_precision",
+    "reciprocal_rank",
+    "precision_at_k",
+    "auc_score",
+    "pairwise_accuracy",
+    "zero_one_error",
+    "disagreement_error",
+    "domination_error",
+    "dominated_error",
+]
+
+TIES = ("pessimistic", "optimistic", "input", "average")
+EMPTY = ("drop", "zero", "one")
+GAINS = ("exponential", "linear")
+CONVENTIONS = (None, "lightgbm", "letor4")
+# (ties, empty) each named convention uses when the caller does not choose
+_CONVENTION_DEFAULTS = {None: ("pessimistic", "drop"), "lightgbm": ("input", "one"), "letor4": ("input", "zero")}
+_MAX_EXP_LABEL = 512  # 2**y - 1 summed over any realistic query stays far below the float64 range
+
+_COMMON_DOC = {
+    "{params}": """y_true : array-like of shape (n_samples,)
+        Relevance labels (larger = more relevant).
+    y_score : array-like of shape (n_samples,)
+        Scores; a query's rows are ranked by decreasing score.
+    qid : array-like of shape (n_samples,) of integers, or None
+        Query id of each row (any integers, in any order); None: all rows form one query.""",
+    "{ties}": """ties : {"pessimistic", "optimistic", "input", "average"}, default="pessimistic"
+        Tie rule for equal scores (see the module docstring).""",
+    "{empty}": """empty : {"drop", "zero", "one"}, default="drop"
+        Score of a query on which the metric is undefined (see "Empty" above).""",
+    "{returns}": """return_per_query : bool, default=False
+        Also return the per-query values.
+
+    Returns
+    -------
+    mean : float
+        Mean over the queries that are not dropped (NaN, with an UndefinedMetricWarning, if none is left).
+    per_query : ndarray of shape (n_queries,), only if ``return_per_query``
+        Per-query values in increasing qid order; NaN for dropped queries.""",
+}
+
+
+def _fill_doc(func):
+    doc = func.__doc__
+    for key, text in _COMMON_DOC.items():
+        doc = doc.replace(key, text)
+    func.__doc__ = doc
+    return func
+
+
+# ---------------------------------------------------------------------------------------------
+# shared plumbing
+# ---------------------------------------------------------------------------------------------
+class _Queries:
+    """Checked inputs grouped by query (rows of each query contiguous, queries in increasing qid)."""
+
+    def __init__(self, y_true, y_score, qid):
+        y, s, q = check_scores(y_true, y_score, qid)
+        self.groups = QueryGroups(q)
+        self.y = self.groups.sort(y)
+        self.s = self.groups.sort(s)
+        self.offsets = np.ascontiguousarray(self.groups.offsets, dtype=np.int64)
+        self.qidx = np.repeat(np.arange(self.groups.n_queries, dtype=np.int64), self.groups.sizes)
+        self.max_size = int(self.groups.sizes.max())
+
+    def ranked(self, values, ties):
+        """``values`` and the scores in rank order within each query, under the tie rule ``ties``."""
+        if ties == "input":
+            order = np.lexsort((-self.s, self.qidx))  # stable: equal scores keep input order
+        elif ties == "optimistic":
+            order = np.lexsort((-values, -self.s, self.qidx))
+        else:  # pessimistic; average also needs the rows of a tie group by increasing label
+            order = np.lexsort((values, -self.s, self.qidx))
+        return np.ascontiguousarray(values[order]), np.ascontiguousarray(self.s[order])
+
+    def by_decreasing(self, values):
+        """``values`` sorted decreasingly within each query (the ideal ranking)."""
+        return np.ascontiguousarray(values[np.lexsort((-values, self.qidx))])
+
+    def new_out(self):
+        return np.empty(self.groups.n_queries, dtype=np.float64)
+
+
+def _check_common(ties, empty, return_per_query):
+    check_option("ties", ties, TIES)
+    check_option("empty", empty, EMPTY)
+    if not isinstance(return_per_query, (bool, np.bool_)):
+        raise TypeError(f"return_per_query must be True or False, got {return_per_query!r}")
+
+
+def _check_k(k):
+    """k >= 1, or None for all documents; returned as the kernels' int (0 = all)."""
+    k = check_param("k", k, low=1, integer=True, none_ok=True)
+    return 0 if k is None else k
+
+
+def _finish(name, per_query, empty, return_per_query):
+    """Apply the empty rule (the kernels mark undefined queries with NaN) and average."""
+    undefined = np.isnan(per_query)
+    if empty == "zero":
+        per_query[undefined] = 0.0
+    elif empty == "one":
+        per_query[undefined] = 1.0
+    kept = per_query[~np.isnan(per_query)]
+    if kept.size == 0:
+        warnings.warn(
+            f"{name} is undefined on every query (no relevant item or no preference pair) and "
+            f"empty='drop' drops them all; returning nan. Pass empty='zero' or 'one' to score them.",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+        mean = float("nan")
+    else:
+        mean = float(np.mean(kept))
+    return (mean, per_query) if return_per_query else mean
+
+
+def _binary(y, threshold):
+    threshold = check_param("threshold", threshold)
+    return (y > threshold).astype(np.float64)
+
+
+def _check_nonnegative(y, name):
+    if y.min() < 0:
+        raise ValueError(f"{name} needs non-negative relevance labels (gains); found {y.min()!r}")
+
+
+def _dcg_inputs(Q, gain, ties):
+    check_option("gain", gain, GAINS)
+    _check_nonnegative(Q.y, "NDCG")
+    if gain == "exponential":
+        if Q.y.max() > _MAX_EXP_LABEL:
+            raise ValueError(
+                f"exponential gain 2**y - 1 overflows for labels above {_MAX_EXP_LABEL} "
+                f"(found {Q.y.max()!r}); use gain='linear'"
+            )
+        g = np.exp2(Q.y) - 1.0
+    else:
+        g = Q.y.copy()
+    g_ranked, s_ranked = Q.ranked(g, ties)
+    return g_ranked, Q.by_decreasing(g), s_ranked
+
+
+def _resolve_convention(convention, ties, empty):
+    check_option("convention", convention, CONVENTIONS)
+    default_ties, default_empty = _CONVENTION_DEFAULTS[convention]
+    return (default_ties if ties is None else ties), (default_empty if empty is None else empty)
+
+
+# ---------------------------------------------------------------------------------------------
+# DCG family
+# ---------------------------------------------------------------------------------------------
+@_fill_doc
+def ndcg_score(y_true, y_score, qid=None, *, k=10, gain="exponential", convention=None, ties=None,
+               empty=None, return_per_query=False):
+    """Normalized discounted cumulative gain at k, averaged over queries.
+
+    Per query, with n rows, K = min(k, n) and g(y) = 2**y - 1 (``gain="exponential"``) or y ("linear")::
+
+        DCG@k  = sum_{r=1..K} g(y at rank r) * D(r),     D(r) = 1 / log2(1 + r)
+        NDCG@k = DCG@k / IDCG@k
+
+    where IDCG@k is the DCG@k of the ideal ranking (labels sorted decreasingly), over the same K.
+    Labels must be non-negative (and at most 512 with exponential gain).
+
+    Named conventions reproduce published evaluators; a convention sets the default tie and empty
+    rules (explicit ``ties`` / ``empty`` arguments override them):
+
+    * None: ``ties="pessimistic"``, ``empty="drop"``.
+    * "lightgbm": LightGBM's built-in ``ndcg@k``: the formula above (gain 2**y - 1, K = min(k, n) for
+      DCG and ideal), ties in input order (its stable sort; ``ties="input"``), a query with no
+      relevant row scores 1 (``empty="one"``).
+    * "letor4": the official LETOR 4.0 evaluator Eval-Score-4.0.pl: D(r) = 1 for r = 1, 2 and
+      1 / log2(r) for r >= 3; a query with fewer than k rows scores NDCG@k = 0; ties in input order
+      (the script sorts documents by score with a stable sort of its file order); a query with no
+      relevant row scores 0 (``empty="zero"``). The script's gain table {0: 0, 1: 1, 2: 3} is
+      2**y - 1; here that gain is used for every label.
+
+    Ties: with ``ties="average"`` every position of a tie group gets the group's mean gain, which is
+    the exact expectation of DCG over random orders of the group (as ``sklearn.metrics.ndcg_score``).
+
+    Empty: a query whose ideal DCG is 0 (no label above 0) follows ``empty``.
+
+    Parameters
+    ----------
+    {params}
+    k : int >= 1 or None, default=10
+        Cut-off; None: all rows of each query.
+    gain : {"exponential", "linear"}, default="exponential"
+    convention : {None, "lightgbm", "letor4"}, default=None
+    ties : {"pessimistic", "optimistic", "input", "average"} or None, default=None
+        None: the convention's tie rule ("pessimistic" without a convention).
+    empty : {"drop", "zero", "one"} or None, default=None
+        None: the convention's empty rule ("drop" without a convention).
+    {returns}
+    """
+    ties, empty = _resolve_convention(convention, ties, empty)
+    _check_common(ties, empty, return_per_query)
+    k = _check_k(k)
+    Q = _Queries(y_true, y_score, qid)
+    g, ideal, s = _dcg_inputs(Q, gain, ties)
+    out = Q.new_out()
+    _metrics.ndcg_kernel(g, ideal, s, Q.offsets, k, convention == "letor4", False, ties == "average", out)
+    return _finish("ndcg_score", out, empty, return_per_query)
+
+
+@_fill_doc
+def letor_mean_ndcg(y_true, y_score, qid=None, *, gain="exponential", ties=None, empty=None,
+                    return_per_query=False):
+    """LETOR 4.0 "MeanNDCG": per query, the mean of NDCG@j over j = 1..n (n = the query's rows).
+
+    As computed by the official evaluator Eval-Score-4.0.pl::
+
+        MeanNDCG = (1/n) sum_{j=1..n} DCG@j / IDCG@j,   DCG@j = sum_{r<=j} g(y at rank r) D(r),
+        D(r) = 1 for r = 1, 2 and 1 / log2(r) for r >= 3,   g(y) = 2**y - 1 (or y if gain="linear")
+
+    Labels must be non-negative.
+
+    Ties: default (None) "input", as the script (stable sort of its file order); "average" gives each
+    position of a tie group its mean gain (exact expectation, DCG@j being linear in the gains).
+
+    Empty: a query with no relevant row (ideal DCG = 0) follows ``empty``; default (None) "zero", as
+    the script.
+
+    Parameters
+    ----------
+    {params}
+    gain : {"exponential", "linear"}, default="exponential"
+    ties : {"pessimistic", "optimistic", "input", "average"} or None, default=None
+        None: "input".
+    empty : {"drop", "zero", "one"} or None, default=None
+        None: "zero".
+    {returns}
+    """
+    ties, empty = _resolve_convention("letor4", ties, empty)
+    _check_common(ties, empty, return_per_query)
+    Q = _Queries(y_true, y_score, qid)
+    g, ideal, s = _dcg_inputs(Q, gain, ties)
+    out = Q.new_out()
+    _metrics.ndcg_kernel(g, ideal, s, Q.offsets, 0, True, True, ties == "average", out)
+    return _finish("letor_mean_ndcg", out, empty, return_per_query)
+
+
+@_fill_doc
+def precision_at_k(y_true, y_score, qid=None, *, k=10, threshold=0.0, ties="pessimistic", empty="drop",
+                   return_per_query=False):
+    """Precision at k: the fraction of relevant rows (y > threshold) among the first k, averaged over queries.
+
+    ``P@k = (number of relevant rows at ranks 1..k) / k``. The denominator is k even when the query
+    has fewer than k rows (the missing places count as irrelevant, as trec_eval and the LETOR
+    script); ``k=None`` means k = the query's number of rows.
+
+    Ties: "average" counts, for each of the first k places, the fraction of relevant rows of the tie
+    group occupying it (exact expectation).
+
+    Empty: a query with no relevant row follows ``empty``.
+
+    Parameters
+    ----------
+    {params}
+    k : int >= 1 or None, default=10
+    threshold : float, default=0.0
+        A row is relevant when y_true > threshold.
+    {ties}
+    {empty}
+    {returns}
+    """
+    _check_common(ties, empty, return_per_query)
+    k = _check_k(k)
+    Q = _Queries(y_true, y_score, qid)
+    rel, s = Q.ranked(_binary(Q.y, threshold), ties)
+    out = Q.new_out()
+    _metrics.precision_kernel(rel, s, Q.offsets, k, ties == "average", out)
+    return _finish("precision_at_k", out, empty, return_per_query)
+
+
+# ---------------------------------------------------------------------------------------------
+# binary relevance
+# ---------------------------------------------------------------------------------------------
+@_fill_doc
+def average_precision(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimistic", empty="drop",
+                      return_per_query=False):
+    """Average precision per query (relevant = y > threshold); the mean over queries is MAP.
+
+    ``AP = (1/R) sum_{r: row at rank r relevant} P@r``, R the number of relevant rows of the query,
+    P@r the fraction of relevant rows among ranks 1..r.
+
+    Ties: "average" is the exact expectation (McSherry & Najork 2008): in a tie group of m rows with p
+    relevant, ranked after a rows of which ``before`` are relevant, the group adds
+    ``sum_{t=1..m} ((p/m)(1 + before) + (t - 1) p (p - 1) / (m (m - 1))) / (a + t)`` to the sum.
+    (sklearn's ``average_precision_score`` scores ties differently: one threshold per tie group.)
+
+    Empty: a query with no relevant row follows ``empty``.
+
+    Parameters
+    ----------
+    {params}
+    threshold : float, default=0.0
+        A row is relevant when y_true > threshold.
+    {ties}
+    {empty}
+    {returns}
+    """
+    _check_common(ties, empty, return_per_query)
+    Q = _Queries(y_true, y_score, qid)
+    rel, s = Q.ranked(_binary(Q.y, threshold), ties)
+    out = Q.new_out()
+    _metrics.average_precision_kernel(rel, s, Q.offsets, ties == "average", out)
+    return _finish("average_precision", out, empty, return_per_query)
+
+
+@_fill_doc
+def reciprocal_rank(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimistic", empty="drop",
+                    return_per_query=False):
+    """Reciprocal rank of the first relevant row (y > threshold); the mean over queries is MRR.
+
+    ``RR = 1 / r*``, r* the rank of the highest-ranked relevant row.
+
+    Ties: "average" is exact: if the first tie group holding relevant rows has m rows, p of them
+    relevant, after a rows, then ``RR = sum_{t=1..m-p+1} C(m - t, p - 1) / C(m, p) / (a + t)``.
+
+    Empty: a query with no relevant row follows ``empty``.
+
+    Parameters
+    ----------
+    {params}
+    threshold : float, default=0.0
+        A row is relevant when y_true > threshold.
+    {ties}
+    {empty}
+    {returns}
+    """
+    _check_common(ties, empty, return_per_query)
+    Q = _Queries(y_true, y_score, qid)
+    rel, s = Q.ranked(_binary(Q.y, threshold), ties)
+    out = Q.new_out()
+    _metrics.reciprocal_rank_kernel(rel, s, Q.offsets, ties == "average", out)
+    return _finish("reciprocal_rank", out, empty, return_per_query)
+
+
+# ---------------------------------------------------------------------------------------------
+# cascade
+# ---------------------------------------------------------------------------------------------
+@_fill_doc
+def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, ties="pessimistic", empty="drop",
+              return_per_query=False):
+    """Expected reciprocal rank at k (Chapelle, Metzler, Zhang & Grinspan 2009), averaged over queries.
+
+    Per query, with K = min(k, n)::
+
+        R(y)  = (2**y - 1) / 2**max_rel          (probability that a row of label y satisfies the user)
+        ERR@k = sum_{r=1..K} (1/r) R_r prod_{i<r} (1 - R_i)
+
+    ``max_rel`` is the highest possible grade; default None = the largest label of the whole
+    ``y_true`` (all queries), so R stays in [0, 1) and does not change from query to query. Pass the
+    grade scale's maximum (e.g. 4 for the 0..4 scale) to compare numbers across data sets. Labels must
+    lie in [0, max_rel].
+
+    Ties: "average" is the exact expectation over random orders of each tie group: the product over
+    a whole group does not depend on its order, and within a group of m rows the probability of
+    stopping at its t-th place is mu_{t-1} - mu_t, mu_j the mean of prod(1 - R) over the j-subsets of
+    the group (computed by an O(m min(m, k)) recursion).
+
+    Empty: a query with no relevant row (every R = 0, i.e. every label 0) follows ``empty``.
+
+    Parameters
+    ----------
+    {params}
+    k : int >= 1 or None, default=10
+        Cut-off; None: all rows.
+    max_rel : float >= 0 or None, default=None
+        The maximal grade; None: max(y_true).
+    {ties}
+    {empty}
+    {returns}
+    """
+    _check_common(ties, empty, return_per_query)
+    k = _check_k(k)
+    Q = _Queries(y_true, y_score, qid)
+    _check_nonnegative(Q.y, "ERR")
+    top = float(Q.y.max())
+    max_rel = top if max_rel is None else check_param("max_rel", max_rel, low=0.0)
+    if top > max_rel:
+        raise ValueError(f"max_rel={max_rel!r} is below the largest label {top!r}; R would exceed 1")
+    R = np.exp2(Q.y - max_rel) - np.exp2(-max_rel)  # (2**y - 1) / 2**max_rel without overflow
+    R_ranked, s = Q.ranked(R, ties)
+    out = Q.new_out()
+    mu = np.empty(Q.max_size + 1, dtype=np.float64)
+    _metrics.err_kernel(R_ranked, s, Q.offsets, k, ties == "average", out, mu)
+    return _finish("err_score", out, empty, return_per_query)
+
+
+# ---------------------------------------------------------------------------------------------
+# pairwise
+# ---------------------------------------------------------------------------------------------
+def _disagreement(Q, labels, ties):
+    """Per query: the fraction of preference pairs (y_i > y_j) with j ranked above i (NaN: no pair)."""
+    lab, s = Q.ranked(labels, ties)
+    out = Q.new_out()
+    buf = np.empty(Q.max_size, dtype=np.float64)
+    scratch = np.empty(Q.max_size, dtype=np.float64)
+    _metrics.pairwise_kernel(lab, s, Q.offsets, ties == "average", out, buf, scratch)
+    return out
+
+
+@_fill_doc
+def pairwise_accuracy(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+    """Fraction of a query's preference pairs that the scores order correctly, averaged over queries.
+
+    ``PA = |{(i, j): y_i > y_j, s_i > s_j}| / |{(i, j): y_i > y_j}|`` (pairs within the query).
+    Counted in O(n log n) per query (a merge sort of the labels in rank order), with 64-bit counts.
+    Equals 1 - ``disagreement_error``.
+
+    Ties: a pair with s_i = s_j counts 0 ("pessimistic"), 1 ("optimistic"), 1 if i comes first in the
+    input ("input"), 1/2 ("average").
+
+    Empty: a query with no preference pair (a single label level) follows ``empty``.
+
+    Parameters
+    ----------
+    {params}
+    {ties}
+    {empty}
+    {returns}
+    """
+    _check_common(ties, empty, return_per_query)
+    Q = _Queries(y_true, y_score, qid)
+    return _finish("pairwise_accuracy", 1.0 - _disagreement(Q, Q.y, ties), empty, return_per_query)
+
+
+@_fill_doc
+def auc_score(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimistic", empty="drop",
+              return_per_query=False):
+    """Area under the ROC curve per query (relevant = y > threshold vs irrelevant), averaged over queries.
+
+    ``AUC = |{(i, j): i relevant, j irrelevant, s_i > s_j}| / (n_relevant * n_irrelevant)``, i.e. the
+    pairwise accuracy of the binarized labels; O(n log n) per query.
+
+    Ties: a relevant/irrelevant pair with equal scores counts 0 ("pessimistic"), 1 ("optimistic"),
+    1 if the relevant row comes first in the input ("input"), 1/2 ("average", as
+    ``sklearn.metrics.roc_auc_score``).
+
+    Empty: a query without a relevant row or without an irrelevant row follows ``empty``.
+
+    Parameters
+    ----------
+    {params}
+    threshold : float, default=0.0
+        A row is relevant when y_true > threshold.
+    {ties}
+    {empty}
+    {returns}
+    """
+    _check_common(ties, empty, return_per_query)
+    Q = _Queries(y_true, y_score, qid)
+    per_query = 1.0 - _disagreement(Q, _binary(Q.y, threshold), ties)
+    return _finish("auc_score", per_query, empty, return_per_query)
+
+
+# ---------------------------------------------------------------------------------------------
+# label-ranking errors (Dekel, Manning & Singer 2003)
+# ---------------------------------------------------------------------------------------------
+_LR_NOTE = """Each query is one instance x, each row one label y of its label set, and the preference graph
+    G = (V, E) has an edge i -> j for every pair with y_i > y_j. An edge is *violated* when
+    f(x, i) <= f(x, j), i.e. s_i <= s_j (a score tie violates it, as in the paper). The generalized
+    error of a decomposition A(G) = {G_1, ..., G_s} is (1/s) sum_k delta(G_k), delta(G_k) = 1 if some
+    edge of G_k is violated; the mean over queries is the paper's error divided by the number of
+    instances."""
+
+
+def _label_ranking(name, kind, y_true, y_score, qid, ties, empty, return_per_query):
+    _check_common(ties, empty, return_per_query)
+    Q = _Queries(y_true, y_score, qid)
+    lab, s = Q.ranked(Q.y, ties)
+    out = Q.new_out()
+    suffix_max = np.empty(Q.max_size + 1, dtype=np.float64)
+    _metrics.label_ranking_kernel(lab, s, Q.offsets, kind, ties == "average", out, suffix_max)
+    return _finish(name, out, empty, return_per_query)
+
+
+_LR_TIES = """Ties: "pessimistic" (default) is the paper's definition (a tie violates an edge);
+    "optimistic" treats a tie as no violation; "input" breaks ties by input order (first = higher);
+    "average" is the exact expectation over random orders of each tie group."""
+
+_LR_EMPTY = """Empty: a query with no edge (all labels equal) follows ``empty``."""
+
+
+def _lr_doc(func):
+    func.__doc__ = func.__doc__.replace("{note}", _LR_NOTE).replace("{lr_ties}", _LR_TIES).replace(
+        "{lr_empty}", _LR_EMPTY
+    )
+    return _fill_doc(func)
+
+
+@_lr_doc
+def zero_one_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+    """0-1 error of label ranking: 1 if any preference edge of the query is violated, else 0.
+
+    {note}
+
+    Zero-one: A(G) = {G}, so ``eps_01 = delta(G) = [exists (i, j) in E: s_i <= s_j]``.
+
+    {lr_ties}
+
+    Under "average" a query scores 1 if a lower label is ranked strictly above a higher one,
+    else 1 - prod_groups prod_levels c_l! / m!, the probability that some tie group (m rows, c_l of
+    label level l) does not come out sorted by decreasing label.
+
+    {lr_empty}
+
+    Parameters
+    ----------
+    {params}
+    {ties}
+    {empty}
+    {returns}
+    """
+    return _label_ranking("zero_one_error", _metrics.ZERO_ONE, y_true, y_score, qid, ties, empty, return_per_query)
+
+
+@_lr_doc
+def disagreement_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+    """Disagreement error of label ranking: the fraction of preference edges that are violated.
+
+    {note}
+
+    Disagreement: one subgraph per edge, so
+    ``eps_dis = |{(i, j) in E: s_i <= s_j}| / |E|``. Equals 1 - ``pairwise_accuracy``; O(n log n).
+
+    {lr_ties}
+
+    Under "average" a tied edge counts 1/2.
+
+    {lr_empty}
+
+    Parameters
+    ----------
+    {params}
+    {ties}
+    {empty}
+    {returns}
+    """
+    _check_common(ties, empty, return_per_query)
+    Q = _Queries(y_true, y_score, qid)
+    return _finish("disagreement_error", _disagreement(Q, Q.y, ties), empty, return_per_query)
+
+
+@_lr_doc
+def domination_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+    """Domination error of label ranking: the fraction of dominating labels not ranked above all they dominate.
+
+    {note}
+
+    Domination (eps_Dom): one subgraph per vertex i with outgoing edges (D(i) = {j: y_j < y_i} not
+    empty), holding its edges to D(i)::
+
+        eps_Dom = |{i: D(i) != {}, exists j in D(i): s_i <= s_j}| / |{i: D(i) != {}}|
+
+    {lr_ties}
+
+    Under "average" a vertex i with no j in D(i) scored strictly above it fails with
+    probability c / (c + 1), c the number of rows of D(i) tied with it.
+
+    {lr_empty}
+
+    Parameters
+    ----------
+    {params}
+    {ties}
+    {empty}
+    {returns}
+    """
+    return _label_ranking("domination_error", _metrics.DOMINATION, y_true, y_score, qid, ties, empty,
+                          return_per_query)
+
+
+@_lr_doc
+def dominated_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+    """Dominated error of label ranking: the fraction of dominated labels not ranked below all that dominate them.
+
+    {note}
+
+    Dominated (eps_dom): one subgraph per vertex j with incoming edges (U(j) = {i: y_i > y_j} not
+    empty), holding its edges from U(j)::
+
+        eps_dom = |{j: U(j) != {}, exists i in U(j): s_i <= s_j}| / |{j: U(j) != {}}|
+
+    {lr_ties}
+
+    Under "average" a vertex j with no i in U(j) scored strictly below it fails with
+    probability c / (c + 1), c the number of rows of U(j) tied with it.
+
+    {lr_empty}
+
+    Parameters
+    ----------
+    {params}
+    {ties}
+    {empty}
+    {returns}
+    """
+    return _label_ranking("dominated_error", _metrics.DOMINATED, y_true, y_score, qid, ties, empty,
+                          return_per_query)

@@ -68,8 +68,9 @@ def evaluate(y, scores, qid, metric_specs):
     return {label: f(y, scores, qid) for label, f in map(metric_function, metric_specs)}
 
 
-def print_table(header, rows, out=sys.stdout):
+def print_table(header, rows, out=None):
     """Fixed-width table; floats with 4 decimals (times with 3 significant digits)."""
+    out = out or sys.stdout
 
     def fmt(v):
         if isinstance(v, float):
@@ -105,8 +106,9 @@ def small_problem(X, y, qid, n_queries=6, n_features=6, seed=0):
     return Xs, y[rows], qid[rows]
 
 
-def verify_solver(spec, X, y, qid, params, out=sys.stdout):
+def verify_solver(spec, X, y, qid, params, out=None):
     """Fit ``spec``'s estimator and the reference on the same problem; print both objectives; return the gap."""
+    out = out or sys.stdout
     est = spec.make(**params)
     t0 = time.perf_counter()
     est.fit(X, y, qid=qid)

@@ -1,0 +1,95 @@
+"""The cyrank command: every subcommand end to end on small files, and its errors."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cyrank import _registry, metrics
+from cyrank.cli import main, parse_params, small_problem
+from cyrank.datasets import load_lightgbm_rank
+from cyrank.io import dump_svmlight, load_model
+
+SOLVERS = list(_registry.SOLVERS)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The embedded test split written as an SVMlight file, and a seeded score file for it."""
+    d = tmp_path_factory.mktemp("cli")
+    X, y, qid = load_lightgbm_rank("test")
+    data = d / "test.svm"
+    dump_svmlight(X, y, data, qid=qid)
+    scores = np.random.default_rng(1).integers(0, 5, size=y.shape[0]).astype(float)  # many ties
+    np.savetxt(d / "scores.txt", scores)
+    return d, data, (X, y, qid, scores)
+
+
+def test_eval_scores_equals_metrics(files, capsys):
+    d, data, (X, y, qid, scores) = files
+    assert main(["eval", str(data), "--scores", str(d / "scores.txt"), "-m", "ndcg@5", "-m", "map", "-m", "pairacc"]) == 0
+    out = capsys.readouterr().out
+    for label, value in [
+        ("ndcg@5", metrics.ndcg_score(y, scores, qid, k=5)),
+        ("map", metrics.average_precision(y, scores, qid)),
+        ("pairacc", metrics.pairwise_accuracy(y, scores, qid)),
+    ]:
+        line = next(l for l in out.splitlines() if l.startswith(label + " "))
+        assert float(line.split()[1]) == pytest.approx(value, abs=5e-5)
+
+
+def test_parse_params():
+    assert parse_params(["alpha=0.5", "penalty=l1", "max_iter=10", "binary=true", "feature_induction=none"]) == {
+        "alpha": 0.5, "penalty": "l1", "max_iter": 10, "binary": True, "feature_induction": None}
+    with pytest.raises(ValueError, match="name=value"):
+        parse_params(["alpha"])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["verify", "no-such-solver"], "unknown solver"),
+        (["eval", "missing-file.svm", "--scores", "x.txt"], "missing-file.svm"),
+        (["eval", "{data}"], "exactly one of --model and --scores"),
+        (["eval", "{data}", "--scores", "{short}"], "scores but"),
+        (["eval", "{data}", "--scores", "{scores}", "-m", "foo@3"], "unknown metric"),
+    ],
+)
+def test_errors_are_clear(files, capsys, argv, message):
+    d, data, _ = files
+    np.savetxt(d / "short.txt", np.zeros(3))
+    argv = [a.format(data=data, short=d / "short.txt", scores=d / "scores.txt") for a in argv]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_small_problem_is_a_real_subproblem():
+    X, y, qid = load_lightgbm_rank("train")
+    Xs, ys, qs = small_problem(X, y, qid, n_queries=5, n_features=4)
+    assert Xs.shape[1] == 4 and np.unique(qs).size == 5
+    for q in np.unique(qs):  # every chosen query has a preference pair, and its rows are all there
+        assert np.unique(ys[qs == q]).size > 1
+        assert np.sum(qs == q) == np.sum(qid == q)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_fit_predict_eval_verify(files, tmp_path, capsys, solver):
+    d, data, (X, y, qid, _) = files
+    model = tmp_path / "m.npz"
+    spec = _registry.get(solver)
+    params = [f"{k}={v}" for k, v in spec.small_params.items()]
+    assert main(["fit", solver, str(data), "-o", str(model), *sum([["-p", p] for p in params], [])]) == 0
+    est = load_model(model)
+    assert main(["predict", str(model), str(data), "-o", str(tmp_path / "s.txt")]) == 0
+    s = np.loadtxt(tmp_path / "s.txt")
+    np.testing.assert_array_equal(s, est.predict(X))
+    assert main(["eval", str(data), "--model", str(model), "-m", "ndcg@10"]) == 0
+    capsys.readouterr()
+    assert main(["verify", solver, "--generate", "30", "4", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "reference (cvxpy)" in out and "relative objective gap" in out
+
+
+def test_module_entry_point():
+    r = subprocess.run([sys.executable, "-m", "cyrank", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "demo" in r.stdout and "verify" in r.stdout

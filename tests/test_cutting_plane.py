@@ -1,0 +1,60 @@
+"""The shared 1-slack cutting-plane engine on a problem with a known optimum: the linear hinge-loss SVM.
+
+0.5 ||w||^2 + (C/n) sum_i max(0, 1 - y_i w.x_i) equals the 1-slack problem with
+Delta(c) = mean(c), Psi(c) = mean(c_i y_i x_i) over c in {0,1}^n (Joachims 2006), so the engine's objective must
+come within C * epsilon of the cvxpy optimum of the hinge form.
+"""
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from cyrank.optim.cutting_plane import cutting_plane
+from reference import solve_problem
+
+
+def svm_problem(seed=0, n=40, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sign(X @ rng.normal(size=d) + 0.8 * rng.normal(size=n))
+    return X, y
+
+
+def engine_parts(X, y, C):
+    n = len(y)
+
+    def separate(w):
+        c = (1 - y * (X @ w) > 0).astype(float)
+        return c.mean(), (c * y) @ X / n
+
+    def solve_restricted(deltas, psis, w):
+        # dual of the restricted problem: max a.delta - 0.5 ||P'a||^2, a >= 0, sum a <= C; w = P'a
+        P = np.array(psis)
+        a = cp.Variable(len(deltas))
+        sol = solve_problem(cp.Problem(cp.Maximize(a @ deltas - 0.5 * cp.sum_squares(P.T @ a)), [a >= 0, cp.sum(a) <= C]), {"a": a})
+        w = P.T @ sol["a"]
+        return w, max(0.0, float(np.max(deltas - P @ w))), 1
+
+    return separate, solve_restricted, lambda w: 0.5 * w @ w
+
+
+@pytest.mark.parametrize("seed, C", [(0, 1.0), (1, 10.0)])
+def test_reaches_hinge_svm_optimum(seed, C):
+    X, y = svm_problem(seed)
+    eps = 1e-4
+    res = cutting_plane(*engine_parts(X, y, C), np.zeros(X.shape[1]), C=C, epsilon=eps, max_iter=200)
+    w = cp.Variable(X.shape[1])
+    ref = solve_problem(cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C / len(y) * cp.sum(cp.pos(1 - cp.multiply(y, X @ w))))), {"w": w})
+    assert res.converged and res.violation <= eps
+    # the engine's objective is the exact primal value at its w: never below the optimum, at most C*eps above
+    exact = 0.5 * res.w @ res.w + C * np.mean(np.maximum(0, 1 - y * (X @ res.w)))
+    assert res.objective == pytest.approx(exact, rel=1e-12)
+    assert ref.objective - 1e-8 <= res.objective <= ref.objective + C * eps + 1e-8
+    assert res.n_batches == len(res.history["objective"]) - 1
+
+
+def test_warns_on_max_iter():
+    X, y = svm_problem(2)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        res = cutting_plane(*engine_parts(X, y, 10.0), np.zeros(X.shape[1]), C=10.0, epsilon=1e-8, max_iter=2)
+    assert not res.converged and res.violation > 1e-8

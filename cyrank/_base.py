@@ -28,7 +28,8 @@ class RankerMixin:
         X = check_X(X, accept_sparse=accept_sparse, dtype=FLOAT_DTYPES)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with {self.n_features_in_}"
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
+                "features as input"
             )
         return X
 

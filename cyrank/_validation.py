@@ -28,13 +28,21 @@ def _check_kind(a, name):
     if kind in "OUSV":
         raise TypeError(f"{name} has dtype {a.dtype}; expected a numeric (int, float or bool) array")
     if kind == "c":
-        raise TypeError(f"{name} has complex dtype {a.dtype}; ranking data must be real")
+        raise ValueError(f"Complex data not supported: {name} has dtype {a.dtype}; ranking data must be real")
 
 
 def _check_finite(values, name):
     if not np.all(np.isfinite(values)):
         bad = "NaN" if np.isnan(values).any() else "infinity"
         raise ValueError(f"{name} contains {bad}; every value must be finite")
+
+
+def _check_not_empty(shape):
+    """Messages in sklearn's wording, so its estimator checks recognise them."""
+    if shape[0] == 0:
+        raise ValueError(f"X is empty: 0 sample(s) (shape={shape}) while a minimum of 1 is required.")
+    if shape[1] == 0:
+        raise ValueError(f"X is empty: 0 feature(s) (shape={shape}) while a minimum of 1 is required.")
 
 
 def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, copy=False):
@@ -50,15 +58,14 @@ def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, 
     if sp.issparse(X):
         if not accept_sparse:
             raise TypeError("sparse X is not supported here; pass a dense array (X.toarray())")
-        _check_kind(X.data, "X")
-        fmt = X.format if X.format in accept_sparse else accept_sparse[0]
-        X = X.asformat(fmt, copy=copy)
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d, got {X.ndim} dimensions")
+        _check_kind(np.empty(0, X.dtype), "X")
+        fmt = X.format if X.format in accept_sparse else accept_sparse[0]
+        X = X.asformat(fmt, copy=copy)
         if X.dtype not in dtypes:
             X = X.astype(dtypes[0])
-        if X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(f"X is empty (shape {X.shape}); at least one row and one feature are needed")
+        _check_not_empty(X.shape)
         _check_finite(X.data, "X")
         if not X.has_sorted_indices:
             X = X.copy()  # never reorder the caller's matrix in place
@@ -79,10 +86,10 @@ def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, 
     if X.ndim != 2:
         raise ValueError(
             f"X must be 2-d (n_samples, n_features), got {X.ndim} dimension(s) with shape {X.shape}"
-            + ("; reshape a single feature with X.reshape(-1, 1)" if X.ndim == 1 else "")
+            + ("; Reshape your data with X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a single row"
+               if X.ndim == 1 else "")
         )
-    if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"X is empty (shape {X.shape}); at least one row and one feature are needed")
+    _check_not_empty(X.shape)
     target = X.dtype if X.dtype in dtypes else dtypes[0]
     if order is None:
         X = np.array(X, dtype=target, copy=copy) if copy else np.asarray(X, dtype=target)
@@ -96,7 +103,7 @@ def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, 
 
 def _as_1d(a, name, n=None):
     if a is None:
-        raise ValueError(f"{name} is None")
+        raise ValueError(f"this estimator requires {name} to be passed, but the target {name} is None")
     a = np.asarray(a)
     _check_kind(a, name)
     if a.ndim == 2 and 1 in a.shape:

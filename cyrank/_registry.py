@@ -17,8 +17,8 @@ def _load(path):
 class SolverSpec:
     """One solver as the CLI sees it.
 
-    ``reference`` names ``f(estimator, X, y, qid) -> reference.Solution``: the exact optimum of the objective
-    that ``estimator`` (with its current parameters) minimises on ``(X, y, qid)``.
+    ``reference`` names ``solve(X, y, qid, **params) -> reference.Solution``, the exact optimum of the objective
+    the estimator minimises; ``reference_params`` are the estimator parameters passed on to it by name.
     ``small_params`` are the parameters ``verify`` and ``demo`` use on the small reference problem.
     """
 
@@ -28,6 +28,7 @@ class SolverSpec:
     demo_params: dict = field(default_factory=dict)
     small_params: dict = field(default_factory=dict)
     reference: str = ""
+    reference_params: tuple = ()
 
     @property
     def estimator_class(self):
@@ -39,7 +40,8 @@ class SolverSpec:
     def solve_reference(self, estimator, X, y, qid):
         if not self.reference:
             raise ValueError(f"solver {self.name!r} has no convex reference objective")
-        return _load(self.reference)(estimator, X, y, qid)
+        params = estimator.get_params()
+        return _load(self.reference)(X, y, qid, **{p: params[p] for p in self.reference_params})
 
 
 SOLVERS = {}
@@ -55,3 +57,14 @@ def get(name):
         known = ", ".join(SOLVERS) or "none yet"
         raise ValueError(f"unknown solver {name!r}; available: {known}")
     return SOLVERS[name]
+
+
+register(SolverSpec(
+    name="domination",
+    estimator="cyrank.domination:DominationRank",
+    summary="domination loss by coordinate descent (l1/l2/elastic net)",
+    demo_params={"penalty": "l2", "alpha": 1.0},
+    small_params={"penalty": "l2", "alpha": 0.5, "tol": 1e-9, "max_iter": 10000},
+    reference="reference.domination:solve",
+    reference_params=("penalty", "alpha", "l1_ratio", "binary", "group_by_query"),
+))

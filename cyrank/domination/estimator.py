@@ -1,0 +1,304 @@
+"""DominationRank: linear ranking by coordinate descent on the domination loss (domination-cd.txt, DESIGN.md
+Objective 1).
+
+With scores f_i = w.x_i and offsets o_i >= 0 (separable margins, section 4), every row i that dominates some
+row of its query (D(q, i) = {j in q: y_j < y_i} non-empty) contributes
+
+    l_i = log(1 + sum_{j in D(q, i)} exp((f_j - o_j) - (f_i - o_i)))
+
+and the objective is sum_i l_i + alpha * ||w||_1 ("l1"), + alpha * ||w||_2^2 ("l2", not halved, section 5), or
++ alpha * (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"). Every label level of a query is a
+layer (section 3); ``binary=True`` keeps two layers, y > 0 and y <= 0.
+"""
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .._base import LinearRankerMixin
+from .._queries import QueryGroups
+from .._validation import check_option, check_param, check_ranking_data, check_y, warn_if_no_pairs
+from ..io import register_model
+from . import _cd
+
+PENALTIES = ("l2", "l1", "elasticnet")
+# With sparse X, dominating layers of at least this many rows keep power sums (see _cd.pyx) so that an
+# update costs the column's entries, not the rows of the layers it touches. Dense X touches every row anyway.
+POWER_SUM_ROWS = 16
+# Anderson extrapolation of the sweeps (kept only when it lowers the objective); off only for benchmarks.
+ANDERSON = True
+HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_SQ}
+
+
+def _check_offset(offset, n):
+    """Return float64 offsets of length n (zeros for None); finite and >= 0.
+
+    TODO(validation): generic "non-negative per-row vector" check; to be moved to cyrank/_validation.py.
+    """
+    if offset is None:
+        return np.zeros(n)
+    offset = check_y(offset, n, name="offset")
+    if np.any(offset < 0):
+        raise ValueError(f"offset must be >= 0 (a margin requirement); found {offset.min()!r}")
+    return offset
+
+
+class _Layout:
+    """Rows sorted by (query, label): the arrays the kernel reads (see cyrank/domination/_cd.pyx).
+
+    rows      original index of each sorted row (rows of single-level queries and unsampled rows are absent)
+    q_ptr     query q owns query-layers q_ptr[q]:q_ptr[q+1]
+    lay_ptr   query-layer k owns sorted rows lay_ptr[k]:lay_ptr[k+1]
+    row_qk    query-layer of each sorted row;  qk_q: query of each query-layer;  offset: sorted offsets
+    """
+
+    def __init__(self, rows, q_ptr, lay_ptr, row_qk, qk_q, offset):
+        self.rows, self.q_ptr, self.lay_ptr, self.row_qk, self.qk_q, self.offset = (
+            rows, q_ptr, lay_ptr, row_qk, qk_q, offset)
+
+
+def _runs(qs, ls):
+    """Start flags of the (query, label) runs of sorted rows."""
+    return np.r_[True, (qs[1:] != qs[:-1]) | (ls[1:] != ls[:-1])] if qs.size else np.zeros(0, bool)
+
+
+def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_state=None):
+    """Sort rows by (query, label), drop queries with one label level, optionally sample the bottom layers.
+
+    Negative sampling (the "Sampled" variant, section 8.2): in every query, ceil(neg_sample * n_0) of the n_0
+    rows of the lowest layer (the rows that dominate nothing) are kept, uniformly without replacement.
+    Returns the layout and the boolean mask (input order) of the rows negative sampling kept.
+    """
+    n = y.shape[0]
+    labels = (y > 0).astype(np.float64) if binary else y
+    groups = QueryGroups(qid if group_by_query else np.zeros(n, np.int64), labels)
+    warn_if_no_pairs(groups)
+    q_index = groups.query_index()
+    order = np.lexsort((labels, q_index))
+    qs, ls = q_index[order], labels[order]
+    start = _runs(qs, ls)
+    run = np.cumsum(start) - 1
+    run_q = qs[start]
+    keep = groups.n_levels[qs] >= 2
+    mask = np.ones(n, dtype=bool)
+    if neg_sample is not None and neg_sample < 1.0:
+        first_run = np.r_[True, run_q[1:] != run_q[:-1]]  # the lowest layer of each query
+        bottom = first_run[run]
+        rng = check_random_state(random_state)
+        sizes = np.bincount(run)
+        starts = np.flatnonzero(start)
+        by_run = np.lexsort((rng.random_sample(order.shape[0]), run))  # random order inside each run
+        rank = np.empty(order.shape[0], np.int64)
+        rank[by_run] = np.arange(order.shape[0]) - starts[run[by_run]]
+        quota = np.ceil(neg_sample * sizes - 1e-12).astype(np.int64)
+        sampled_out = bottom & (rank >= quota[run])
+        mask[order[sampled_out]] = False
+        keep &= ~sampled_out
+    order, qs, ls = order[keep], qs[keep], ls[keep]
+    start = _runs(qs, ls)
+    row_qk = np.cumsum(start) - 1
+    run_q = qs[start]
+    q_start = np.r_[True, run_q[1:] != run_q[:-1]] if run_q.size else np.zeros(0, bool)
+    qk_q = np.cumsum(q_start) - 1
+    q_ptr = np.r_[np.flatnonzero(q_start), run_q.size].astype(np.intp)
+    lay_ptr = np.r_[np.flatnonzero(start), order.size].astype(np.intp)
+    layout = _Layout(order.astype(np.intp), q_ptr, lay_ptr, row_qk.astype(np.intp), qk_q.astype(np.intp),
+                     np.ascontiguousarray(offset[order], dtype=np.float64))
+    return layout, mask
+
+
+def _columns(X, rows):
+    """The sorted rows of X column by column: (data, indices, indptr, dense) for the kernel.
+
+    Sparse X becomes CSC (CSR is converted once) keeping its index width; dense X becomes Fortran-ordered
+    and is read through indices = arange(n), indptr = arange(d + 1) * n.
+    """
+    if sp.issparse(X):
+        Xs = X[rows] if X.format == "csr" else X.tocsr()[rows]
+        Xs = sp.csc_matrix(Xs)
+        Xs.sort_indices()
+        itype = np.promote_types(Xs.indices.dtype, Xs.indptr.dtype)
+        return (np.ascontiguousarray(Xs.data), Xs.indices.astype(itype, copy=False),
+                Xs.indptr.astype(itype, copy=False), False)
+    identity = rows.shape[0] == X.shape[0] and np.array_equal(rows, np.arange(X.shape[0]))
+    Xs = np.asfortranarray(X if identity else X[rows])
+    n, d = Xs.shape
+    return (Xs.ravel(order="F"), np.arange(n, dtype=np.int64), np.arange(d + 1, dtype=np.int64) * n, True)
+
+
+@register_model
+class DominationRank(LinearRankerMixin, BaseEstimator):
+    """Linear ranker minimising the domination loss by coordinate descent (domination-cd.txt).
+
+    Objective (DESIGN.md Objective 1), with f = X w and offsets o >= 0::
+
+        sum_q sum_{i: D(q,i) != {}} log(1 + sum_{j in D(q,i)} exp((f_j - o_j) - (f_i - o_i))) + penalty(w)
+
+    penalty: alpha ||w||_1 ("l1"), alpha ||w||_2^2 ("l2", not halved) or
+    alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"). D(q, i) are the rows of query q
+    with a lower label than row i; every label level is a layer (section 3).
+
+    Each coordinate step minimises a quadratic upper bound of the loss plus the exact penalty (sections 2-5),
+    so the objective never increases. The bound's curvature is ``hessian_bound``: "popoviciu" (default;
+    sum over dominating rows i of (max - min)^2 / 4 of the feature over D(q, i) + {i}) or "max_sq" (the
+    thesis: sum_q m_q max_{j in q} x_j^2).
+
+    Parameters
+    ----------
+    penalty : {"l2", "l1", "elasticnet"}, default="l2"
+    alpha : float >= 0, default=1.0
+        Penalty weight; the loss is a sum over rows, not a mean.
+    l1_ratio : float in [0, 1], default=0.5
+        Share of the l1 term for "elasticnet".
+    binary : bool, default=False
+        Collapse labels to y > 0 versus y <= 0 (two layers).
+    group_by_query : bool, default=True
+        False: every row in one query (the thesis's LETOR setting, section 8.1.2); ``qid`` is then ignored.
+    feature_induction : int >= 1 or None, default=None
+        Features added per round of feature induction (alpha of Alg. 7): the inactive features whose single
+        bound-minimising step guarantees the largest objective decrease are added, the active set is trained to
+        convergence, and this repeats until no inactive feature violates the optimality conditions.
+    neg_sample : float in (0, 1] or None, default=None
+        Keep ceil(neg_sample * n_0) of the n_0 lowest-layer rows of every query (the "Sampled" variant,
+        section 8.2), chosen with ``random_state``. The objective minimised and reported is then the objective
+        above on the kept rows (``sample_mask_``).
+    hessian_bound : {"popoviciu", "max_sq"}, default="popoviciu"
+    max_iter : int >= 1, default=1000
+        Maximum number of sweeps (epochs) over the active features.
+    tol : float > 0, default=1e-6
+        Stop when ``kkt_violation_`` <= tol.
+    warm_start : bool, default=False
+        Start from the previous ``coef_``.
+    random_state : int, RandomState or None, default=None
+        Used by ``neg_sample`` only (the sweeps are cyclic and deterministic).
+    verbose : int, default=0
+        Print the objective after each sweep.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    n_iter_ : int
+        Sweeps over the active features.
+    objective_ : float
+        Final objective, recomputed from ``coef_`` in float64.
+    history_ : dict
+        "objective" and "n_nonzero" after each sweep.
+    kkt_violation_ : float
+        max_r dist(-dL/dw_r, subdifferential of the penalty at w_r), divided by max_r |dL/dw_r| at w = 0.
+    converged_ : bool
+        ``kkt_violation_ <= tol``.
+    sample_mask_ : ndarray of bool or None
+        Rows kept by ``neg_sample`` (None without sampling).
+    n_features_in_ : int
+    """
+
+    def __init__(self, penalty="l2", alpha=1.0, l1_ratio=0.5, *, binary=False, group_by_query=True,
+                 feature_induction=None, neg_sample=None, hessian_bound="popoviciu", max_iter=1000, tol=1e-6,
+                 warm_start=False, random_state=None, verbose=0):
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.binary = binary
+        self.group_by_query = group_by_query
+        self.feature_induction = feature_induction
+        self.neg_sample = neg_sample
+        self.hessian_bound = hessian_bound
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- parameters ------------------------------------------------------------------------------------
+    def _penalty_weights(self):
+        """(lam1, lam2) of lam1 ||w||_1 + lam2 ||w||_2^2."""
+        check_option("penalty", self.penalty, PENALTIES)
+        alpha = check_param("alpha", self.alpha, low=0.0)
+        if self.penalty == "l1":
+            return alpha, 0.0
+        if self.penalty == "l2":
+            return 0.0, alpha
+        rho = check_param("l1_ratio", self.l1_ratio, low=0.0, high=1.0)
+        return alpha * rho, alpha * (1.0 - rho)
+
+    def _check_params(self):
+        lam = self._penalty_weights()
+        check_option("binary", self.binary, (True, False))
+        check_option("group_by_query", self.group_by_query, (True, False))
+        check_option("hessian_bound", self.hessian_bound, tuple(HESSIAN_BOUNDS))
+        check_param("feature_induction", self.feature_induction, low=1, integer=True, none_ok=True)
+        check_param("neg_sample", self.neg_sample, low=0.0, high=1.0, low_open=True, none_ok=True)
+        check_param("max_iter", self.max_iter, low=1, integer=True)
+        check_param("tol", self.tol, low=0.0, low_open=True)
+        check_param("verbose", self.verbose, low=0, integer=True)
+        return lam
+
+    def _problem(self, X, y, qid, offset, *, sample):
+        X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csc", "csr"), dtype=(np.float64, np.float32))
+        offset = _check_offset(offset, X.shape[0])
+        layout, mask = _layout(y, qid, offset, binary=self.binary, group_by_query=self.group_by_query,
+                               neg_sample=self.neg_sample if sample else None, random_state=self.random_state)
+        return X, layout, mask, _columns(X, layout.rows)
+
+    # -- fit -----------------------------------------------------------------------------------------------
+    def fit(self, X, y, qid=None, offset=None):
+        """Minimise the objective on (X, y) grouped by ``qid``; ``offset`` (>= 0) are per-row margins o_i."""
+        lam1, lam2 = self._check_params()
+        X, layout, mask, (data, indices, indptr, dense) = self._problem(X, y, qid, offset, sample=True)
+        d = X.shape[1]
+        beta = _cd.hessian_bounds(data, indices, indptr, dense, layout, HESSIAN_BOUNDS[self.hessian_bound])
+        w = np.zeros(d)
+        if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (d,):
+            w[:] = self.coef_
+        if lam1 > 0 or lam2 > 0:
+            w[beta == 0] = 0.0  # such a feature never changes the loss: the penalty alone sets it to 0
+        hist_obj = np.zeros(self.max_iter)
+        hist_nnz = np.zeros(self.max_iter, dtype=np.intp)
+        n_iter, converged, viol, scale, underflow = _cd.solve(
+            data, indices, indptr, dense, layout, w, beta, lam1, lam2, float(self.tol), self.max_iter,
+            self.feature_induction or 0, self.verbose, hist_obj, hist_nnz, 0 if dense else POWER_SUM_ROWS,
+            ANDERSON)
+        if underflow:
+            raise FloatingPointError(_cd.UNDERFLOW_MESSAGE)
+        loss, pen = _cd.objective(data, indices, indptr, dense, layout, w, lam1, lam2)
+        self.coef_ = w
+        self.n_iter_ = int(n_iter)
+        self.objective_ = float(loss + pen)
+        self.history_ = {"objective": hist_obj[:n_iter].copy(), "n_nonzero": hist_nnz[:n_iter].astype(np.int64)}
+        self.kkt_violation_ = float(viol / scale)
+        self.converged_ = bool(converged)
+        self.sample_mask_ = mask if self.neg_sample is not None else None
+        self.n_features_in_ = d
+        if not converged:
+            warnings.warn(
+                f"DominationRank stopped after max_iter={self.max_iter} sweeps with KKT violation "
+                f"{self.kkt_violation_:.3g} > tol={self.tol:g}; increase max_iter or tol",
+                ConvergenceWarning, stacklevel=2)
+        return self
+
+    # -- prediction: decision_function = X @ coef_, predict = scores, score = mean NDCG@10 (LinearRankerMixin)
+    def objective(self, X, y, qid=None, offset=None, coef=None):
+        """The objective (loss + penalty) at ``coef`` (default ``coef_``) on (X, y, qid, offset), in float64.
+
+        Uses this estimator's penalty, alpha, l1_ratio, binary and group_by_query; no negative sampling.
+        """
+        lam1, lam2 = self._check_params()
+        if coef is None:
+            check_is_fitted(self, "coef_")
+            coef = self.coef_
+        X, layout, _, (data, indices, indptr, dense) = self._problem(X, y, qid, offset, sample=False)
+        coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
+        if coef.shape != (X.shape[1],):
+            raise ValueError(f"coef has shape {coef.shape}; expected ({X.shape[1]},)")
+        loss, pen = _cd.objective(data, indices, indptr, dense, layout, coef, lam1, lam2)
+        return float(loss + pen)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags

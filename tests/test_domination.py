@@ -1,0 +1,444 @@
+"""DominationRank against the cvxpy reference, an independent numpy objective, and optimality conditions.
+
+Problems are small and seeded. Every problem has a finite optimum: the l2 and elastic-net terms make it
+so; for l1 the labels are noisy functions of X (no direction separates every query), and alpha is large
+enough that the l1 optimum is attained (checked by the reference solver's "optimal" status).
+"""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from cyrank import RankingDataWarning
+from cyrank.domination import DominationRank
+from cyrank.domination import _cd
+from cyrank.domination import estimator as estimator_module
+from cyrank.domination.estimator import _columns, _layout
+from cyrank.io import load_model, save_model
+from cyrank.metrics import ndcg_score
+from reference import domination as ref
+
+TOL = 1e-9  # solver tolerance used against the reference (relative KKT violation)
+
+
+def make_problem(seed=0, n=48, d=5, n_queries=4, levels=4, density=1.0, offset=False):
+    """Noisy graded labels (with ties) in shuffled queries; optional sparsity and offsets."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if density < 1.0:
+        X *= rng.random((n, d)) < density
+    score = X @ rng.normal(size=d) + 1.5 * rng.normal(size=n)
+    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, levels + 1)[1:-1])).astype(float)
+    qid = rng.integers(0, n_queries, size=n) * 7 + 3  # unsorted, non-contiguous ids
+    o = rng.uniform(0.0, 1.0, size=n) * (y > 0) if offset else None
+    return X, y, qid, o
+
+
+def fit(X, y, qid=None, o=None, **params):
+    params = {"tol": TOL, "max_iter": 5000, **params}
+    return DominationRank(**params).fit(X, y, qid, o)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The objective and its gradient
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("group_by_query", [True, False])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_objective_matches_numpy(binary, group_by_query, sparse):
+    X, y, qid, o = make_problem(seed=1, n=60, d=6, n_queries=9, levels=5, density=0.6, offset=True)
+    y[:10] = 2.0  # many ties
+    w = np.random.default_rng(2).normal(size=X.shape[1])
+    est = DominationRank(penalty="elasticnet", alpha=0.7, l1_ratio=0.3, binary=binary, group_by_query=group_by_query)
+    got = est.objective(sp.csr_matrix(X) if sparse else X, y, qid, o, coef=w)
+    expected = ref.objective(X, y, qid, o, w, penalty="elasticnet", alpha=0.7, l1_ratio=0.3, binary=binary,
+                             group_by_query=group_by_query)
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_objective_at_large_margins_is_finite_and_exact():
+    X, y, qid, o = make_problem(seed=3)
+    w = np.random.default_rng(4).normal(size=X.shape[1]) * 300.0  # margins in the thousands
+    got = DominationRank(alpha=0.0).objective(X, y, qid, o, coef=w)
+    assert np.isfinite(got)
+    assert got == pytest.approx(ref.objective(X, y, qid, o, w, alpha=0.0), rel=1e-12)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_gradient_matches_finite_differences(binary):
+    X, y, qid, o = make_problem(seed=5, density=0.7, offset=True)
+    est = DominationRank(alpha=0.0, binary=binary)  # loss only
+    layout, _ = _layout(y, qid, o, binary=binary, group_by_query=True)
+    data, indices, indptr, dense = _columns(sp.csc_matrix(X), layout.rows)
+    w = np.random.default_rng(6).normal(size=X.shape[1])
+    grad = _cd.gradient(data, indices, indptr, dense, layout, w)
+    h = 1e-6
+    for r in range(X.shape[1]):
+        e = np.zeros_like(w)
+        e[r] = h
+        fd = (est.objective(X, y, qid, o, coef=w + e) - est.objective(X, y, qid, o, coef=w - e)) / (2 * h)
+        assert grad[r] == pytest.approx(fd, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_hessian_bounds_are_valid_and_popoviciu_is_tighter(sparse):
+    X, y, qid, o = make_problem(seed=7, density=0.5 if sparse else 1.0, offset=True)
+    layout, _ = _layout(y, qid, o, binary=False, group_by_query=True)
+    cols = _columns(sp.csr_matrix(X) if sparse else X, layout.rows)
+    pop = _cd.hessian_bounds(*cols, layout, _cd.HESSIAN_POPOVICIU)
+    thesis = _cd.hessian_bounds(*cols, layout, _cd.HESSIAN_MAX_SQ)
+    assert np.all(pop <= thesis * (1 + 1e-12)) and np.all(pop > 0)
+    rng = np.random.default_rng(8)
+    h = 1e-4
+    for _ in range(5):  # the curvature along every coordinate stays below the bound, anywhere
+        w = rng.normal(size=X.shape[1]) * rng.choice([0.1, 1.0, 5.0])
+        for r in range(X.shape[1]):
+            e = np.zeros_like(w)
+            e[r] = h
+            g_plus = _cd.gradient(*cols, layout, w + e)[r]
+            g_minus = _cd.gradient(*cols, layout, w - e)[r]
+            assert (g_plus - g_minus) / (2 * h) <= pop[r] * (1 + 1e-6) + 1e-9
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The optimum, against cvxpy, for every variant
+# ---------------------------------------------------------------------------------------------------------
+
+_REF_CACHE = {}
+
+
+def reference_optimum(penalty, binary, offset, dtype, alpha, seed=11, l1_ratio=0.4):
+    key = (penalty, binary, offset, dtype, alpha, seed, l1_ratio)
+    if key not in _REF_CACHE:
+        X, y, qid, o = make_problem(seed=seed, density=0.6, offset=offset)
+        X = X.astype(dtype).astype(np.float64)
+        _REF_CACHE[key] = ref.solve(X, y, qid, o, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, binary=binary)
+    return _REF_CACHE[key]
+
+
+ALPHA = {"l2": 0.5, "l1": 1.0, "elasticnet": 1.0}
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_reference_optimum_is_the_formula_at_its_minimiser(binary):
+    X, y, qid, o = make_problem(seed=11, density=0.6, offset=True)
+    sol = ref.solve(X, y, qid, o, penalty="elasticnet", alpha=1.0, l1_ratio=0.4, binary=binary)
+    at_w = ref.objective(X, y, qid, o, sol["w"], penalty="elasticnet", alpha=1.0, l1_ratio=0.4, binary=binary)
+    assert sol.objective == pytest.approx(at_w, rel=1e-8)
+
+
+@pytest.mark.parametrize("penalty", ["l2", "l1", "elasticnet"])
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("offset", [False, True])
+@pytest.mark.parametrize("fmt", ["dense_c", "dense_f", "csr", "csc"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_optimum_matches_reference(penalty, binary, offset, fmt, dtype):
+    X, y, qid, o = make_problem(seed=11, density=0.6, offset=offset)
+    X = X.astype(dtype)
+    Xf = {"dense_c": np.ascontiguousarray, "dense_f": np.asfortranarray, "csr": sp.csr_matrix,
+          "csc": sp.csc_matrix}[fmt](X)
+    est = fit(Xf, y, qid, o, penalty=penalty, alpha=ALPHA[penalty], l1_ratio=0.4, binary=binary)
+    sol = reference_optimum(penalty, binary, offset, dtype, ALPHA[penalty])
+    assert est.converged_ and est.kkt_violation_ <= TOL
+    assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
+    assert est.objective_ >= sol.objective - 1e-7 * abs(sol.objective)  # the reference is the minimum
+    assert est.coef_.dtype == np.float64 and est.coef_.shape == (X.shape[1],)
+    np.testing.assert_allclose(est.coef_, sol["w"], atol=2e-3)
+    h = est.history_["objective"]
+    assert h.shape == (est.n_iter_,) and np.all(np.diff(h) <= 1e-12 * abs(h[0]))
+
+
+@pytest.mark.parametrize("penalty", ["l2", "l1"])
+@pytest.mark.parametrize("binary", [False, True])
+def test_power_sums_of_large_layers_match_reference(monkeypatch, penalty, binary):
+    # every dominating layer keeps power sums (normally only layers of >= POWER_SUM_ROWS rows, sparse X)
+    monkeypatch.setattr(estimator_module, "POWER_SUM_ROWS", 1)
+    X, y, qid, o = make_problem(seed=11, density=0.6, offset=True)
+    est = fit(sp.csc_matrix(X), y, qid, o, penalty=penalty, alpha=ALPHA[penalty], binary=binary)
+    sol = reference_optimum(penalty, binary, True, np.float64, ALPHA[penalty], l1_ratio=0.5)
+    assert est.converged_ and est.objective_ == pytest.approx(sol.objective, rel=1e-6)
+    h = est.history_["objective"]
+    assert np.all(np.diff(h) <= 1e-12 * abs(h[0]))
+
+
+def test_power_sums_on_one_large_query_equal_the_direct_sums(monkeypatch):
+    rng = np.random.default_rng(30)
+    X = sp.random(400, 30, density=0.1, random_state=30, format="csc")
+    y = (X @ rng.normal(size=30) + rng.normal(size=400) > 0.8).astype(float)
+    monkeypatch.setattr(estimator_module, "POWER_SUM_ROWS", 16)
+    a = fit(X, y, penalty="l1", alpha=0.5)
+    monkeypatch.setattr(estimator_module, "POWER_SUM_ROWS", 0)
+    b = fit(X, y, penalty="l1", alpha=0.5)
+    assert a.converged_ and b.converged_
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-12)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6, atol=1e-8)
+    assert a.objective_ == pytest.approx(ref.solve(X, y, penalty="l1", alpha=0.5).objective, rel=1e-6)
+
+
+def test_l1_gives_exact_zeros_and_matches_reference():
+    X, y, qid, _ = make_problem(seed=12, d=8)
+    X[:, 5:] = np.random.default_rng(0).normal(size=(X.shape[0], 3)) * 0.05  # near-useless features
+    est = fit(X, y, qid, penalty="l1", alpha=3.0)
+    sol = ref.solve(X, y, qid, penalty="l1", alpha=3.0)
+    assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
+    assert np.count_nonzero(est.coef_) < X.shape[1]
+    np.testing.assert_array_equal(est.coef_ == 0, np.abs(sol["w"]) < 1e-6)
+
+
+def test_group_by_query_false_is_one_query():
+    X, y, qid, o = make_problem(seed=13, offset=True)
+    a = fit(X, y, qid, o, group_by_query=False)
+    b = fit(X, y, None, o)
+    sol = ref.solve(X, y, qid, o, group_by_query=False)
+    assert a.objective_ == pytest.approx(sol.objective, rel=1e-6)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-10, atol=1e-12)
+
+
+def test_row_order_does_not_matter():
+    X, y, qid, o = make_problem(seed=14, offset=True)
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    a = fit(X, y, qid, o)
+    b = fit(X[perm], y[perm], qid[perm], o[perm])
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-12)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-7, atol=1e-9)
+
+
+def test_large_features_and_offsets_converge_to_reference():
+    X, y, qid, _ = make_problem(seed=15, density=0.7)
+    X[:, 0] *= 1e3
+    X[:, 1] *= 1e-3
+    o = np.where(y >= 2, 50.0, 0.0)
+    for Xf in (X, sp.csc_matrix(X)):
+        est = fit(Xf, y, qid, o, alpha=0.5, max_iter=20000)
+        sol = ref.solve(X, y, qid, o, alpha=0.5)
+        assert est.converged_ and np.isfinite(est.coef_).all()
+        assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
+
+
+def test_margins_beyond_the_exponential_range_raise():
+    # rows b and j (the only members of D(b) + {b}) sit 1000 below the query's maximum margin
+    X = np.array([[1.0], [0.0], [0.0]])
+    y = np.array([1.0, 1.0, 0.0])
+    o = np.array([0.0, 1000.0, 1000.0])
+    with pytest.raises(FloatingPointError, match="span more than"):
+        DominationRank().fit(X, y, offset=o)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Convergence behaviour
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bound", ["popoviciu", "max_sq"])
+@pytest.mark.parametrize("penalty", ["l2", "l1"])
+def test_objective_never_increases(bound, penalty):
+    X, y, qid, o = make_problem(seed=16, n=120, d=10, n_queries=6, density=0.5, offset=True)
+    est = fit(X, y, qid, o, penalty=penalty, alpha=0.3, hessian_bound=bound, tol=1e-12)
+    h = est.history_["objective"]
+    assert est.n_iter_ > 5
+    assert np.all(np.diff(h) <= 1e-13 * abs(h[0]))
+    assert h[-1] == pytest.approx(est.objective_, rel=1e-14)
+
+
+def test_popoviciu_needs_fewer_epochs_to_the_same_optimum():
+    X, y, qid, o = make_problem(seed=17, n=120, d=8, n_queries=6, offset=True)
+    a = fit(X, y, qid, o, hessian_bound="popoviciu")
+    b = fit(X, y, qid, o, hessian_bound="max_sq")
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-9)
+    assert a.n_iter_ < b.n_iter_
+
+
+def test_max_iter_warns_and_reports_not_converged():
+    X, y, qid, _ = make_problem(seed=18)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        est = DominationRank(max_iter=2, tol=1e-12).fit(X, y, qid)
+    assert est.n_iter_ == 2 and not est.converged_ and est.kkt_violation_ > 1e-12
+
+
+def test_warm_start_continues_from_coef():
+    X, y, qid, _ = make_problem(seed=19)
+    est = fit(X, y, qid, warm_start=True)
+    first = est.n_iter_
+    est.fit(X, y, qid)
+    assert est.n_iter_ <= 2 < first and est.converged_
+
+
+def test_zero_column_and_constant_feature_get_zero_weight():
+    X, y, qid, _ = make_problem(seed=20)
+    X = np.c_[X, np.zeros(X.shape[0]), np.ones(X.shape[0])]
+    est = fit(X, y, qid)
+    assert est.coef_[-2] == 0.0 and est.coef_[-1] == 0.0
+    assert est.objective_ == pytest.approx(ref.solve(X, y, qid).objective, rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Feature induction (Alg. 7) and negative sampling (section 8.2)
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("step", [1, 3])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_feature_induction_reaches_the_plain_l1_optimum(step, sparse):
+    X, y, qid, o = make_problem(seed=21, n=80, d=12, density=0.5, offset=True)
+    Xf = sp.csc_matrix(X) if sparse else X
+    plain = fit(Xf, y, qid, o, penalty="l1", alpha=4.0)
+    induced = fit(Xf, y, qid, o, penalty="l1", alpha=4.0, feature_induction=step)
+    assert induced.converged_ and induced.kkt_violation_ <= TOL
+    assert induced.objective_ == pytest.approx(plain.objective_, rel=1e-9)
+    np.testing.assert_array_equal(induced.coef_ == 0, plain.coef_ == 0)
+    assert 0 < np.count_nonzero(induced.coef_) < X.shape[1]
+    nnz = induced.history_["n_nonzero"]
+    assert nnz[0] <= step  # sparse from the start: one round adds at most `step` features
+    h = induced.history_["objective"]
+    assert np.all(np.diff(h) <= 1e-12 * abs(h[0]))
+
+
+def test_feature_induction_with_l2_matches_reference():
+    X, y, qid, _ = make_problem(seed=22, d=6)
+    est = fit(X, y, qid, feature_induction=2)
+    assert est.objective_ == pytest.approx(ref.solve(X, y, qid).objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_negative_sampling_optimises_the_sampled_objective(binary):
+    X, y, qid, o = make_problem(seed=23, n=80, offset=True)
+    est = fit(X, y, qid, o, neg_sample=0.4, random_state=0, binary=binary)
+    mask = est.sample_mask_
+    assert mask.dtype == bool and mask.shape == y.shape
+    labels = (y > 0).astype(float) if binary else y
+    for q in np.unique(qid):  # ceil(0.4 n_0) of the lowest layer kept in every query, other rows all kept
+        in_q = qid == q
+        bottom = in_q & (labels == labels[in_q].min())
+        assert mask[bottom].sum() == np.ceil(0.4 * bottom.sum())
+        assert mask[in_q & ~bottom].all()
+    sol = ref.solve(X[mask], y[mask], qid[mask], o[mask], binary=binary)
+    assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
+    again = fit(X, y, qid, o, neg_sample=0.4, random_state=0, binary=binary)
+    np.testing.assert_array_equal(again.sample_mask_, mask)
+    other = fit(X, y, qid, o, neg_sample=0.4, random_state=1, binary=binary)
+    assert not np.array_equal(other.sample_mask_, mask)
+
+
+def test_neg_sample_one_is_the_full_objective():
+    X, y, qid, _ = make_problem(seed=24)
+    a = fit(X, y, qid, neg_sample=1.0)
+    b = fit(X, y, qid)
+    assert a.sample_mask_.all() and b.sample_mask_ is None
+    assert a.objective_ == b.objective_
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Estimator API
+# ---------------------------------------------------------------------------------------------------------
+
+def test_predict_score_and_objective_method():
+    X, y, qid, _ = make_problem(seed=25)
+    est = fit(X, y, qid)
+    np.testing.assert_allclose(est.predict(X), X @ est.coef_)
+    np.testing.assert_allclose(est.decision_function(sp.csr_matrix(X)), X @ est.coef_)
+    assert est.score(X, y, qid) == pytest.approx(ndcg_score(y, X @ est.coef_, qid, k=10))
+    assert est.objective(X, y, qid) == pytest.approx(est.objective_, rel=1e-14)
+    assert est.score(X, y, qid) > ndcg_score(y, -X @ est.coef_, qid, k=10)
+
+
+def test_pickle_and_safe_save_load(tmp_path):
+    X, y, qid, _ = make_problem(seed=26)
+    est = fit(X, y, qid, penalty="l1", alpha=1.0, feature_induction=2)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict(X), est.predict(X))
+    save_model(est, tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    assert type(loaded) is DominationRank and loaded.get_params() == est.get_params()
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    np.testing.assert_array_equal(loaded.history_["objective"], est.history_["objective"])
+
+
+@pytest.mark.parametrize("params, error, match", [
+    ({"alpha": -1.0}, ValueError, "alpha"),
+    ({"alpha": np.nan}, ValueError, "alpha"),
+    ({"penalty": "l3"}, ValueError, "penalty"),
+    ({"penalty": "elasticnet", "l1_ratio": 1.5}, ValueError, "l1_ratio"),
+    ({"penalty": "elasticnet", "l1_ratio": -0.1}, ValueError, "l1_ratio"),
+    ({"feature_induction": 0}, ValueError, "feature_induction"),
+    ({"feature_induction": 1.5}, TypeError, "feature_induction"),
+    ({"neg_sample": 0.0}, ValueError, "neg_sample"),
+    ({"neg_sample": 1.5}, ValueError, "neg_sample"),
+    ({"max_iter": 0}, ValueError, "max_iter"),
+    ({"tol": 0.0}, ValueError, "tol"),
+    ({"hessian_bound": "exact"}, ValueError, "hessian_bound"),
+    ({"binary": "yes"}, ValueError, "binary"),
+])
+def test_bad_parameters(params, error, match):
+    X, y, qid, _ = make_problem(seed=27)
+    with pytest.raises(error, match=match):
+        DominationRank(**params).fit(X, y, qid)
+
+
+def test_bad_data():
+    X, y, qid, _ = make_problem(seed=28)
+    est = DominationRank()
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(bad, y, qid)
+    bad[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        est.fit(sp.csr_matrix(bad), y, qid)
+    with pytest.raises(ValueError, match="lengths must match"):
+        est.fit(X, y[:-1], qid)
+    with pytest.raises(ValueError, match="lengths must match"):
+        est.fit(X, y, qid[:-1])
+    with pytest.raises(ValueError, match="empty"):
+        est.fit(np.zeros((0, 3)), np.zeros(0))
+    with pytest.raises(ValueError, match="non-integer"):
+        est.fit(X, y, qid + 0.5)
+    with pytest.raises(TypeError, match="dtype"):
+        est.fit(X.astype(str), y, qid)
+    with pytest.raises(TypeError, match="complex"):
+        est.fit(X + 1j, y, qid)
+    with pytest.raises(ValueError, match="offset must be >= 0"):
+        est.fit(X, y, qid, -np.ones(X.shape[0]))
+    with pytest.raises(ValueError, match="offset"):
+        est.fit(X, y, qid, np.ones(3))
+    est.fit(X, y, qid)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :-1])
+
+
+def test_no_pairs_warns_and_gives_zero_model():
+    X, _, qid, _ = make_problem(seed=29)
+    with pytest.warns(RankingDataWarning):
+        est = DominationRank().fit(X, np.ones(X.shape[0]), qid)
+    assert np.all(est.coef_ == 0) and est.objective_ == 0.0 and est.converged_
+
+
+EXPECTED_FAILED = {
+    "check_complex_data": "cyrank._validation raises TypeError (not ValueError) for complex X, by design",
+    "check_dtype_object": "cyrank._validation refuses object arrays instead of casting them, by design",
+    # messages of the shared cyrank._validation differ from the wording sklearn's checks match:
+    "check_estimators_empty_data_messages": "check_X says 'X is empty (shape (n, 0))'",
+    "check_fit2d_predict1d": "check_X says 'reshape a single feature', sklearn matches 'Reshape your data'",
+    "check_requires_y_none": "check_y says 'y is None'",
+    "check_n_features_in_after_fitting": "cyrank._base says 'was fitted with d', sklearn matches 'is expecting d "
+                                         "features as input'",
+    # check_X reads X.data before converting other sparse formats (dok, lil, ...) to CSR
+    "check_estimator_sparse_array": "check_X fails on dok/lil input (reads .data before converting)",
+    "check_estimator_sparse_matrix": "check_X fails on dok/lil input (reads .data before converting)",
+}
+
+
+@parametrize_with_checks([DominationRank(max_iter=200, tol=1e-4)], expected_failed_checks=lambda e: EXPECTED_FAILED)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", RankingDataWarning)
+        check(estimator)
+
+
+def test_clone_keeps_parameters():
+    est = DominationRank(penalty="l1", alpha=2.0, feature_induction=3, neg_sample=0.5, random_state=4)
+    assert clone(est).get_params() == est.get_params()

@@ -68,3 +68,13 @@ register(SolverSpec(
     reference="reference.domination:solve",
     reference_params=("penalty", "alpha", "l1_ratio", "binary", "group_by_query"),
 ))
+
+register(SolverSpec(
+    name="ranksvm",
+    estimator="cyrank.ranksvm:RankSVM",
+    summary="rankSVM: squared hinge by TRON with order-statistic sums, hinge by cutting planes; linear or kernel",
+    demo_params={"C": 1e-4},
+    small_params={"C": 0.5, "tol": 1e-9},
+    reference="reference.ranksvm:solve",
+    reference_params=("C", "loss", "kernel", "gamma", "degree", "coef0"),
+))

@@ -1,0 +1,282 @@
+"""RankSVM benchmarks (issue 4). Prints markdown tables (the RankSVM section of bench/RESULTS.md) and writes
+bench/out/ranksvm_pairs.png.
+
+    python bench/bench_ranksvm.py                 # every section
+    python bench/bench_ranksvm.py pairs linear    # some sections: pairs, linear, kernel, hinge, real
+    python bench/bench_ranksvm.py --quick         # small sizes (a smoke run, seconds)
+
+Sections
+  pairs   loss + gradient in the scores, one query of l documents with distinct real labels (l(l-1)/2 pairs):
+          order-statistic sums (cyrank) against explicit pair enumeration in numpy, up to 1e8 pairs
+  linear  full training, squared hinge, C=1, tol=1e-3, synthetic LETOR-like data (uniform [0,1) features, labels
+          from a noisy linear score): 1e5 documents / 1000 queries / 100 dense features / 3 levels, in memory and
+          end to end from a LETOR text file; real-valued labels; 1e6 documents
+  kernel  rbf, 1e4 documents, 200 queries, 100 features, C=1, tol=1e-3
+  hinge   hinge loss by cutting planes, linear, 1e4 documents, C from 1e-3 to 1
+  real    the embedded LightGBM rank data: C (and gamma) chosen by 3-fold cross-validation over training queries,
+          test NDCG@10 (cyrank.metrics.ndcg_score defaults: gain 2^y - 1, queries without relevant documents
+          dropped)
+
+Every timing is the best of several runs; the 1-minute load average is printed with each table, since other
+jobs may share the machine's cores.
+"""
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from cyrank.io import dump_svmlight, load_svmlight  # noqa: E402
+from cyrank.ranksvm import RankSVM  # noqa: E402
+from cyrank.ranksvm import _pairloss  # noqa: E402
+from cyrank.ranksvm.estimator import kernel_matrix, make_layout  # noqa: E402
+
+
+def load():
+    return f"load {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+
+
+def best_of(fn, repeat):
+    times, out = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def letor_like(n_queries, per_query, d, *, real_labels=False, seed=0):
+    """Uniform features, score = x.w + noise; labels: 3 levels by per-query quantiles (60/25/15 %) or real."""
+    rng = np.random.default_rng(seed)
+    n = n_queries * per_query
+    X = rng.random((n, d))
+    s = X @ rng.normal(size=d) + rng.normal(scale=2.0, size=n)
+    qid = np.repeat(np.arange(n_queries, dtype=np.int64), per_query)
+    if real_labels:
+        y = np.round(s + rng.normal(size=n), 6)
+    else:
+        r = np.argsort(np.argsort(s.reshape(n_queries, per_query), axis=1), axis=1) / per_query
+        y = np.digitize(r, [0.6, 0.85]).ravel().astype(float)
+    return X, y, qid
+
+
+# ------------------------------------------------------------------------------------------------- pairs
+def explicit_loss_grad(f, I, J):
+    """sum_P max(0, 1 - f_i + f_j)^2 and its gradient in f, by enumerating the pairs (numpy)."""
+    t = 1.0 - f[I] + f[J]
+    np.maximum(t, 0.0, out=t)
+    loss = float(t @ t)
+    g = np.bincount(J, t, minlength=f.size) - np.bincount(I, t, minlength=f.size)
+    return loss, 2.0 * g
+
+
+def bench_pairs(quick):
+    sizes = [1000, 2000, 4472, 10000, 14143] if not quick else [500, 1000]
+    tree_only = [100_000, 1_000_000] if not quick else [10_000]
+    rng = np.random.default_rng(0)
+    rows, plot = [], []
+    for l in sizes + tree_only:
+        y = rng.permutation(l).astype(float)              # distinct labels: l levels, l(l-1)/2 pairs
+        f = y / l * 4.0 + rng.normal(size=l)              # a partially correct ranking: many active pairs
+        layout, p = make_layout(y, np.zeros(l, np.int64))
+        fs, perm = layout.new_state()
+        gf = np.empty(l)
+        t_tree, (loss, n_act) = best_of(lambda: _pairloss.scores_fun_grad(f, layout, True, fs, perm, gf), 5)
+        t_exp, agree = None, ""
+        if l in sizes:
+            order = np.argsort(y)
+            rank = np.empty(l, np.int64)
+            rank[order] = np.arange(l)
+            I, J = np.nonzero(rank[:, None] > rank[None, :])     # all pairs (i above j)
+            I, J = I.astype(np.int32), J.astype(np.int32)
+            t_exp, (loss_e, g_e) = best_of(lambda: explicit_loss_grad(f, I, J), 3)
+            ok = math.isclose(loss, loss_e, rel_tol=1e-9) and np.allclose(gf, g_e, rtol=1e-8, atol=1e-6 * l)
+            agree = "yes" if ok else "NO"
+            del I, J
+        per = t_tree / (l * math.log2(l)) * 1e9
+        rows.append([l, p, n_act, t_tree, t_exp, (t_exp / t_tree) if t_exp else None, per, agree])
+        plot.append((p, t_tree, t_exp))
+    print(f"\n### Loss + gradient in the scores: order-statistic sums vs explicit pairs ({load()})\n")
+    print("One query, l documents with distinct labels (l levels), scores = 4 y/l + N(0,1); best of 5 (tree) / 3 "
+          "(numpy). `ns/(l log2 l)` is the tree time divided by l log2 l.\n")
+    print("| l | pairs | active pairs | tree (s) | explicit numpy (s) | speed-up | tree ns/(l log2 l) | same result |")
+    print("|---:|---:|---:|---:|---:|---:|---:|:---:|")
+    for l, p, a, tt, te, sp_, per, ag in rows:
+        print(f"| {l:,} | {p:.3g} | {a:.3g} | {tt:.4f} | {'' if te is None else f'{te:.3f}'} | "
+              f"{'' if sp_ is None else f'{sp_:.0f}x'} | {per:.1f} | {ag} |")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        os.makedirs(os.path.join(HERE, "out"), exist_ok=True)
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.loglog([r[0] for r in plot], [r[1] for r in plot], "o-", label="order-statistic sums (cyrank)")
+        ax.loglog([r[0] for r in plot if r[2]], [r[2] for r in plot if r[2]], "s-", label="explicit pairs (numpy)")
+        ax.set_xlabel("preference pairs")
+        ax.set_ylabel("loss + gradient time (s)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(HERE, "out", "ranksvm_pairs.png"), dpi=120)
+    except ImportError:
+        pass
+
+
+# ------------------------------------------------------------------------------------------------ linear
+def fit_row(name, X, y, qid, repeat, threads):
+    with threadpool_limits(limits=threads, user_api="openmp"):
+        t, est = best_of(lambda: RankSVM(C=1.0, tol=1e-3).fit(X, y, qid), repeat)
+    return [name, X.shape[0], len(np.unique(qid)), est.n_pairs_, threads, t, est.n_iter_, est.n_cg_iter_,
+            est.grad_norm_, est.objective_]
+
+
+def bench_linear(quick):
+    nq, nq_big = (1000, 10_000) if not quick else (50, 200)
+    rows = []
+    X, y, qid = letor_like(nq, 100, 100)
+    for threads in (1, 2):
+        rows.append(fit_row("3 levels", X, y, qid, 7, threads))
+    # end to end: LETOR text file -> load_svmlight -> fit, in one process
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "train.svm")
+        dump_svmlight(X, y, path, qid=qid)
+        size_mb = os.path.getsize(path) / 2**20
+        t_parse, _ = best_of(lambda: load_svmlight(path), 3)
+        e2e = []
+        for threads in (1, 2):
+            with threadpool_limits(limits=threads, user_api="openmp"):
+                def run():
+                    Xf, yf, qf = load_svmlight(path)
+                    return RankSVM(C=1.0, tol=1e-3).fit(Xf, yf, qf)
+                t, est = best_of(run, 3)
+            e2e.append((threads, t, est))
+    Xr, yr, qr = letor_like(nq, 100, 100, real_labels=True, seed=1)
+    for threads in (1, 2):
+        rows.append(fit_row("real labels, 100 docs/query", Xr, yr, qr, 5, threads))
+    Xr, yr, qr = letor_like(nq // 20, 2000, 100, real_labels=True, seed=2)
+    for threads in (1, 2):
+        rows.append(fit_row("real labels, 2000 docs/query", Xr, yr, qr, 3, threads))
+    del Xr
+    Xb, yb, qb = letor_like(nq_big, 100, 100, seed=3)
+    for threads in (1, 2):
+        rows.append(fit_row("3 levels, 1e6 documents", Xb, yb, qb, 2, threads))
+    del Xb
+    print(f"\n### Linear rankSVM, squared hinge, C=1, tol=1e-3, 100 dense features ({load()})\n")
+    print("In-memory `RankSVM().fit(X, y, qid)` (validation, query layout and TRON), best of 7/5/3/2 runs; "
+          "`threads` = OpenMP threads of the kernels.\n")
+    print("| data | documents | queries | pairs | threads | fit (s) | Newton iter | CG iter | final |g|/|g0| | "
+          "objective |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]:,} | {r[2]:,} | {r[3]:.3g} | {r[4]} | {r[5]:.3f} | {r[6]} | {r[7]} | {r[8]:.2e} | "
+              f"{r[9]:.8g} |")
+    print(f"\nEnd to end from a {size_mb:.0f} MB LETOR text file (`cyrank.io.load_svmlight` + fit in one process, "
+          f"best of 3): parsing alone {t_parse:.2f} s; " +
+          "; ".join(f"{th} thread(s): {t:.2f} s total" for th, t, _ in e2e) + ".")
+
+
+# ------------------------------------------------------------------------------------------------ kernel
+def bench_kernel(quick):
+    nq = 200 if not quick else 20
+    X, y, qid = letor_like(nq, 50, 100, seed=4)
+    n = X.shape[0]
+    t_k, _ = best_of(lambda: kernel_matrix(X, X, "rbf", 0.01, 3, 1.0), 2)
+    t_fit, est = best_of(lambda: RankSVM(C=1.0, kernel="rbf", tol=1e-3).fit(X, y, qid), 2)
+    print(f"\n### Kernel rankSVM, rbf, squared hinge, C=1, tol=1e-3, gamma='scale' ({load()})\n")
+    print("| documents | queries | pairs | features | build Q (s) | fit total (s) | Newton iter | CG iter | "
+          "Q products | Q memory (MB) | final |g|/|g0| |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {n:,} | {nq} | {est.n_pairs_:.3g} | {X.shape[1]} | {t_k:.2f} | {t_fit:.2f} | {est.n_iter_} | "
+          f"{est.n_cg_iter_} | {est.n_kernel_products_} | {n * n * 8 / 2**20:.0f} | {est.grad_norm_:.2e} |")
+
+
+# ------------------------------------------------------------------------------------------------- hinge
+def bench_hinge(quick):
+    nq = 100 if not quick else 10
+    X, y, qid = letor_like(nq, 100, 100, seed=5)
+    print(f"\n### Hinge loss by 1-slack cutting planes, linear, tol=1e-3 ({load()})\n")
+    print(f"{X.shape[0]:,} documents, {nq} queries, 100 dense features, 3 levels; `max_iter`=1500 cutting planes. "
+          "tol is in units of the mean hinge loss per pair, so the objective is within tol C|P| of the optimum; "
+          "`gap` is duality_gap_ / objective_ (a certified bound).\n")
+    print("| C | C x pairs | cutting planes | converged | fit (s) | gap |")
+    print("|---:|---:|---:|:---:|---:|---:|")
+    import warnings
+
+    for C in (1e-3, 1e-2, 1e-1, 1.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t, est = best_of(lambda: RankSVM(C=C, loss="hinge", tol=1e-3, max_iter=1500).fit(X, y, qid), 1)
+        print(f"| {C:g} | {C * est.n_pairs_:.3g} | {est.n_iter_} | {'yes' if est.converged_ else 'no'} | {t:.2f} | "
+              f"{est.duality_gap_ / est.objective_:.2e} |")
+
+
+# -------------------------------------------------------------------------------------------------- real
+def bench_real(quick):
+    from cyrank.datasets import load_lightgbm_rank
+    from cyrank.metrics import ndcg_score
+
+    Xtr, ytr, qtr = load_lightgbm_rank("train")
+    Xte, yte, qte = load_lightgbm_rank("test")
+    ids = np.unique(qtr)
+    folds = np.random.default_rng(0).permutation(ids.size) % 3
+    fold_of = dict(zip(ids, folds))
+    fold = np.array([fold_of[q] for q in qtr])
+
+    def cv(params):
+        scores = []
+        for k in range(3):
+            tr, va = fold != k, fold == k
+            est = RankSVM(**params).fit(Xtr[tr], ytr[tr], qtr[tr])
+            scores.append(ndcg_score(ytr[va], est.predict(Xtr[va]), qtr[va], k=10))
+        return float(np.mean(scores))
+
+    Cs = [1e-4, 1e-3, 1e-2, 1e-1, 1.0] if not quick else [1e-2]
+    grids = {
+        "linear": [{"C": C} for C in Cs],
+        "rbf": [{"C": C, "kernel": "rbf", "gamma": g} for C in Cs for g in ("scale", 0.01, 0.1)],
+    }
+    if quick:
+        grids["rbf"] = grids["rbf"][:1]
+    rows = []
+    rand = ndcg_score(yte, np.random.default_rng(0).random(yte.size), qte, k=10)
+    for name, grid in grids.items():
+        scored = [(cv(p), p) for p in grid]
+        best_cv, best = max(scored, key=lambda t: t[0])
+        t, est = best_of(lambda: RankSVM(**best).fit(Xtr, ytr, qtr), 3)
+        rows.append([name, best, best_cv, est.score(Xte, yte, qte), t])
+    print(f"\n### Embedded LightGBM rank data: test NDCG@10 ({load()})\n")
+    print("Train 3005 documents / 201 queries, test 768 / 50, 300 sparse features. Hyper-parameters by 3-fold "
+          "cross-validation over training queries (grid C in 1e-4..1, gamma in scale/0.01/0.1); NDCG@10 with gain "
+          "2^y - 1, pessimistic ties, queries without a relevant document dropped. Random scores: "
+          f"{rand:.4f}.\n")
+    print("| model | chosen parameters | CV NDCG@10 | test NDCG@10 | fit (s) |")
+    print("|---|---|---:|---:|---:|")
+    for name, p, c, s, t in rows:
+        print(f"| {name} | {p} | {c:.4f} | {s:.4f} | {t:.3f} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sections", nargs="*", default=["pairs", "linear", "kernel", "hinge", "real"])
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    args = ap.parse_args()
+    table = {"pairs": bench_pairs, "linear": bench_linear, "kernel": bench_kernel, "hinge": bench_hinge,
+             "real": bench_real}
+    for name in args.sections:
+        if name not in table:
+            ap.error(f"unknown section {name!r}; choose from {', '.join(table)}")
+    for name in args.sections:
+        table[name](args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""Trust-region Newton method with conjugate gradient (TRON): Lin & Moré 1999; Lin, Weng & Keerthi, JMLR 2008;
+the method of kernel-ranksvm.txt section 4.1.
+
+Minimises a convex, once-differentiable f whose (generalised) Hessian is available only through products.
+At iterate x with gradient g it approximately solves the trust-region subproblem
+
+    min_s  q(s) = <g, s> + <s, H s> / 2    subject to  ||s|| <= delta
+
+by conjugate gradient (Steihaug): CG stops when the residual ||H s + g|| <= 0.1 ||g|| or when the step reaches
+the trust-region boundary. The step is accepted when the actual reduction f(x) - f(x + s) exceeds eta0 times
+the predicted reduction -q(s); delta is then updated by Lin & Moré's rules (shrunk after poor agreement,
+enlarged after good agreement, using the minimiser alpha of the quadratic that interpolates f along s).
+
+Stopping rule (as LIBLINEAR): ||g(x)|| <= tol * ||g0||, with ||g0|| the gradient norm at a reference point
+(by default x0). Near the optimum f(x) - f(x + s) falls below the rounding error of f itself (about
+||g||^2 / ||H|| against 1e-16 |f|), which stalls function-based trust-region tests long before a tight tol;
+once the predicted reduction is below 1e-9 |f| the actual reduction is therefore measured by the trapezoid
+rule on gradients, -(<g(x), s> + <g(x + s), s>) / 2 (exact for a quadratic). TRON stops without convergence
+(with a ConvergenceWarning) only at max_iter or when the steps no longer change x in floating point.
+
+Inner product. By default <a, b> = a'b. A problem may define another one, <a, b> = a'Mb with M symmetric
+positive semi-definite given by ``metric(v) = M v``; gradients and Hessian products are then the
+representatives in that inner product (M g = the usual gradient, M (H v) = the usual Hessian times v), and
+norms, the trust region and CG all use it. This is CG preconditioned by M^-1 without ever solving with M:
+the kernel rankSVM in beta with M = Q is Newton's method in the feature space (||s||_Q = ||w step||), its
+Hessian I + 2C Q^1/2 A'A Q^1/2 is well conditioned whatever the spectrum of Q, and every CG step costs one
+product with M (TRON keeps M x, M s and M d up to date by the same recurrences as x, s and d).
+
+The problem object provides
+
+    fun(x)          -> float       objective at x                      [fun(x, Mx) when metric is defined]
+    grad(x)         -> ndarray     gradient at x; always called right after fun(x) at the same x, so it
+                                   may reuse work cached by fun
+    hess_vec(v)     -> ndarray     (generalised) Hessian at the x of the last grad call, times v
+                                                                       [hess_vec(v, Mv) when metric is defined]
+    metric(v)       -> ndarray     optional: M v
+
+Only fun is evaluated at trial points that may be rejected, so an implementation can keep the state needed
+by hess_vec (e.g. the active pairs) from the last grad call.
+"""
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+# acceptance and radius-update constants of Lin & Moré (1999)
+ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
+SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
+CG_REL_TOL = 0.1
+# below this predicted reduction (relative to |f|) the reduction is measured with gradients (trapezoid rule)
+NOISE_REL = 1e-9
+
+
+@dataclass
+class TronResult:
+    """Outcome of :func:`tron`: the iterate, its objective and gradient norm, and the work done."""
+
+    x: np.ndarray
+    fun: float
+    grad_norm: float        # ||g(x)||
+    grad_norm0: float       # the reference ||g0|| of the stopping rule
+    n_iter: int             # Newton (outer) iterations
+    n_cg: int               # CG iterations = Hessian-vector products
+    n_fun: int              # objective evaluations
+    converged: bool         # grad_norm <= tol * grad_norm0
+    message: str = ""
+    history: dict = field(default_factory=dict)
+
+    @property
+    def rel_grad_norm(self):
+        return self.grad_norm / self.grad_norm0 if self.grad_norm0 > 0 else 0.0
+
+
+class _Euclidean:
+    """Calls of a problem without ``metric``: M = I, so every M-image is the vector itself."""
+
+    def __init__(self, problem):
+        self.p = problem
+
+    def fun(self, x, Mx):
+        return self.p.fun(x)
+
+    def grad(self, x):
+        return self.p.grad(x)
+
+    def hess_vec(self, v, Mv):
+        return self.p.hess_vec(v)
+
+    def metric(self, v):
+        return v
+
+
+def _truncated_cg(problem, g, Mg, delta, max_cg):
+    """Steihaug CG on H s = -g inside ||s|| <= delta, in the M inner product.
+
+    Returns (s, Ms, r, it) with r = -g - H s the final residual.
+    """
+    s = np.zeros_like(g)
+    Ms = np.zeros_like(g)
+    r, Mr = -g, -Mg
+    d, Md = r.copy(), Mr.copy()
+    rr = float(r @ Mr)
+    stop = CG_REL_TOL * math.sqrt(max(rr, 0.0))
+    it = 0
+    while it < max_cg and math.sqrt(max(rr, 0.0)) > stop:
+        it += 1
+        Hd = problem.hess_vec(d, Md)
+        dHd = float(Md @ Hd)
+        if dHd <= 0.0:  # no curvature along d (possible only through rounding for a convex f): go to the boundary
+            tau = _to_boundary(s, Ms, d, Md, delta)
+            return s + tau * d, Ms + tau * Md, r - tau * Hd, it
+        alpha = rr / dHd
+        s_next, Ms_next = s + alpha * d, Ms + alpha * Md
+        if float(s_next @ Ms_next) > delta * delta:
+            tau = _to_boundary(s, Ms, d, Md, delta)
+            return s + tau * d, Ms + tau * Md, r - tau * Hd, it
+        s, Ms = s_next, Ms_next
+        r = r - alpha * Hd
+        Mr = problem.metric(r)
+        rr_new = float(r @ Mr)
+        beta = rr_new / rr
+        d = r + beta * d
+        Md = Mr + beta * Md
+        rr = rr_new
+    return s, Ms, r, it
+
+
+def _to_boundary(s, Ms, d, Md, delta):
+    """tau >= 0 with ||s + tau d|| = delta (s inside the region)."""
+    sd, dd, ss = float(s @ Md), float(d @ Md), float(s @ Ms)
+    if dd <= 0.0:
+        return 0.0
+    rad = math.sqrt(max(sd * sd + dd * (delta * delta - ss), 0.0))
+    # two algebraically equal forms; use the one without cancellation
+    return (delta * delta - ss) / (sd + rad) if sd >= 0 else (rad - sd) / dd
+
+
+def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, verbose=0, name="TRON"):
+    """Minimise ``problem`` from ``x0`` by trust-region Newton-CG; see the module docstring.
+
+    ``grad_norm0``: reference gradient norm of the stopping rule ||g|| <= tol * grad_norm0 (default ||g(x0)||).
+    ``max_cg``: CG iterations per Newton step (default: the dimension). Warns ``ConvergenceWarning`` when
+    ``max_iter`` Newton iterations do not reach the tolerance, or when no step can decrease f any more.
+    """
+    p = problem if hasattr(problem, "metric") else _Euclidean(problem)
+    x = np.array(x0, dtype=np.float64, copy=True)
+    Mx = p.metric(x) if np.any(x) else np.zeros_like(x)
+    max_cg = int(max_cg or max(1, x.size))
+    f = float(p.fun(x, Mx))
+    g = np.asarray(p.grad(x), dtype=np.float64)
+    Mg = p.metric(g)
+    gnorm = math.sqrt(max(float(g @ Mg), 0.0))
+    gnorm0 = gnorm if grad_norm0 is None else float(grad_norm0)
+    n_fun, n_cg, n_iter = 1, 0, 0
+    history = {"fun": [f], "grad_norm": [gnorm], "n_cg": []}
+    delta = gnorm
+    message = ""
+    converged = gnorm <= tol * gnorm0
+    while not converged and n_iter < max_iter:
+        n_iter += 1
+        s, Ms, r, cg_it = _truncated_cg(p, g, Mg, delta, max_cg)
+        n_cg += cg_it
+        x_new, Mx_new = x + s, Mx + Ms
+        gs = float(g @ Ms)
+        prered = -0.5 * (gs - float(r @ Ms))  # -q(s), since H s = -g - r
+        f_new = float(p.fun(x_new, Mx_new))
+        n_fun += 1
+        actred = f - f_new
+        g_new = None
+        if 0 < prered < NOISE_REL * abs(f):
+            # f(x) - f(x + s) is below the rounding error of f: measure it by the trapezoid rule on gradients,
+            # -(<g(x), s> + <g(x + s), s>) / 2, exact for a quadratic (grad switches the Hessian state to x_new)
+            g_new = np.asarray(p.grad(x_new), dtype=np.float64)
+            actred = -0.5 * (gs + float(g_new @ Ms))
+        snorm = math.sqrt(max(float(s @ Ms), 0.0))
+        if n_iter == 1:
+            delta = min(delta, snorm)
+        # minimiser of the quadratic through f(x), <g, s> and f(x + s), as a multiple of s
+        curv = -actred - gs
+        alpha = SIGMA3 if curv <= 0 else max(SIGMA1, -0.5 * (gs / curv))
+        if actred < ETA0 * prered:
+            delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
+        elif actred < ETA1 * prered:
+            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
+        elif actred < ETA2 * prered:
+            delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA3 * delta))
+        else:
+            delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
+        accepted = actred > ETA0 * prered
+        history["n_cg"].append(cg_it)
+        if accepted:
+            x, Mx, f = x_new, Mx_new, f_new
+            g = g_new if g_new is not None else np.asarray(p.grad(x), dtype=np.float64)
+            Mg = p.metric(g)
+            gnorm = math.sqrt(max(float(g @ Mg), 0.0))
+            history["fun"].append(f)
+            history["grad_norm"].append(gnorm)
+        elif g_new is not None:  # the Hessian state moved to the rejected point: move it back
+            p.fun(x, Mx)
+            p.grad(x)
+            n_fun += 1
+        if verbose:
+            print(f"{name} iter {n_iter:4d}: f {f:.12g}  |g|/|g0| {gnorm / gnorm0 if gnorm0 else 0:.3e}  "
+                  f"CG {cg_it:4d}  step {'accepted' if accepted else 'rejected'}  delta {delta:.3e}")
+        if gnorm <= tol * gnorm0:
+            converged = True
+            break
+        xnorm = math.sqrt(max(float(x @ Mx), 0.0))
+        if prered <= 0 or snorm <= 1e-15 * xnorm or delta <= 1e-15 * xnorm:
+            message = (f"steps are below the resolution of floating point at |g|/|g0| = {gnorm / gnorm0:.3g} > "
+                       f"tol = {tol:g}; the solution is as accurate as the arithmetic allows")
+            break
+    if not converged:
+        if not message:
+            message = (f"reached max_iter={max_iter} Newton iterations with |g|/|g0| = {gnorm / gnorm0:.3g} > "
+                       f"tol = {tol:g}; increase max_iter or tol")
+        warnings.warn(f"{name}: {message}", ConvergenceWarning, stacklevel=2)
+    return TronResult(x=x, fun=f, grad_norm=gnorm, grad_norm0=gnorm0, n_iter=n_iter, n_cg=n_cg, n_fun=n_fun,
+                      converged=converged, message=message, history=history)

@@ -1,0 +1,314 @@
+"""Order-statistic sums over the preference pairs of a query in O(l log l) (kernel-ranksvm.txt section 3.2,
+Appendix B; Airola et al. 2011, Lee & Lin 2014).
+
+For the scores f of the l documents of one query, with labels y, a pair (i, j) with y_i > y_j is *active*
+(a support pair, SV in the seed) when its margin is below one::
+
+    f_i - f_j < 1        (tested as  f_j - f_i > -1 , the difference rounded once)
+
+For every document i and values z (the scores themselves, or any vector in a Hessian-vector product) this
+module computes
+
+    l_i^-   = |{j : y_j < y_i, (i, j) active}|      gamma_i^- = sum of z_j over those j      (i ranked above j)
+    l_i^+   = |{j : y_j > y_i, (j, i) active}|      gamma_i^+ = sum of z_j over those j      (i ranked below j)
+
+without enumerating pairs. Sort the query by f once. Visiting documents by decreasing f, the set
+{j : f_j - f_i > -1} only grows, so a pointer inserts each document once into a Fenwick tree indexed by
+label rank (0 .. n_levels-1) holding counts and sums of z; l_i^- and gamma_i^- are then a prefix query
+over the ranks below y_i. Visiting by increasing f gives l_i^+ and gamma_i^+ as suffix queries over the
+ranks above y_i. Each insertion and query costs O(log n_levels), the sort O(l log l).
+
+Why a Fenwick tree over label ranks rather than a balanced order-statistic tree (AVL / red-black) keyed by
+label: the key set (the label levels of the query) is known before the sweep, so no rebalancing or node
+allocation is needed; the tree is one flat array of n_levels + 1 (count, sum) entries, reset in O(n_levels)
+per query and cache resident; insert and prefix query are a handful of additions in O(log n_levels)
+<= O(log l). With 3 levels it costs about what direct counting costs; with thousands of real-valued levels it
+keeps the O(l log l) bound that direct counting (O(l k)) loses. A balanced BST gives the same bound with
+pointer chasing and a larger constant. The order of the sweep (the sort by f) is the only O(l log l) part;
+Hessian-vector products reuse it, so a CG step costs O(l log n_levels) here.
+
+Scores are centered per query (minus the median score) before the sums are formed, so that large common
+offsets of f do not cancel catastrophically in expressions such as l_i f_i - sum f_j; a pair is active
+when the centered difference f_j - f_i exceeds -1.
+
+All counts are int64 (a query of 1e5 documents has up to 5e9 pairs).
+"""
+import numpy as np
+
+from cyrank._typedefs cimport intp_t
+
+# numpy dtype of the KeyIndex struct (scratch memory of sort_by_key)
+KEY_INDEX_DTYPE = np.dtype([("key", np.float64), ("index", np.int64)])
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int cyrank_ranksvm_max_threads(void) { return omp_get_max_threads(); }
+    #else
+    static int cyrank_ranksvm_max_threads(void) { return 1; }
+    #endif
+    """
+    int cyrank_ranksvm_max_threads() noexcept nogil
+
+
+cdef int max_threads() noexcept nogil:
+    """OpenMP's thread count (OMP_NUM_THREADS), 1 for a serial build."""
+    cdef int n = cyrank_ranksvm_max_threads()
+    return n if n > 0 else 1
+
+
+def openmp_threads():
+    """Number of threads the RankSVM kernels use (OpenMP's max threads; 1 for a serial build)."""
+    return max_threads()
+
+
+# ------------------------------------------------------------------------------------------------ sorting
+# Introsort of (key, index) pairs by key: quicksort (median of three, Hoare partition), heapsort once the
+# recursion is deeper than 2 log2 n (so O(n log n) in the worst case), insertion sort for short ranges. Pairs
+# are sorted in a contiguous buffer (no indirect key loads).
+
+cdef inline void _swap(KeyIndex* a, intp_t i, intp_t j) noexcept nogil:
+    cdef KeyIndex t = a[i]
+    a[i] = a[j]
+    a[j] = t
+
+
+cdef void _insertion_sort(KeyIndex* a, intp_t n) noexcept nogil:
+    cdef intp_t i, j
+    cdef KeyIndex v
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j].key > v.key:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+cdef void _sift_down(KeyIndex* a, intp_t root, intp_t n) noexcept nogil:
+    cdef intp_t child
+    while 2 * root + 1 < n:
+        child = 2 * root + 1
+        if child + 1 < n and a[child + 1].key > a[child].key:
+            child += 1
+        if a[child].key <= a[root].key:
+            return
+        _swap(a, root, child)
+        root = child
+
+
+cdef void _heapsort(KeyIndex* a, intp_t n) noexcept nogil:
+    cdef intp_t i
+    for i in range(n // 2 - 1, -1, -1):
+        _sift_down(a, i, n)
+    for i in range(n - 1, 0, -1):
+        _swap(a, 0, i)
+        _sift_down(a, 0, i)
+
+
+cdef void _introsort(KeyIndex* a, intp_t n, int depth) noexcept nogil:
+    cdef intp_t mid, i, j
+    cdef double pivot
+    while n > 24:
+        if depth == 0:
+            _heapsort(a, n)
+            return
+        depth -= 1
+        mid = n // 2
+        # median of a[0], a[mid], a[n-1] moved to a[mid]
+        if a[mid].key < a[0].key:
+            _swap(a, mid, 0)
+        if a[n - 1].key < a[mid].key:
+            _swap(a, n - 1, mid)
+            if a[mid].key < a[0].key:
+                _swap(a, mid, 0)
+        pivot = a[mid].key
+        # Hoare partition around the value of the middle element: [0, j] <= pivot <= [j + 1, n), 0 <= j < n - 1
+        i = -1
+        j = n
+        while True:
+            i += 1
+            while a[i].key < pivot:
+                i += 1
+            j -= 1
+            while a[j].key > pivot:
+                j -= 1
+            if i >= j:
+                break
+            _swap(a, i, j)
+        # recurse into the smaller part, loop on the larger (stack depth O(log n))
+        if j + 1 < n - j - 1:
+            _introsort(a, j + 1, depth)
+            a += j + 1
+            n -= j + 1
+        else:
+            _introsort(a + j + 1, n - j - 1, depth)
+            n = j + 1
+    _insertion_sort(a, n)
+
+
+cdef void sort_by_key(intp_t* a, intp_t n, const double* key, KeyIndex* scratch) noexcept nogil:
+    """Sort the indices a[0:n] by increasing key[a[k]] (not stable), O(n log n) worst case; scratch holds n pairs."""
+    cdef int depth = 0
+    cdef intp_t m = n, k
+    while m > 1:
+        depth += 2
+        m >>= 1
+    for k in range(n):
+        scratch[k].key = key[a[k]]
+        scratch[k].index = a[k]
+    _introsort(scratch, n, depth)
+    for k in range(n):
+        a[k] = scratch[k].index
+
+
+cdef void center_segment(intp_t start, intp_t stop, const intp_t* perm, double* values) noexcept nogil:
+    """values[perm[k]] -= values[perm[mid]] for k in start:stop (mid = the middle sorted position)."""
+    cdef intp_t k
+    cdef double c
+    if stop <= start:
+        return
+    c = values[perm[start + (stop - start) // 2]]
+    for k in range(start, stop):
+        values[perm[k]] -= c
+
+
+# ------------------------------------------------------------------------------------------- Fenwick tree
+# 1-based arrays of n_levels + 1 entries; label rank r lives at index r + 1.
+
+cdef inline void _fen_reset(intp_t n_levels, intp_t* cnt, double* s) noexcept nogil:
+    cdef intp_t k
+    for k in range(n_levels + 1):
+        cnt[k] = 0
+        s[k] = 0.0
+
+
+cdef inline void _fen_add(intp_t n_levels, intp_t* cnt, double* s, intp_t r, double v) noexcept nogil:
+    cdef intp_t k = r + 1
+    while k <= n_levels:
+        cnt[k] += 1
+        s[k] += v
+        k += k & (-k)
+
+
+cdef inline intp_t _fen_prefix(const intp_t* cnt, const double* s, intp_t r, double* out_sum) noexcept nogil:
+    """Count (returned) and sum (out_sum) of the inserted entries with label rank <= r."""
+    cdef intp_t k = r + 1, c = 0
+    cdef double acc = 0.0
+    while k > 0:
+        c += cnt[k]
+        acc += s[k]
+        k -= k & (-k)
+    out_sum[0] = acc
+    return c
+
+
+cdef void query_sweep(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
+                      const double* vals, intp_t n_levels, intp_t* fen_cnt, double* fen_sum,
+                      double* cnt_minus, double* sum_minus, double* cnt_plus, double* sum_plus) noexcept nogil:
+    """l^-, gamma^-, l^+, gamma^+ (module docstring) of the documents at positions perm[start:stop].
+
+    perm[start:stop] lists the positions of one query by increasing f; rank holds dense label ranks
+    (0 .. n_levels-1) and vals the summed values, all indexed by position; the outputs are written at the
+    same positions. fen_cnt/fen_sum are scratch arrays of n_levels + 1 entries.
+    """
+    cdef intp_t m = stop - start, k, p, i, j, c, tot_c
+    cdef double fi, s, tot_s
+    # i above j (y_j < y_i): partners j with f_j - f_i > -1, a suffix of the sorted order growing as f_i falls
+    _fen_reset(n_levels, fen_cnt, fen_sum)
+    p = m
+    for k in range(m - 1, -1, -1):
+        i = perm[start + k]
+        fi = f[i]
+        while p > 0:
+            j = perm[start + p - 1]
+            if not (f[j] - fi > -1.0):
+                break
+            _fen_add(n_levels, fen_cnt, fen_sum, rank[j], vals[j])
+            p -= 1
+        c = _fen_prefix(fen_cnt, fen_sum, rank[i] - 1, &s)
+        cnt_minus[i] = <double>c
+        sum_minus[i] = s
+    # i below j (y_j > y_i): partners j with f_j - f_i < 1, a prefix of the sorted order growing as f_i rises
+    _fen_reset(n_levels, fen_cnt, fen_sum)
+    p = 0
+    tot_c = 0
+    tot_s = 0.0
+    for k in range(m):
+        i = perm[start + k]
+        fi = f[i]
+        while p < m:
+            j = perm[start + p]
+            if not (f[j] - fi < 1.0):
+                break
+            _fen_add(n_levels, fen_cnt, fen_sum, rank[j], vals[j])
+            tot_c += 1
+            tot_s += vals[j]
+            p += 1
+        c = _fen_prefix(fen_cnt, fen_sum, rank[i], &s)
+        cnt_plus[i] = <double>(tot_c - c)
+        sum_plus[i] = tot_s - s
+
+
+# ------------------------------------------------------------------------------------------- Python access
+def pair_sums(const double[::1] f, const intp_t[::1] rank, const intp_t[::1] offsets,
+              const intp_t[::1] n_levels, const double[::1] vals=None, bint center=False):
+    """Per document: (l_minus, gamma_minus, l_plus, gamma_plus) for query-contiguous data (testing and benchmarks).
+
+    f: scores; rank: dense label rank of each document within its query; offsets: query q holds
+    documents offsets[q]:offsets[q+1]; n_levels: number of label levels of each query; vals: the summed
+    values (default: f itself). ``center=True`` centers f per query first (as the solvers do).
+    Counts are returned as int64.
+    """
+    cdef intp_t n = f.shape[0], nq = offsets.shape[0] - 1, q, k, max_lev = 1
+    if rank.shape[0] != n or (vals is not None and vals.shape[0] != n) or n_levels.shape[0] != nq:
+        raise ValueError("f, rank and vals must have the same length; n_levels one entry per query")
+    if nq < 0 or offsets[0] != 0 or offsets[nq] != n:
+        raise ValueError("offsets must run from 0 to len(f)")
+    for q in range(nq):
+        if n_levels[q] > max_lev:
+            max_lev = n_levels[q]
+    for k in range(n):
+        if rank[k] < 0:
+            raise ValueError("label ranks must be >= 0")
+    fc = np.array(f, dtype=np.float64, copy=True)
+    vc = fc if vals is None else np.array(vals, dtype=np.float64, copy=True)
+    perm = np.arange(n, dtype=np.int64)
+    out = np.zeros((4, n), dtype=np.float64)
+    fen_cnt = np.zeros(max_lev + 1, dtype=np.int64)
+    fen_sum = np.zeros(max_lev + 1, dtype=np.float64)
+    cdef double[::1] fv = fc, vv = vc
+    cdef intp_t[::1] pv = perm, fc_v = fen_cnt
+    cdef double[::1] fs_v = fen_sum
+    cdef double[:, ::1] o = out
+    scratch = np.zeros(max(n, 1), dtype=KEY_INDEX_DTYPE)
+    cdef KeyIndex[::1] sc = scratch
+    if n == 0:
+        z = np.zeros(0)
+        return z.astype(np.int64), z, z.astype(np.int64), z
+    with nogil:
+        for q in range(nq):
+            if offsets[q + 1] < offsets[q]:
+                continue
+            sort_by_key(&pv[offsets[q]], offsets[q + 1] - offsets[q], &fv[0], &sc[0])
+            if center:
+                center_segment(offsets[q], offsets[q + 1], &pv[0], &fv[0])
+            query_sweep(offsets[q], offsets[q + 1], &fv[0], &pv[0], &rank[0], &vv[0], n_levels[q],
+                        &fc_v[0], &fs_v[0], &o[0, 0], &o[1, 0], &o[2, 0], &o[3, 0])
+    return out[0].astype(np.int64), out[1], out[2].astype(np.int64), out[3]
+
+
+def argsort_segments(const double[::1] key, const intp_t[::1] offsets):
+    """Indices sorting key[offsets[q]:offsets[q+1]] for every q, with the introsort the solvers use."""
+    cdef intp_t n = key.shape[0], nq = offsets.shape[0] - 1, q
+    perm = np.arange(n, dtype=np.int64)
+    if n == 0:
+        return perm
+    scratch = np.zeros(n, dtype=KEY_INDEX_DTYPE)
+    cdef KeyIndex[::1] sc = scratch
+    cdef intp_t[::1] pv = perm
+    with nogil:
+        for q in range(nq):
+            sort_by_key(&pv[offsets[q]], offsets[q + 1] - offsets[q], &key[0], &sc[0])
+    return perm

@@ -1,0 +1,319 @@
+"""RankSVM loss, gradient and Hessian-vector products through the order-statistic sums of _ostree.pyx
+(kernel-ranksvm.txt section 3.2 and Appendix B).
+
+With scores f, the active pairs SV = {(i, j) in P : f_i - f_j < 1} and the per-document sums l_i^-, l_i^+
+(counts) and alpha_i^- , alpha_i^+ (sums of partner scores) of _ostree.pyx:
+
+squared hinge   L(f) = sum_SV (1 - f_i + f_j)^2 = f'A'Af - 2 e'Af + |SV|          (B.1, A restricted to SV)
+                     = sum_i f_i [(l_i^+ + l_i^-) f_i - alpha_i^+ - alpha_i^-] - 2 sum_i (l_i^- - l_i^+) f_i + sum_i l_i^-
+                dL/df_i = 2 [ l_i^+ (1 + f_i) - alpha_i^+ - l_i^- (1 - f_i) - alpha_i^- ]             (B.2)
+                (generalised) d2L/df2 t = 2 A'A t,  (A'A t)_i = (l_i^+ + l_i^-) t_i - gamma_i^+ - gamma_i^-   (B.3)
+hinge           L(f) = sum_SV (1 - f_i + f_j) = sum_i l_i^- (1 - f_i) + alpha_i^-
+                a subgradient: dL/df_i = l_i^+ - l_i^-
+
+where gamma are the sums of t over the active partners. Linear model: f = X w, so the gradient is X' dL/df and
+the Hessian-vector product 2 X'A'A X v. Kernel model: f = Q beta, handled by the ``scores_*`` functions (Q
+products are done by the caller with BLAS).
+
+Data layout. Documents are visited through ``rows``: sorted position k (queries contiguous, queries with a
+single label level left out) holds data row rows[k]; query q owns positions offsets[q]:offsets[q+1];
+rank[k] is the dense label rank of position k inside its query. X itself is never copied or reordered.
+
+State. A function evaluation sorts every query by score and keeps that order (``perm``) and the centered
+scores (``f``); Hessian-vector products at the same point reuse both, so a CG step costs one pass over X
+(the rows of one query are read while in cache: X v for them, the sweep, then X' for them) plus
+O(l log n_levels). Queries are processed in parallel (OpenMP), each thread accumulating its own share of X'z.
+"""
+import numpy as np
+
+from cython.parallel cimport parallel, prange, threadid
+
+from cyrank._typedefs cimport floating, index_t, intp_t
+from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, max_threads, query_sweep, sort_by_key
+from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
+
+
+# Layouts with fewer document positions than this run single-threaded.
+PARALLEL_MIN_POSITIONS = 20000
+
+
+# ------------------------------------------------------------------------------------------------ rows of X
+cdef inline double _row_dot(const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+                            intp_t d, intp_t r, const double* w) noexcept nogil:
+    """x_r . w in double precision (dense X is C-ordered with d columns; sparse X is CSR)."""
+    cdef intp_t k, stop
+    cdef const floating* x
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    if dense:
+        x = data + r * d
+        k = 0
+        while k + 4 <= d:  # four accumulators: independent additions the CPU can overlap
+            s0 += x[k] * w[k]
+            s1 += x[k + 1] * w[k + 1]
+            s2 += x[k + 2] * w[k + 2]
+            s3 += x[k + 3] * w[k + 3]
+            k += 4
+        while k < d:
+            s0 += x[k] * w[k]
+            k += 1
+        return (s0 + s1) + (s2 + s3)
+    k = indptr[r]
+    stop = indptr[r + 1]
+    while k + 4 <= stop:
+        s0 += data[k] * w[indices[k]]
+        s1 += data[k + 1] * w[indices[k + 1]]
+        s2 += data[k + 2] * w[indices[k + 2]]
+        s3 += data[k + 3] * w[indices[k + 3]]
+        k += 4
+    while k < stop:
+        s0 += data[k] * w[indices[k]]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef inline void _row_axpy(const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+                           intp_t d, intp_t r, double a, double* out) noexcept nogil:
+    """out += a x_r."""
+    cdef intp_t k
+    cdef const floating* x
+    if dense:
+        x = data + r * d
+        for k in range(d):
+            out[k] += a * x[k]
+        return
+    for k in range(indptr[r], indptr[r + 1]):
+        out[indices[k]] += a * data[k]
+
+
+# --------------------------------------------------------------------------------------- one query, scores
+cdef double _query_loss(intp_t start, intp_t stop, double* f, intp_t* perm, const intp_t* rank, intp_t n_levels,
+                        bint squared, intp_t* fen_cnt, double* fen_sum, double* cm, double* sm, double* cp,
+                        double* sp, double* gf, double* n_active, KeyIndex* scratch) noexcept nogil:
+    """Sort one query by f (scores at its positions), center f, and return its loss; dL/df goes to gf."""
+    cdef intp_t k
+    cdef double loss = 0.0, act = 0.0, fk
+    for k in range(start, stop):
+        perm[k] = k
+    sort_by_key(perm + start, stop - start, f, scratch + start)
+    center_segment(start, stop, perm, f)
+    query_sweep(start, stop, f, perm, rank, f, n_levels, fen_cnt, fen_sum, cm, sm, cp, sp)
+    for k in range(start, stop):
+        fk = f[k]
+        act += cm[k]
+        if squared:
+            loss += fk * ((cp[k] + cm[k]) * fk - sp[k] - sm[k]) - 2.0 * (cm[k] - cp[k]) * fk + cm[k]
+            gf[k] = 2.0 * (cp[k] * (1.0 + fk) - sp[k] - cm[k] * (1.0 - fk) - sm[k])
+        else:
+            loss += cm[k] * (1.0 - fk) + sm[k]
+            gf[k] = cp[k] - cm[k]
+    n_active[0] += act
+    return loss
+
+
+cdef void _query_hess(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
+                      intp_t n_levels, double* t, intp_t* fen_cnt, double* fen_sum, double* cm, double* sm,
+                      double* cp, double* sp) noexcept nogil:
+    """t <- A'A t on one query (t given at its positions; centered first), with the active set of f."""
+    cdef intp_t k
+    center_segment(start, stop, perm, t)
+    query_sweep(start, stop, f, perm, rank, t, n_levels, fen_cnt, fen_sum, cm, sm, cp, sp)
+    for k in range(start, stop):
+        t[k] = (cp[k] + cm[k]) * t[k] - sp[k] - sm[k]
+
+
+def _check_layout(const intp_t[::1] rows, const intp_t[::1] offsets, const intp_t[::1] rank,
+                  const intp_t[::1] n_levels, intp_t n_data_rows):
+    cdef intp_t n = rows.shape[0], nq = offsets.shape[0] - 1, q, k, max_lev = 1
+    if nq < 0 or offsets[0] != 0 or offsets[nq] != n or rank.shape[0] != n or n_levels.shape[0] != nq:
+        raise ValueError("inconsistent query layout")
+    for q in range(nq):
+        if offsets[q + 1] < offsets[q] or n_levels[q] < 1:
+            raise ValueError("inconsistent query layout")
+        max_lev = max(max_lev, n_levels[q])
+        for k in range(offsets[q], offsets[q + 1]):
+            if rank[k] < 0 or rank[k] >= n_levels[q] or rows[k] < 0 or rows[k] >= n_data_rows:
+                raise ValueError("inconsistent query layout")
+    return max_lev
+
+
+cdef class Layout:
+    """Sorted positions of the documents that take part in pairs, and the scratch memory of the kernels.
+
+    rows[k]: data row of position k; offsets: positions of each query; rank: label rank of each position;
+    n_levels: label levels of each query (>= 2). Built by cyrank.ranksvm.estimator.make_layout.
+    """
+    cdef public object rows, offsets, rank, n_levels
+    cdef public intp_t n_positions, n_queries, max_levels, n_threads, n_data_rows
+    cdef object fen_cnt, fen_sum, work, scratch
+
+    def __init__(self, rows, offsets, rank, n_levels, n_data_rows):
+        self.rows = np.ascontiguousarray(rows, dtype=np.int64)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.rank = np.ascontiguousarray(rank, dtype=np.int64)
+        self.n_levels = np.ascontiguousarray(n_levels, dtype=np.int64)
+        self.n_data_rows = n_data_rows
+        self.max_levels = _check_layout(self.rows, self.offsets, self.rank, self.n_levels, n_data_rows)
+        self.n_positions = self.rows.shape[0]
+        self.n_queries = self.offsets.shape[0] - 1
+        # threads only pay off on large problems (a parallel region costs microseconds, more on a busy machine)
+        self.n_threads = 1 if self.n_positions < PARALLEL_MIN_POSITIONS else max(1, min(max_threads(), self.n_queries))
+        self.fen_cnt = np.zeros((self.n_threads, self.max_levels + 1), dtype=np.int64)
+        self.fen_sum = np.zeros((self.n_threads, self.max_levels + 1), dtype=np.float64)
+        self.work = np.zeros((5, self.n_positions), dtype=np.float64)
+        self.scratch = np.zeros(max(1, self.n_positions), dtype=KEY_INDEX_DTYPE)
+
+    def new_state(self):
+        """(f, perm): centered scores and per-query sort order of a point, for hess_vec."""
+        return np.zeros(self.n_positions, dtype=np.float64), np.arange(self.n_positions, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------------- linear model
+def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+                    intp_t n_features, Layout lay, const double[::1] w, bint squared,
+                    double[::1] f, intp_t[::1] perm, double[::1] xg):
+    """Loss L(Xw) and xg = X' dL/df (the loss part of the gradient); f, perm receive the state at w.
+
+    Returns (loss, number of active pairs). ``squared`` selects the squared hinge, else the hinge (with
+    the subgradient l^+ - l^-).
+    """
+    cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads, L = lay.max_levels + 1
+    cdef intp_t q, k, start, stop, tid, j
+    cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
+    cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
+    cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
+    cdef KeyIndex[::1] scratch = lay.scratch
+    acc_arr = np.zeros((nt, d), dtype=np.float64)
+    act_arr = np.zeros(nt, dtype=np.float64)
+    cdef double[:, ::1] acc = acc_arr
+    cdef double[::1] act = act_arr
+    cdef double loss = 0.0
+    cdef double* gf
+    cdef const index_t* ind_p = &indices[0]
+    cdef const index_t* ptr_p = &indptr[0]
+    if w.shape[0] != d or f.shape[0] != lay.n_positions or perm.shape[0] != lay.n_positions or xg.shape[0] != d:
+        raise ValueError("linear_fun_grad: wrong array sizes")
+    if nq == 0:
+        xg[:] = 0.0
+        return 0.0, 0
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        for q in prange(nq, schedule="dynamic"):
+            start = offsets[q]
+            stop = offsets[q + 1]
+            for k in range(start, stop):
+                f[k] = _row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &w[0])
+            gf = &work[4, 0]
+            loss += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
+                                &fen_cnt[tid, 0], &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0],
+                                &work[3, 0], gf, &act[tid], &scratch[0])
+            for k in range(start, stop):
+                if gf[k] != 0.0:
+                    _row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], gf[k], &acc[tid, 0])
+    for j in range(d):
+        xg[j] = 0.0
+        for q in range(nt):
+            xg[j] += acc[q, j]
+    return loss, int(round(act_arr.sum()))
+
+
+def linear_hess(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+                intp_t n_features, Layout lay, const double[::1] f, const intp_t[::1] perm,
+                const double[::1] v, double[::1] out):
+    """out = X'A'A X v with the active set of the state (f, perm); the Hessian is I + 2C out."""
+    cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads
+    cdef intp_t q, k, start, stop, tid, j
+    cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
+    cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
+    cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
+    acc_arr = np.zeros((nt, d), dtype=np.float64)
+    cdef double[:, ::1] acc = acc_arr
+    cdef double* t
+    cdef const index_t* ind_p = &indices[0]
+    cdef const index_t* ptr_p = &indptr[0]
+    if v.shape[0] != d or out.shape[0] != d or f.shape[0] != lay.n_positions:
+        raise ValueError("linear_hess: wrong array sizes")
+    if nq == 0:
+        out[:] = 0.0
+        return
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        for q in prange(nq, schedule="dynamic"):
+            start = offsets[q]
+            stop = offsets[q + 1]
+            t = &work[4, 0]
+            for k in range(start, stop):
+                t[k] = _row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &v[0])
+            _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0], &fen_sum[tid, 0],
+                        &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
+            for k in range(start, stop):
+                if t[k] != 0.0:
+                    _row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], t[k], &acc[tid, 0])
+    for j in range(d):
+        out[j] = 0.0
+        for q in range(nt):
+            out[j] += acc[q, j]
+
+
+# --------------------------------------------------------------------------------------------- given scores
+def scores_fun_grad(const double[::1] scores, Layout lay, bint squared, double[::1] f, intp_t[::1] perm,
+                    double[::1] gf_out):
+    """Loss L(scores) and gf_out = dL/dscores (indexed like ``scores``, i.e. by data row; rows outside the
+    layout get 0); f, perm receive the state. Returns (loss, number of active pairs)."""
+    cdef intp_t nq = lay.n_queries, nt = lay.n_threads, q, k, start, stop, tid
+    cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
+    cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
+    cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
+    cdef KeyIndex[::1] scratch = lay.scratch
+    act_arr = np.zeros(nt, dtype=np.float64)
+    cdef double[::1] act = act_arr
+    cdef double loss = 0.0
+    cdef double* gf
+    if scores.shape[0] != lay.n_data_rows or gf_out.shape[0] != lay.n_data_rows or f.shape[0] != lay.n_positions:
+        raise ValueError("scores_fun_grad: wrong array sizes")
+    gf_out[:] = 0.0
+    if nq == 0:
+        return 0.0, 0
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        for q in prange(nq, schedule="dynamic"):
+            start = offsets[q]
+            stop = offsets[q + 1]
+            for k in range(start, stop):
+                f[k] = scores[rows[k]]
+            gf = &work[4, 0]
+            loss += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
+                                &fen_cnt[tid, 0], &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0],
+                                &work[3, 0], gf, &act[tid], &scratch[0])
+            for k in range(start, stop):
+                gf_out[rows[k]] = gf[k]
+    return loss, int(round(act_arr.sum()))
+
+
+def scores_hess(const double[::1] t_in, Layout lay, const double[::1] f, const intp_t[::1] perm, double[::1] out):
+    """out = A'A t_in (indexed by data row; rows outside the layout get 0) with the active set of (f, perm)."""
+    cdef intp_t nq = lay.n_queries, nt = lay.n_threads, q, k, start, stop, tid
+    cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
+    cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
+    cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
+    cdef double* t
+    if t_in.shape[0] != lay.n_data_rows or out.shape[0] != lay.n_data_rows or f.shape[0] != lay.n_positions:
+        raise ValueError("scores_hess: wrong array sizes")
+    out[:] = 0.0
+    if nq == 0:
+        return
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        for q in prange(nq, schedule="dynamic"):
+            start = offsets[q]
+            stop = offsets[q + 1]
+            t = &work[4, 0]
+            for k in range(start, stop):
+                t[k] = t_in[rows[k]]
+            _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0], &fen_sum[tid, 0],
+                        &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
+            for k in range(start, stop):
+                out[rows[k]] = t[k]

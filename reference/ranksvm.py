@@ -1,0 +1,117 @@
+"""Exact rankSVM optimum with cvxpy (DESIGN.md Objective 2; kernel-ranksvm.txt (1.2), (3.12), (3.13)).
+
+Preference pairs P = {(i, j): qid_i = qid_j, y_i > y_j} are enumerated explicitly (plain loops), one slack per
+pair:
+
+    linear   min_{w, xi}  w'w / 2 + C sum_P loss(xi_ij)    s.t.  xi_ij >= 1 - w'(x_i - x_j),  xi_ij >= 0
+    kernel   min_beta     beta'Q beta / 2 + C sum_P loss(1 - (Q beta)_i + (Q beta)_j)
+
+with loss(xi) = xi^2 ("squared_hinge") or xi ("hinge"). The kernel problem is solved through a factor
+Q = L L' (eigendecomposition, eigenvalues below 1e-12 of the largest dropped): with u = L' beta it is the
+linear problem on the rows of L, and beta is recovered by the pseudo-inverse. Kernels: linear x'x',
+rbf exp(-gamma ||x - x'||^2), poly (gamma x'x' + coef0)^degree, precomputed (X is Q). gamma "scale" =
+1 / (n_features * X.var()), "auto" = 1 / n_features. Written independently of cyrank, for a few hundred pairs.
+"""
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from ._solve import solve_problem
+
+
+def _dense(X):
+    return np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+
+
+def preference_pairs(y, qid=None):
+    """Arrays (I, J) of every pair with the same qid and y[I] > y[J]."""
+    y = np.asarray(y, dtype=np.float64)
+    qid = np.zeros(y.shape[0], np.int64) if qid is None else np.asarray(qid)
+    I, J = [], []
+    for i in range(y.shape[0]):
+        for j in range(y.shape[0]):
+            if qid[i] == qid[j] and y[i] > y[j]:
+                I.append(i)
+                J.append(j)
+    return np.array(I, dtype=np.int64), np.array(J, dtype=np.int64)
+
+
+def resolve_gamma(gamma, X):
+    X = _dense(X)
+    if gamma == "auto":
+        return 1.0 / X.shape[1]
+    if gamma == "scale":
+        var = X.var()
+        return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    return float(gamma)
+
+
+def kernel_matrix(A, B, kernel="linear", gamma=1.0, degree=3, coef0=1.0):
+    """K(A, B) by its definition, row by row."""
+    A, B = _dense(A), _dense(B)
+    K = np.empty((A.shape[0], B.shape[0]))
+    for i, a in enumerate(A):
+        if kernel == "linear":
+            K[i] = B @ a
+        elif kernel == "rbf":
+            K[i] = np.exp(-gamma * ((B - a) ** 2).sum(axis=1))
+        elif kernel == "poly":
+            K[i] = (gamma * (B @ a) + coef0) ** degree
+        else:
+            raise ValueError(f"unknown kernel {kernel!r}")
+    return K
+
+
+def _loss(t, loss):
+    t = np.maximum(t, 0.0)
+    return float((t * t).sum() if loss == "squared_hinge" else t.sum())
+
+
+def objective(X, y, qid=None, w=None, *, beta=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale",
+              degree=3, coef0=1.0):
+    """The objective at ``w`` (linear, X features) or at ``beta`` (kernel; Q = K(X, X)), by enumerating pairs."""
+    I, J = preference_pairs(y, qid)
+    if beta is None:
+        X = _dense(X)
+        f = X @ np.asarray(w, dtype=np.float64)
+        return 0.5 * float(w @ w) + C * _loss(1.0 - (f[I] - f[J]), loss)
+    Q = _dense(X) if kernel == "precomputed" else kernel_matrix(X, X, kernel, resolve_gamma(gamma, X), degree, coef0)
+    f = Q @ beta
+    return 0.5 * float(beta @ f) + C * _loss(1.0 - (f[I] - f[J]), loss)
+
+
+def _solve_linear(F, I, J, C, loss, **solver_options):
+    """min u'u/2 + C sum loss(xi), xi >= 1 - (F u)_I + (F u)_J, xi >= 0 (one slack per pair)."""
+    u = cp.Variable(F.shape[1])
+    xi = cp.Variable(I.shape[0])
+    D = F[I] - F[J]
+    penalty = cp.sum_squares(xi) if loss == "squared_hinge" else cp.sum(xi)
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u) + C * penalty), [xi >= 1 - D @ u, xi >= 0])
+    return solve_problem(problem, {"u": u, "xi": xi}, **solver_options)
+
+
+def solve(X, y, qid=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0,
+          **solver_options):
+    """Exact minimiser; a :class:`reference.Solution` with variable "w" (linear) or "beta" (other kernels)."""
+    if loss not in ("squared_hinge", "hinge"):
+        raise ValueError(f"unknown loss {loss!r}")
+    I, J = preference_pairs(y, qid)
+    if I.size == 0:
+        raise ValueError("no preference pair")
+    if kernel == "linear":
+        sol = _solve_linear(_dense(X), I, J, C, loss, **solver_options)
+        sol.variables = {"w": sol.variables["u"], "xi": sol.variables["xi"]}
+        return sol
+    if kernel == "precomputed":
+        Q = _dense(X)
+    else:
+        Q = kernel_matrix(X, X, kernel, resolve_gamma(gamma, X), degree, coef0)
+    Q = 0.5 * (Q + Q.T)
+    lam, V = np.linalg.eigh(Q)
+    keep = lam > 1e-12 * max(lam.max(), 0.0)
+    L = V[:, keep] * np.sqrt(lam[keep])
+    sol = _solve_linear(L, I, J, C, loss, **solver_options)
+    u = sol.variables["u"]
+    beta = V[:, keep] @ (u / np.sqrt(lam[keep]))
+    sol.variables = {"beta": beta, "xi": sol.variables["xi"]}
+    return sol

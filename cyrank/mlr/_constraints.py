@@ -1,0 +1,86 @@
+"""The cutting-plane batch of MLR in factored form (metric-learning-to-rank.txt section 3.2).
+
+For every query q the oracle (``_oracles.oracle_block``) returns coefficients a_q (one per corpus point,
+sum_i a_qi = 0) with psi(q, y*) - psi(q, y_q) = sum_i a_qi phi(q, i), phi(q, i) = -(x_q - x_i)(x_q - x_i)'.
+Because sum_i a_qi = 0,
+
+    sum_i a_qi phi(q, i) = x_q m_q' + m_q x_q' - sum_i a_qi x_i x_i',        m_q = sum_i a_qi x_i,
+
+so with A the (queries x n) coefficient matrix, M = A X, c = A' 1 and m the number of active queries,
+
+    Psi = (1/m) sum_q (psi(q, y*) - psi(q, y_q)) = (1/m) (X'M + M'X - X' diag(c) X).
+
+The coefficient rows are produced a block of queries at a time, so memory stays O(block x n); each block costs
+two large matrix products (the scores X_B W X' and M_B = A_B X), never n outer products.
+"""
+import time
+
+import numpy as np
+
+from . import _oracles
+
+# rows of A (and of the score block) per block: about 2^22 doubles (32 MB) each
+_BLOCK_DOUBLES = 1 << 22
+
+
+class Separation:
+    """Most violated batch at W: ``sep(W) -> (Delta, Psi, H)`` with Delta = mean_q Delta_q, Psi the d x d
+    batch matrix and H = mean_q max_y H_q(y) (= Delta - <W, Psi> up to rounding), over the active queries.
+
+    ``relevance`` is ("labels", labels) or ("sets", rel_ptr, rel_idx, irr_ptr, irr_idx), all int64.
+    ``W`` may be a length-d vector w, meaning diag(w). Times: ``t_oracle`` (Cython oracles),
+    ``t_products`` (the matrix products).
+    """
+
+    def __init__(self, X, relevance, loss, k, n_threads=1):
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        n = self.X.shape[0]
+        empty = np.zeros(0, dtype=np.int64)
+        if relevance[0] == "labels":
+            self.mode = _oracles.MODE_LABELS
+            self.labels = np.ascontiguousarray(relevance[1], dtype=np.int64)
+            self.sets = (np.zeros(1, dtype=np.int64), empty, np.zeros(1, dtype=np.int64), empty)
+            counts = np.bincount(self.labels)
+            active = (counts[self.labels] >= 2) & (counts[self.labels] < n)
+        else:
+            self.mode = _oracles.MODE_SETS
+            self.labels = empty
+            self.sets = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in relevance[1:])
+            rel_ptr, _, irr_ptr, _ = self.sets
+            active = (np.diff(rel_ptr) > 0) & (np.diff(irr_ptr) > 0)
+        self.n_active = int(np.count_nonzero(active))
+        self.loss = _oracles.LOSSES[loss]
+        self.k = int(k)
+        self.n_threads = int(n_threads)
+        self.block = max(1, min(n, _BLOCK_DOUBLES // max(n, 1)))
+        self.t_oracle = 0.0
+        self.t_products = 0.0
+        self.n_calls = 0
+
+    def __call__(self, W):
+        X = self.X
+        n, d = X.shape
+        t0 = time.perf_counter()
+        XW = X * W if W.ndim == 1 else X @ W
+        rsq = np.einsum("ij,ij->i", XW, X)
+        T = np.zeros((d, d))
+        c = np.zeros(n)
+        deltas = np.zeros(n)
+        values = np.zeros(n)
+        t_oracle = 0.0
+        for q0 in range(0, n, self.block):
+            q1 = min(n, q0 + self.block)
+            G = XW[q0:q1] @ X.T
+            A = np.empty((q1 - q0, n))
+            t1 = time.perf_counter()
+            _oracles.oracle_block(G, rsq, q0, self.mode, self.labels, *self.sets, self.loss, self.k,
+                                  A, deltas[q0:q1], values[q0:q1], self.n_threads)
+            t_oracle += time.perf_counter() - t1
+            T += X[q0:q1].T @ (A @ X)
+            c += A.sum(axis=0)
+        m = self.n_active
+        Psi = (T + T.T - (X.T * c) @ X) / m
+        self.t_oracle += t_oracle
+        self.t_products += time.perf_counter() - t0 - t_oracle
+        self.n_calls += 1
+        return float(np.sum(deltas) / m), Psi, float(np.sum(values) / m)

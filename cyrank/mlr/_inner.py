@@ -1,0 +1,419 @@
+"""The restricted problem of the MLR cutting-plane method, solved to a certified duality gap.
+
+Over a working set of T batches (Delta_t, Psi_t) the restricted problem is
+
+    P(W) = R(W) + C max(0, max_t (Delta_t - <W, Psi_t>)),   W in K,
+
+with R(W) = tr(W) and K the PSD cone ("trace"), R(W) = 0.5 ||W||_F^2 and K the PSD cone ("frobenius"), or
+R(W) = sum(w) and K = {diag(w): w >= 0} ("diagonal"). With G(y) = sum_t y_t Psi_t and
+S = {y >= 0, sum(y) <= C}, its Lagrange dual is
+
+    trace:      max Delta'y   s.t. y in S, I - G(y) PSD
+    diagonal:   max Delta'y   s.t. y in S, 1 - diag(G(y)) >= 0
+    frobenius:  max Delta'y - 0.5 ||Pi_+(G(y))||_F^2   s.t. y in S        (Pi_+: projection on the PSD cone)
+
+Solvers (T, the number of cutting planes, is small; d x d matrices are dense):
+
+* trace and diagonal: a primal-dual interior-point method (Mehrotra predictor-corrector with the HKM direction;
+  Helmberg, Rendl, Vanderbei & Wolkowicz 1996) on the conic form
+  min <I, W> + C xi  s.t.  <Psi_t, W> + xi - s_t = Delta_t,  W PSD (or w >= 0), xi >= 0, s >= 0.
+  Each iteration solves one T x T Schur-complement system, O(T d^3 + T^2 d^2). The dual iterate is kept exactly
+  feasible (Z = I - G(y) is recomputed from y), so Delta'y is always a valid lower bound.
+* frobenius: the dual is smooth in y, with W = Pi_+(G(y)) exact; it is maximised by a log-barrier
+  path-following Newton method on S (the generalised Hessian of 0.5 ||Pi_+(G)||^2 is the Loewner divided-
+  difference operator), and the central-path gap is mu (T + 1).
+
+Every solver stops on the *certified* gap P(W) - D(y) <= tol, where P(W) is evaluated exactly at a PSD (or
+nonnegative diagonal) W and D(y) at a dual-feasible y; D(y) is a lower bound on the restricted optimum and hence
+on the full problem's optimum. Before returning, eigen-components of W of relative size below 1e-2 .. 1e-10
+(interior-point residue on directions the optimum does not use), or all of them, are dropped when that does not
+increase P(W), so W comes out low-rank (trace) or sparse (diagonal). Not reaching tol within ``max_iter``
+iterations warns (ConvergenceWarning) and the result reports the gap actually reached.
+
+Across cutting-plane iterations, :class:`RestrictedSolver` warm-starts from the previous solution and works on
+the active constraints only (see its docstring); the certificate is always for the whole working set.
+"""
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, lapack
+from sklearn.exceptions import ConvergenceWarning
+
+REGULARIZERS = ("trace", "frobenius", "diagonal")
+
+
+@dataclass
+class InnerResult:
+    """Solution of the restricted problem: W (d x d; the vector w for "diagonal"), its slack
+    xi = max(0, max_t Delta_t - <W, Psi_t>), the primal value P(W), the dual lower bound, gap = primal - dual,
+    iterations, whether gap <= tol, and the dual variables y."""
+
+    W: np.ndarray
+    xi: float
+    primal: float
+    dual: float
+    gap: float
+    n_iter: int
+    converged: bool
+    y: np.ndarray
+
+
+def regularizer_value(W, regularizer):
+    """R(W): tr(W), 0.5 ||W||_F^2, or sum(w) (W given as the vector w for "diagonal")."""
+    if regularizer == "trace":
+        return float(np.trace(W))
+    if regularizer == "frobenius":
+        return 0.5 * float(np.vdot(W, W))
+    return float(np.sum(W))
+
+
+def restricted_objective(W, deltas, psis, C, regularizer):
+    """``(P(W), xi)`` over the working set; psis is (T, d, d), or (T, d) diagonals for "diagonal"."""
+    deltas = np.asarray(deltas, dtype=np.float64)
+    if len(deltas) == 0:
+        return regularizer_value(W, regularizer), 0.0
+    margins = np.asarray(psis).reshape(len(deltas), -1) @ np.ravel(W)
+    xi = max(0.0, float(np.max(deltas - margins)))
+    return regularizer_value(W, regularizer) + C * xi, xi
+
+
+def _sym(A):
+    return 0.5 * (A + A.T)
+
+
+def _max_step(X, dX, diagonal):
+    """Largest a with X + a dX in the cone (X interior); inf when dX points inside."""
+    if diagonal:
+        neg = dX < 0
+        return float(np.min(-X[neg] / dX[neg])) if np.any(neg) else np.inf
+    lam, _, info = lapack.dsygvd(dX, X, itype=1, jobz="N")     # dX v = lam X v (direct LAPACK: low overhead)
+    if info != 0:
+        raise LinAlgError("generalised eigenproblem failed")
+    return -1.0 / lam[0] if lam[0] < 0 else np.inf
+
+
+def _chol(A):
+    """Lower Cholesky factor, or None if A is not (numerically) positive definite."""
+    L, info = lapack.dpotrf(A, lower=1, clean=1)
+    return L if info == 0 else None
+
+
+def _chol_solve(L, B):
+    X, info = lapack.dpotrs(L, B, lower=1)
+    if info != 0:
+        raise LinAlgError("dpotrs failed")
+    return X
+
+
+def _lp_step(x, dx):
+    neg = dx < 0
+    return float(np.min(-x[neg] / dx[neg])) if np.any(neg) else np.inf
+
+
+def _purify(W, deltas, psis, C, regularizer):
+    """Drop relatively tiny eigen-components (entries for "diagonal") of W when that does not raise P(W)."""
+    best_W = W
+    best, _ = restricted_objective(W, deltas, psis, C, regularizer)
+    if regularizer == "diagonal":
+        parts, omega = None, W
+    else:
+        omega, parts = np.linalg.eigh(W)
+    top = float(np.max(omega)) if omega.size else 0.0
+    if top <= 0:
+        return best_W
+    for tau in (np.inf, 1e-2, 1e-4, 1e-6, 1e-8, 1e-10):        # inf: W = 0
+        keep = omega > tau * top
+        if parts is None:
+            Wc = np.where(keep, omega, 0.0)
+        else:
+            V = parts[:, keep]
+            Wc = _sym((V * omega[keep]) @ V.T)
+        val, _ = restricted_objective(Wc, deltas, psis, C, regularizer)
+        if val <= best:
+            best, best_W = val, Wc
+    return best_W
+
+
+def _ipm(deltas, psis, C, diagonal, tol, max_iter, start=None, theta=0.01):
+    """Primal-dual interior point (Mehrotra predictor-corrector, HKM direction) for the trace / diagonal
+    restricted problem; see the module docstring. ``start = (W, x, y)`` (x = (xi, s)) is blended with the
+    cold start (weight ``theta``) to warm-start from the previous working set's solution.
+    Returns the iterate of smallest certified gap ``(W, x, y, gap, iterations)``."""
+    T = len(deltas)
+    d = psis.shape[1]
+    flat = psis.reshape(T, -1)
+    eye = np.ones(d) if diagonal else np.eye(d)
+    nu = d + T + 1
+    reg = "diagonal" if diagonal else "trace"
+    if not diagonal:
+        Ph = np.ascontiguousarray(psis.transpose(1, 0, 2).reshape(d, T * d))   # [Psi_1 | ... | Psi_T]
+
+    def G(y):
+        g = (y @ flat).reshape(psis.shape[1:])
+        return g if diagonal else _sym(g)
+
+    # cold start: y = C/(2T) shrunk until G(y) <= I/2; W = x = scale
+    y = np.full(T, C / (2.0 * T))
+    g0 = G(y)
+    top = float(np.max(g0)) if diagonal else float(np.linalg.eigvalsh(g0)[-1])
+    if top > 0.5:
+        y *= 0.5 / top
+    scale = max(1.0, C * float(np.max(deltas)) / nu)
+    W = eye * scale
+    x = np.full(T + 1, scale)
+    if start is not None:
+        # the previous y may violate G(y) <= I on this constraint set (pruned constraints): rescale it first
+        ys = start[2]
+        gs = G(ys)
+        top = float(np.max(gs)) if diagonal else float(np.linalg.eigvalsh(gs)[-1])
+        if top > 1.0:
+            ys = ys / top
+        W = (1 - theta) * start[0] + theta * W
+        x = (1 - theta) * start[1] + theta * x
+        y = (1 - theta) * ys + theta * y
+    best = None
+    it = 0
+    while True:
+        Z = eye - G(y)
+        zl = np.concatenate(([C - np.sum(y)], y))
+        primal, _ = restricted_objective(W, deltas, psis, C, reg)
+        gap = primal - float(deltas @ y)
+        if best is None or gap < best[3]:
+            best = (W, x, y, gap)
+        if gap <= tol or it >= max_iter:
+            break
+        it += 1
+        mu = (float(np.vdot(W, Z)) + float(x @ zl)) / nu
+        rp = deltas - flat @ np.ravel(W) - x[0] + x[1:]
+        D = x / zl
+        if diagonal:
+            Zi = 1.0 / Z
+            M = psis @ (psis * (W * Zi)).T                                    # P diag(w / z) P'
+        else:
+            Lz = _chol(Z)
+            if Lz is None:
+                break
+            Zi = _chol_solve(Lz, np.eye(d))
+            WP = (W @ Ph).reshape(d, T, d).transpose(1, 0, 2).reshape(T * d, d)  # W Psi_t, stacked
+            M = flat @ (WP @ Zi).reshape(T, d * d).T                           # tr(Psi_s W Psi_t Z^-1)
+        M = _sym(M) + np.diag(D[1:]) + D[0]
+        Mc = _chol(M)
+        if Mc is None:
+            Mc = _chol(M + 1e-12 * np.trace(M) / T * np.eye(T))
+            if Mc is None:
+                break
+
+        def direction(K, kl):
+            # dW0 = sym(K Z^-1), dx0 = kl / zl; M dy = rp - A_W(dW0) - A_l dx0; back-substitute
+            dW0 = K * Zi if diagonal else _sym(K @ Zi)
+            dx0 = kl / zl
+            dy = _chol_solve(Mc, rp - flat @ np.ravel(dW0) - (dx0[0] - dx0[1:]))
+            dZ = -G(dy)
+            dzl = np.concatenate(([-np.sum(dy)], dy))
+            dW = dW0 - (W * dZ * Zi if diagonal else _sym(W @ dZ @ Zi))
+            return dW, dx0 - D * dzl, dy, dZ, dzl
+
+        def steps(dW, dx, dZ, dzl):
+            return (min(_max_step(W, dW, diagonal), _lp_step(x, dx)),
+                    min(_max_step(Z, dZ, diagonal), _lp_step(zl, dzl)))
+
+        WZ = W * Z if diagonal else W @ Z
+        dWa, dxa, dya, dZa, dzla = direction(-WZ, -x * zl)                  # predictor (sigma = 0)
+        ap, ad = steps(dWa, dxa, dZa, dzla)
+        ap, ad = min(1.0, ap), min(1.0, ad)
+        mu_a = (float(np.vdot(W + ap * dWa, Z + ad * dZa)) + float((x + ap * dxa) @ (zl + ad * dzla))) / nu
+        sigma = min(1.0, max(0.0, mu_a / mu)) ** 3
+        K = sigma * mu * eye - WZ - (dWa * dZa if diagonal else dWa @ dZa)   # corrector
+        dW, dx, dy, dZ, dzl = direction(K, sigma * mu - x * zl - dxa * dzla)
+        ap, ad = steps(dW, dx, dZ, dzl)
+        ap, ad = min(1.0, 0.98 * ap), min(1.0, 0.98 * ad)
+        W = W + ap * dW
+        if not diagonal:
+            W = _sym(W)
+        x = x + ap * dx
+        # the dual stays exactly feasible: shrink its step while rounding breaks y > 0, sum y < C, I - G(y) PD
+        for _ in range(40):
+            y_new = y + ad * dy
+            ok = bool(np.all(y_new > 0)) and float(np.sum(y_new)) < C
+            if ok:
+                Zn = eye - G(y_new)
+                ok = bool(np.all(Zn > 0)) if diagonal else _chol(Zn) is not None
+            if ok:
+                break
+            ad *= 0.5
+        else:
+            break
+        y = y_new
+    W, x, y, gap = best
+    return W, x, y, gap, it
+
+
+def _frobenius(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, sigma=0.2):
+    """Log-barrier path following on the smooth Frobenius dual; W = Pi_+(G(y)) is exact at every y.
+    Returns the iterate of smallest certified gap ``(W, y, gap, newton_steps)``."""
+    T = len(deltas)
+    d = psis.shape[1]
+    flat = psis.reshape(T, -1)
+
+    def G(y):
+        return _sym((y @ flat).reshape(d, d))
+
+    def phi(y, mu):
+        s = C - np.sum(y)
+        if np.any(y <= 0) or s <= 0:
+            return None
+        lam = np.linalg.eigvalsh(G(y))
+        return float(y @ deltas) - 0.5 * float(np.sum(np.maximum(lam, 0) ** 2)) + mu * (
+            float(np.sum(np.log(y))) + np.log(s))
+
+    y = np.full(T, C / (2.0 * T))
+    if y_start is not None:
+        y = (1 - theta) * y_start + theta * y
+    mu = max(C * float(np.mean(deltas)) / (T + 1), 1e-300)
+    best = None
+    n_iter = 0
+    for _ in range(200):
+        f = phi(y, mu)
+        while n_iter < max_iter:
+            lam, Q = np.linalg.eigh(G(y))
+            lp = np.maximum(lam, 0.0)
+            Pt = Q.T @ psis @ Q                                                    # Psi_t in G's eigenbasis
+            s = C - np.sum(y)
+            grad = deltas - np.einsum("tii,i->t", Pt, lp) + mu / y - mu / s
+            diff = lam[:, None] - lam[None, :]
+            same = np.abs(diff) <= 1e-14 * max(1.0, float(np.max(np.abs(lam))))
+            gamma = np.where(same, (lam[:, None] > 0) * 1.0, (lp[:, None] - lp[None, :]) / np.where(same, 1.0, diff))
+            Pf = Pt.reshape(T, -1)
+            H = (Pf * gamma.ravel()) @ Pf.T + np.diag(mu / y ** 2) + mu / s ** 2   # Loewner derivative
+            try:
+                step = cho_solve(cho_factor(_sym(H)), grad)
+            except LinAlgError:
+                step = np.linalg.lstsq(H, grad, rcond=None)[0]
+            dec = float(grad @ step)
+            if not np.isfinite(dec) or dec <= 0.1 * mu:
+                break
+            tau = 1.0
+            while tau > 1e-12:
+                f_new = phi(y + tau * step, mu)
+                if f_new is not None and f_new >= f + 0.25 * tau * dec:
+                    break
+                tau *= 0.5
+            else:
+                break
+            y = y + tau * step
+            f = f_new
+            n_iter += 1
+        lam, Q = np.linalg.eigh(G(y))
+        lp = np.maximum(lam, 0.0)
+        W = _sym((Q * lp) @ Q.T)
+        primal, _ = restricted_objective(W, deltas, psis, C, "frobenius")
+        gap = primal - (float(y @ deltas) - 0.5 * float(np.sum(lp ** 2)))
+        if best is None or gap < best[2]:
+            best = (W, y.copy(), gap)
+        if gap <= tol or n_iter >= max_iter or mu < 1e-300:
+            break
+        mu *= sigma
+    return best[0], best[1], best[2], n_iter
+
+
+class RestrictedSolver:
+    """``solve_restricted`` for :func:`cyrank.optim.cutting_plane.cutting_plane`, with memory across calls.
+
+    Each call solves the restricted problem over the engine's working set to a certified gap ``tol``:
+
+    * active set: a constraint whose margin at the solution is more than ``margin`` below the slack
+      (Delta_t - <W, Psi_t> < xi - margin) for ``patience`` consecutive calls is retired (constraint aging,
+      as in SVM-struct); the solver runs on the others. Retired constraints violated at the result beyond the
+      subset's slack come back and the subset is re-solved, until P(W) over the *whole* working set is within
+      ``tol`` of the subset's dual bound (a valid lower bound for the whole set, whose constraints are more);
+    * warm start: the previous primal-dual point, blended with the cold start (interior-point methods need
+      an interior point).
+
+    ``psis`` items are d x d matrices ("trace", "frobenius") or length-d diagonals ("diagonal"). After a call,
+    ``last`` holds the :class:`InnerResult` (for the whole working set) and ``n_iter`` counts all iterations.
+    """
+
+    def __init__(self, C, regularizer, tol, max_iter=200, warm_start=True, active_set=True, margin=0.0,
+                 patience=5):
+        self.C, self.regularizer, self.tol, self.max_iter = C, regularizer, tol, max_iter
+        self.warm_start, self.active_set = warm_start, active_set
+        self.margin, self.patience = margin, patience
+        self.y = np.zeros(0)
+        self.age = np.zeros(0, dtype=np.int64)
+        self.state = None          # (W, xi) of the last interior iterate
+        self.last = None
+        self.n_iter = 0
+        self.n_calls = 0
+
+    def __call__(self, deltas, psis, w=None):
+        res = self.solve(np.asarray(deltas, dtype=np.float64), np.asarray(psis, dtype=np.float64))
+        return res.W, res.xi, res.n_iter
+
+    def solve(self, deltas, psis):
+        C, reg, tol = self.C, self.regularizer, self.tol
+        T = len(deltas)
+        self.n_calls += 1
+        y_all = np.zeros(T)
+        y_all[: len(self.y)] = self.y[:T]
+        if T == 0 or float(np.max(deltas)) <= 0.0:
+            zero = np.zeros(psis.shape[1] if reg == "diagonal" else psis.shape[1:])
+            p0, xi0 = restricted_objective(zero, deltas, psis, C, reg)
+            self.last = InnerResult(zero, xi0, p0, 0.0, p0, 0, True, np.zeros(T))
+            return self.last
+        flat = psis.reshape(T, -1)
+        age = np.zeros(T, dtype=np.int64)
+        age[: len(self.age)] = self.age[:T]
+        subset = (age < self.patience) if self.active_set else np.ones(T, dtype=bool)
+        n_iter = 0
+        for _ in range(T + 1):
+            idx = np.flatnonzero(subset)
+            dl, ps = deltas[idx], psis[idx]
+            if reg == "frobenius":
+                ys = y_all[idx] if (self.warm_start and np.all(y_all[idx] > 0) and np.sum(y_all[idx]) < C) else None
+                W, ys, gap, k = _frobenius(dl, ps, C, tol, self.max_iter - n_iter, ys)
+                dual = float(ys @ dl) - 0.5 * float(np.vdot(W, W))
+            else:
+                start = None
+                if self.warm_start and self.state is not None:
+                    Wp, xip = self.state
+                    s = np.maximum(flat[idx] @ np.ravel(Wp) + xip - dl, 0.0)
+                    start = (Wp, np.concatenate(([xip], s)), y_all[idx])
+                W, x, ys, gap, k = _ipm(dl, ps, C, reg == "diagonal", tol, self.max_iter - n_iter, start)
+                self.state = (W, float(x[0]))
+                dual = float(ys @ dl)
+            n_iter += k
+            y_all = np.zeros(T)
+            y_all[idx] = ys
+            viol = deltas - flat @ np.ravel(W)
+            xi_sub = max(0.0, float(np.max(viol[idx])))
+            primal = regularizer_value(W, reg) + C * max(0.0, float(np.max(viol)))
+            missing = (~subset) & (viol > xi_sub + 1e-12 * max(1.0, abs(xi_sub)))
+            if primal - dual <= tol or not np.any(missing) or n_iter >= self.max_iter:
+                break
+            subset |= missing
+        if reg != "frobenius":
+            W = _purify(W, deltas, psis, C, reg)
+        primal, xi = restricted_objective(W, deltas, psis, C, reg)
+        gap = primal - dual
+        self.y = y_all
+        inactive = deltas - flat @ np.ravel(W) < xi - self.margin
+        self.age = np.where(inactive, age + 1, 0)
+        self.n_iter += n_iter
+        self.last = InnerResult(W, xi, primal, dual, gap, n_iter, gap <= tol, y_all)
+        if gap > tol:
+            warnings.warn(
+                f"MLR inner solver ({reg}) stopped after {n_iter} iterations with duality gap {gap:.3g} "
+                f"> tol={tol:.3g}", ConvergenceWarning, stacklevel=3)
+        return self.last
+
+
+def solve_inner(deltas, psis, C, regularizer="trace", *, tol, max_iter=200):
+    """Solve one restricted problem from a cold start to a certified gap ``P(W) - D(y) <= tol``.
+
+    ``psis``: (T, d, d) stack of the batch matrices, or the (T, d) stack of their diagonals for "diagonal".
+    ``max_iter`` bounds the interior-point iterations (Newton steps for "frobenius"); reaching it before
+    ``tol`` warns with ConvergenceWarning.
+    """
+    return RestrictedSolver(C, regularizer, tol, max_iter, warm_start=False, active_set=False).solve(
+        np.asarray(deltas, dtype=np.float64), np.asarray(psis, dtype=np.float64))

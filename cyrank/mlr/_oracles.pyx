@@ -1,0 +1,609 @@
+"""Separation oracles of MLR (metric-learning-to-rank.txt sections 2.2, 3.2 and 4; DESIGN.md Objective 3).
+
+For a query q with relevant set X+ (P points) and irrelevant set X- (N points), and scores
+s(i) = <W, phi(q, i)> = -||q - i||_W^2 (higher = closer), an oracle finds the ranking y that maximises
+
+    H(y) = Delta(y*, y) + <W, psi(q, y) - psi(q, y*)>
+         = Delta(y*, y) - (2 / (P N)) sum_{i in X+, j in X-, j before i in y} (s(i) - s(j)),
+
+psi the partial-order feature map normalised by P N (eq. 3), so psi(y*) - psi(y) counts every swapped pair
+twice. H(y*) = 0, so max_y H >= 0.
+
+Interleavings. Every loss here depends only on which positions hold relevant points, so an optimal y lists
+the relevant points by decreasing score r_1 >= ... >= r_P and the irrelevant ones by decreasing score
+u_1 >= ... >= u_N (exchange argument, section 4). Such a y is the vector k_1 <= ... <= k_P, k_i = number of
+irrelevant points ranked above the i-th relevant point, whose position is i + k_i. With U_k = u_1 + ... + u_k,
+
+    H(k) = Delta(k) + (2 / (P N)) sum_i (U_{k_i} - k_i r_i).
+
+F_i(k) = U_k - k r_i is concave in k with its maximum at c_i = #{j: u_j > r_i}, and c_i is nondecreasing in i.
+
+Losses (Delta = Score(y*) - Score(y), which is 1 - Score(y) whenever the perfect ranking scores 1):
+  auc    Score = 1 - (swapped pairs) / (P N); Delta = sum_i k_i / (P N). Per pair: k_i = #{j: u_j > r_i - 1/2}.
+         O(P + N) after sorting (Joachims 2005).
+  prec@k Score = (relevant points in the top k) / k (denominator k even when P < k or P + N < k).
+         For every count a of relevant points in the top k, the best ranking puts r_1..r_a and u_1..u_{k-a} in
+         the top k, each part in score order: k_i = min(c_i, k - a) for i <= a, max(c_i, k - a) for i > a.
+         All k + 1 counts are evaluated in O(1) each from prefix sums: O(P + N + k log P).
+  knn    Score = 1 if more than half of the top k are relevant (2 a > k), else 0: the binary kNN rule
+         (exactly the kNN classifier's correctness for two classes and odd k; stricter "majority" rule
+         otherwise). Same count enumeration as prec@k.
+  map    Score = AP = (1/P) sum_i i / (i + k_i). H is separable, H = sum_i g_i(k_i) with every g_i concave, so
+         the chain-constrained maximum is a dynamic programme over i whose value functions stay concave: only
+         their positive increments are kept, so step i costs O(K_i + 1), K_i the optimal unconstrained
+         prefix; worst case O(P N) (Yue et al.'s bound), typically far less.
+  mrr    Score = 1 / (1 + k_1). For each of the N + 1 values of k_1 = t the rest is k_i = max(t, c_i);
+         O(P + N) with prefix sums.
+  ndcg   Score = DCG@k / IDCG@k with binary gains and D(1) = 1, D(p) = 1/log2(p) for p >= 2 (NOT the
+         1/log2(1 + p) of cyrank.metrics), IDCG = sum_{p <= min(k, P)} D(p). Exact dynamic programme over the
+         first m = min(k, P) relevant points with state k_i in [0, min(N, max(k, c_m))] (a larger k_m never
+         helps), plus the closed-form tail k_i = max(k_m, c_i) for i > m: O(m N) worst case.
+
+Ties in scores: items are sorted by decreasing score, equal scores by increasing index; a tie between a
+relevant and an irrelevant point changes H by 0 whichever comes first, so every oracle returns a ranking of
+maximal H (the maximising ranking itself is not unique then).
+
+The constraint of a ranking is carried by its coefficients a (one per corpus point, sum a = 0):
+
+    psi(q, y*) - psi(q, y) = sum_i a_i phi(q, i),   a_i = (2/(P N)) k_i (relevant),
+                                                    a_j = -(2/(P N)) #{i: k_i >= j} (irrelevant),
+
+from which the estimator forms the d x d batch matrix with matrix products (section 3.2).
+"""
+from cython.parallel cimport parallel, prange
+from libc.math cimport log2, INFINITY
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memset
+
+import numpy as np
+
+from .._typedefs cimport intp_t
+
+
+cdef enum:
+    LOSS_AUC = 0
+    LOSS_PREC = 1
+    LOSS_MAP = 2
+    LOSS_MRR = 3
+    LOSS_NDCG = 4
+    LOSS_KNN = 5
+
+LOSSES = {"auc": LOSS_AUC, "prec@k": LOSS_PREC, "map": LOSS_MAP, "mrr": LOSS_MRR, "ndcg": LOSS_NDCG,
+          "knn": LOSS_KNN}
+
+# relevance modes of oracle_block
+MODE_LABELS = 0     # relevant = same label (not the query), irrelevant = other labels
+MODE_SETS = 1       # explicit relevant / irrelevant index lists (CSR)
+
+
+cdef struct Pair:
+    double key
+    intp_t idx
+
+
+cdef struct Workspace:
+    intp_t cap
+    Pair* pairs       # cap        sort buffer
+    double* r         # cap        relevant scores, decreasing
+    double* u         # cap        irrelevant scores, decreasing
+    intp_t* ridx      # cap        corpus index of each sorted relevant point
+    intp_t* uidx      # cap        corpus index of each sorted irrelevant point
+    intp_t* kc        # cap        the answer: irrelevant points above each relevant point
+    intp_t* c         # cap        c_i = #{j: u_j > r_i}
+    intp_t* K         # cap        MAP: optimal prefix of each stage
+    double* U         # cap + 1    prefix sums of u
+    double* PR        # cap + 1    prefix sums of r
+    double* PF        # cap + 1    prefix sums of F_i(c_i)
+    double* D1        # cap + 1    dynamic-programme rows
+    double* D2        # cap + 1
+    intp_t* arg       # NDCG back-pointers, grown on demand
+    intp_t arg_cap
+
+
+cdef Workspace* _ws_new(intp_t cap) noexcept nogil:
+    cdef Workspace* ws = <Workspace*>malloc(sizeof(Workspace))
+    if ws == NULL:
+        return NULL
+    if cap < 1:
+        cap = 1
+    ws.cap = cap
+    ws.pairs = <Pair*>malloc(cap * sizeof(Pair))
+    ws.r = <double*>malloc(cap * sizeof(double))
+    ws.u = <double*>malloc(cap * sizeof(double))
+    ws.ridx = <intp_t*>malloc(cap * sizeof(intp_t))
+    ws.uidx = <intp_t*>malloc(cap * sizeof(intp_t))
+    ws.kc = <intp_t*>malloc(cap * sizeof(intp_t))
+    ws.c = <intp_t*>malloc(cap * sizeof(intp_t))
+    ws.K = <intp_t*>malloc(cap * sizeof(intp_t))
+    ws.U = <double*>malloc((cap + 1) * sizeof(double))
+    ws.PR = <double*>malloc((cap + 1) * sizeof(double))
+    ws.PF = <double*>malloc((cap + 1) * sizeof(double))
+    ws.D1 = <double*>malloc((cap + 1) * sizeof(double))
+    ws.D2 = <double*>malloc((cap + 1) * sizeof(double))
+    ws.arg = NULL
+    ws.arg_cap = 0
+    if (ws.pairs == NULL or ws.r == NULL or ws.u == NULL or ws.ridx == NULL or ws.uidx == NULL
+            or ws.kc == NULL or ws.c == NULL or ws.K == NULL or ws.U == NULL or ws.PR == NULL
+            or ws.PF == NULL or ws.D1 == NULL or ws.D2 == NULL):
+        _ws_free(ws)
+        return NULL
+    return ws
+
+
+cdef void _ws_free(Workspace* ws) noexcept nogil:
+    if ws == NULL:
+        return
+    free(ws.pairs); free(ws.r); free(ws.u); free(ws.ridx); free(ws.uidx); free(ws.kc); free(ws.c)
+    free(ws.K); free(ws.U); free(ws.PR); free(ws.PF); free(ws.D1); free(ws.D2); free(ws.arg)
+    free(ws)
+
+
+cdef inline bint _before(const Pair* a, const Pair* b) noexcept nogil:
+    """Decreasing key; equal keys by increasing index (a deterministic order)."""
+    return a.key > b.key or (a.key == b.key and a.idx < b.idx)
+
+
+cdef inline void _swap(Pair* a, Pair* b) noexcept nogil:
+    cdef Pair t = a[0]
+    a[0] = b[0]
+    b[0] = t
+
+
+cdef void _sort_pairs(Pair* a, intp_t n) noexcept nogil:
+    """Quicksort (median of three, insertion sort below 16 items, recursion on the smaller part only, so the
+    stack depth is O(log n)) by the order of :func:`_before`."""
+    cdef intp_t i, j, mid
+    cdef Pair pivot, t
+    while n > 16:
+        mid = n // 2
+        if _before(&a[mid], &a[0]):
+            _swap(&a[mid], &a[0])
+        if _before(&a[n - 1], &a[0]):
+            _swap(&a[n - 1], &a[0])
+        if _before(&a[n - 1], &a[mid]):
+            _swap(&a[n - 1], &a[mid])
+        pivot = a[mid]
+        i = 0
+        j = n - 1
+        while True:
+            while _before(&a[i], &pivot):
+                i += 1
+            while _before(&pivot, &a[j]):
+                j -= 1
+            if i >= j:
+                break
+            _swap(&a[i], &a[j])
+            i += 1
+            j -= 1
+        # a[0..j] <= pivot <= a[j+1..n-1] (Hoare partition)
+        if j + 1 < n - j - 1:
+            _sort_pairs(a, j + 1)
+            a += j + 1
+            n -= j + 1
+        else:
+            _sort_pairs(a + j + 1, n - j - 1)
+            n = j + 1
+    for i in range(1, n):
+        t = a[i]
+        j = i - 1
+        while j >= 0 and _before(&t, &a[j]):
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = t
+
+
+cdef inline intp_t imin(intp_t a, intp_t b) noexcept nogil:
+    return a if a < b else b
+
+
+cdef inline intp_t imax(intp_t a, intp_t b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef inline double discount(intp_t p) noexcept nogil:
+    """MLR's NDCG discount: D(1) = 1, D(p) = 1 / log2(p) for p >= 2 (so D(2) = 1 too)."""
+    if p <= 2:
+        return 1.0
+    return 1.0 / log2(<double>p)
+
+
+cdef inline intp_t count_below(const intp_t* c, intp_t P, intp_t J) noexcept nogil:
+    """#{i: c[i] < J} for nondecreasing c (binary search)."""
+    cdef intp_t lo = 0, hi = P, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if c[mid] < J:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef void _prepare(Workspace* ws, intp_t P, intp_t N) noexcept nogil:
+    """Prefix sums U, PR, PF and the unconstrained maximisers c_i (two pointers over the sorted lists)."""
+    cdef intp_t i, j
+    cdef double* r = ws.r
+    cdef double* u = ws.u
+    ws.U[0] = 0.0
+    for j in range(N):
+        ws.U[j + 1] = ws.U[j] + u[j]
+    j = 0
+    ws.PR[0] = 0.0
+    ws.PF[0] = 0.0
+    for i in range(P):
+        while j < N and u[j] > r[i]:
+            j += 1
+        ws.c[i] = j
+        ws.PR[i + 1] = ws.PR[i] + r[i]
+        ws.PF[i + 1] = ws.PF[i] + (ws.U[j] - j * r[i])
+
+
+cdef void _oracle_auc(Workspace* ws, intp_t P, intp_t N) noexcept nogil:
+    cdef intp_t i, j = 0
+    for i in range(P):
+        while j < N and ws.u[j] > ws.r[i] - 0.5:
+            j += 1
+        ws.kc[i] = j
+
+
+cdef void _oracle_count(Workspace* ws, int loss, intp_t kk, intp_t P, intp_t N) noexcept nogil:
+    """prec@k and knn: enumerate a = number of relevant points in the top kk."""
+    cdef intp_t a, amin, amax, best_a, J, t, i, mP = imin(kk, P)
+    cdef double s = 2.0 / (<double>P * <double>N)
+    cdef double val, best = -INFINITY, top, bot, lossval
+    cdef double* U = ws.U
+    cdef double* PR = ws.PR
+    cdef double* PF = ws.PF
+    amin = imax(0, kk - N)
+    amax = mP
+    if amin > amax:          # P + N < kk: every point is in the top kk
+        amin = P
+        amax = P
+    best_a = amin
+    for a in range(amin, amax + 1):
+        J = imin(kk - a, N)
+        t = count_below(ws.c, P, J)
+        top = PF[imin(a, t)]
+        if a > t:
+            top += (a - t) * U[J] - J * (PR[a] - PR[t])
+        bot = PF[P] - PF[imax(a, t)]
+        if t > a:
+            bot += (t - a) * U[J] - J * (PR[t] - PR[a])
+        if loss == LOSS_PREC:
+            lossval = <double>(mP - a) / <double>kk
+        else:
+            lossval = (1.0 if 2 * mP > kk else 0.0) - (1.0 if 2 * a > kk else 0.0)
+        val = lossval + s * (top + bot)
+        if val > best:
+            best = val
+            best_a = a
+    J = imin(kk - best_a, N)
+    for i in range(P):
+        if i < best_a:
+            ws.kc[i] = imin(ws.c[i], J)
+        else:
+            ws.kc[i] = imax(ws.c[i], J)
+
+
+cdef void _oracle_map(Workspace* ws, intp_t P, intp_t N) noexcept nogil:
+    """Chain dynamic programme on concave stages; D1[k] (k = 1..Kprev) are the positive increments of
+    M_{i-1}(k) = max_{k' <= k} V_{i-1}(k'), V_i = g_i + M_{i-1}."""
+    cdef intp_t i, k, Kprev = 0
+    cdef double s = 2.0 / (<double>P * <double>N), invP = 1.0 / <double>P
+    cdef double inc, ri, fi
+    cdef double* D = ws.D1
+    for i in range(P):
+        ri = ws.r[i]
+        fi = <double>(i + 1)
+        k = 1
+        while k <= N:
+            # increment of g_i: AP part (1/P)(k/(i+k) - (k-1)/(i+k-1)) plus the score part
+            inc = invP * fi / ((fi + k) * (fi + k - 1.0)) + s * (ws.u[k - 1] - ri)
+            if k <= Kprev:
+                inc += D[k]
+            if inc <= 0.0:
+                break
+            D[k] = inc
+            k += 1
+        ws.K[i] = k - 1
+        Kprev = k - 1
+    ws.kc[P - 1] = ws.K[P - 1]
+    i = P - 2
+    while i >= 0:
+        ws.kc[i] = imin(ws.K[i], ws.kc[i + 1])
+        i -= 1
+
+
+cdef inline double _tail(Workspace* ws, intp_t m, intp_t P, intp_t t, intp_t cnt) noexcept nogil:
+    """sum_{i >= m} F_i(max(t, c_i)) (0-based i), given cnt = #{i: c_i < t}."""
+    cdef double v = ws.PF[P] - ws.PF[m]
+    if cnt > m:
+        v += (cnt - m) * ws.U[t] - t * (ws.PR[cnt] - ws.PR[m]) - (ws.PF[cnt] - ws.PF[m])
+    return v
+
+
+cdef void _oracle_mrr(Workspace* ws, intp_t P, intp_t N) noexcept nogil:
+    cdef intp_t t, cnt = 0, best_t = 0, i
+    cdef double s = 2.0 / (<double>P * <double>N)
+    cdef double val, best = -INFINITY
+    for t in range(N + 1):
+        while cnt < P and ws.c[cnt] < t:
+            cnt += 1
+        val = (1.0 - 1.0 / (1.0 + t)) + s * ((ws.U[t] - t * ws.r[0]) + _tail(ws, 1, P, t, cnt))
+        if val > best:
+            best = val
+            best_t = t
+    ws.kc[0] = best_t
+    for i in range(1, P):
+        ws.kc[i] = imax(best_t, ws.c[i])
+
+
+cdef int _oracle_ndcg(Workspace* ws, intp_t kk, intp_t P, intp_t N) noexcept nogil:
+    cdef intp_t m = imin(kk, P), Kmax, i, k, t, cnt, best_t, b, width
+    cdef double s = 2.0 / (<double>P * <double>N), idcg = 0.0, v, best, lossp, ri, di
+    cdef double* prev = ws.D1
+    cdef double* cur = ws.D2
+    cdef intp_t* arg
+    cdef size_t need
+    for i in range(1, m + 1):
+        idcg += discount(i)
+    Kmax = imin(N, imax(kk, ws.c[m - 1]))
+    width = Kmax + 1
+    need = <size_t>((m - 1) * width) if m > 1 else 1
+    if <size_t>ws.arg_cap < need:
+        arg = <intp_t*>realloc(ws.arg, need * sizeof(intp_t))
+        if arg == NULL:
+            return -1
+        ws.arg = arg
+        ws.arg_cap = <intp_t>need
+    arg = ws.arg
+    for k in range(width):
+        prev[k] = 0.0
+    for i in range(m):
+        ri = ws.r[i]
+        di = discount(i + 1)
+        for k in range(width):
+            lossp = di
+            if i + 1 + k <= kk:
+                lossp -= discount(i + 1 + k)
+            cur[k] = lossp / idcg + s * (ws.U[k] - k * ri) + prev[k]
+        if i < m - 1:
+            best = cur[0]
+            b = 0
+            for k in range(width):
+                if cur[k] > best:
+                    best = cur[k]
+                    b = k
+                prev[k] = best
+                arg[i * width + k] = b
+    # cur holds V_m; add the tail i >= m with k_i = max(t, c_i)
+    best = -INFINITY
+    best_t = 0
+    cnt = 0
+    for t in range(width):
+        while cnt < P and ws.c[cnt] < t:
+            cnt += 1
+        v = cur[t] + s * _tail(ws, m, P, t, cnt)
+        if v > best:
+            best = v
+            best_t = t
+    ws.kc[m - 1] = best_t
+    i = m - 2
+    while i >= 0:
+        ws.kc[i] = arg[i * width + ws.kc[i + 1]]
+        i -= 1
+    for i in range(m, P):
+        ws.kc[i] = imax(best_t, ws.c[i])
+    return 0
+
+
+cdef double _delta(Workspace* ws, int loss, intp_t kk, intp_t P, intp_t N) noexcept nogil:
+    """Delta of the ranking ws.kc, straight from the definition of each loss (not from the optimiser)."""
+    cdef intp_t i, a = 0, pos, mP = imin(kk, P)
+    cdef double acc = 0.0, idcg = 0.0
+    if loss == LOSS_AUC:
+        for i in range(P):
+            acc += ws.kc[i]
+        return acc / (<double>P * <double>N)
+    if loss == LOSS_MAP:
+        for i in range(P):
+            acc += (i + 1.0) / (i + 1.0 + ws.kc[i])
+        return 1.0 - acc / P
+    if loss == LOSS_MRR:
+        return 1.0 - 1.0 / (1.0 + ws.kc[0])
+    if loss == LOSS_NDCG:
+        for i in range(1, mP + 1):
+            idcg += discount(i)
+        for i in range(P):
+            pos = i + 1 + ws.kc[i]
+            if pos <= kk:
+                acc += discount(pos)
+        return 1.0 - acc / idcg
+    for i in range(P):
+        if i + 1 + ws.kc[i] <= kk:
+            a += 1
+    if loss == LOSS_PREC:
+        return <double>(mP - a) / <double>kk
+    return (1.0 if 2 * mP > kk else 0.0) - (1.0 if 2 * a > kk else 0.0)
+
+
+cdef int _solve_sorted(Workspace* ws, int loss, intp_t kk, intp_t P, intp_t N,
+                       double* delta, double* value) noexcept nogil:
+    """Run the oracle on ws.r[:P], ws.u[:N] (already sorted); set ws.kc, Delta and H = max value."""
+    cdef intp_t i
+    cdef double acc = 0.0
+    _prepare(ws, P, N)
+    if loss == LOSS_AUC:
+        _oracle_auc(ws, P, N)
+    elif loss == LOSS_PREC or loss == LOSS_KNN:
+        _oracle_count(ws, loss, kk, P, N)
+    elif loss == LOSS_MAP:
+        _oracle_map(ws, P, N)
+    elif loss == LOSS_MRR:
+        _oracle_mrr(ws, P, N)
+    else:
+        if _oracle_ndcg(ws, kk, P, N) != 0:
+            return -1
+    for i in range(P):
+        acc += ws.U[ws.kc[i]] - ws.kc[i] * ws.r[i]
+    delta[0] = _delta(ws, loss, kk, P, N)
+    value[0] = delta[0] + 2.0 * acc / (<double>P * <double>N)
+    return 0
+
+
+cdef void _sort_into(Workspace* ws, intp_t m, double* keys_out, intp_t* idx_out) noexcept nogil:
+    cdef intp_t i
+    _sort_pairs(ws.pairs, m)
+    for i in range(m):
+        keys_out[i] = ws.pairs[i].key
+        idx_out[i] = ws.pairs[i].idx
+
+
+cdef void _coefficients(Workspace* ws, intp_t P, intp_t N, double* arow) noexcept nogil:
+    """a_i = s k_i for relevant points, a_j = -s #{i: k_i >= j} for irrelevant points (s = 2/(P N))."""
+    cdef intp_t i, j, ptr = 0
+    cdef double s = 2.0 / (<double>P * <double>N)
+    for i in range(P):
+        arow[ws.ridx[i]] = s * ws.kc[i]
+    for j in range(1, N + 1):
+        while ptr < P and ws.kc[ptr] < j:
+            ptr += 1
+        arow[ws.uidx[j - 1]] = -s * (P - ptr)
+
+
+cdef int _process_query(Workspace* ws, const double* g, const double* rsq, intp_t n, intp_t q, int mode,
+                        const intp_t* labels, const intp_t* rel_ptr, const intp_t* rel_idx,
+                        const intp_t* irr_ptr, const intp_t* irr_idx, int loss, intp_t kk,
+                        double* arow, double* delta, double* value) noexcept nogil:
+    cdef intp_t i, P = 0, N = 0, idx, lab = 0
+    memset(arow, 0, n * sizeof(double))
+    delta[0] = 0.0
+    value[0] = 0.0
+    # relevant points: scores s(i) = 2 x_q' W x_i - x_i' W x_i (= -||q - i||_W^2 up to a constant of q)
+    if mode == 0:
+        lab = labels[q]
+        for i in range(n):
+            if i != q and labels[i] == lab:
+                ws.pairs[P].key = 2.0 * g[i] - rsq[i]
+                ws.pairs[P].idx = i
+                P += 1
+    else:
+        for i in range(rel_ptr[q], rel_ptr[q + 1]):
+            idx = rel_idx[i]
+            ws.pairs[P].key = 2.0 * g[idx] - rsq[idx]
+            ws.pairs[P].idx = idx
+            P += 1
+    _sort_into(ws, P, ws.r, ws.ridx)
+    if mode == 0:
+        for i in range(n):
+            if labels[i] != lab:
+                ws.pairs[N].key = 2.0 * g[i] - rsq[i]
+                ws.pairs[N].idx = i
+                N += 1
+    else:
+        for i in range(irr_ptr[q], irr_ptr[q + 1]):
+            idx = irr_idx[i]
+            ws.pairs[N].key = 2.0 * g[idx] - rsq[idx]
+            ws.pairs[N].idx = idx
+            N += 1
+    _sort_into(ws, N, ws.u, ws.uidx)
+    if P == 0 or N == 0:
+        return 0
+    if _solve_sorted(ws, loss, kk, P, N, delta, value) != 0:
+        return -1
+    _coefficients(ws, P, N, arow)
+    return 0
+
+
+def oracle_block(const double[:, ::1] G, const double[::1] rsq, intp_t q0, int mode,
+                 const intp_t[::1] labels, const intp_t[::1] rel_ptr, const intp_t[::1] rel_idx,
+                 const intp_t[::1] irr_ptr, const intp_t[::1] irr_idx, int loss, intp_t kk,
+                 double[:, ::1] A, double[::1] delta, double[::1] value, int n_threads=1):
+    """Most violated ranking of the queries q0 .. q0 + B - 1 (B = G.shape[0]).
+
+    G[b, i] = x_q' W x_i for q = q0 + b, rsq[i] = x_i' W x_i. Relevance: ``mode`` MODE_LABELS (``labels``:
+    relevant = same label except q) or MODE_SETS (CSR lists ``rel_ptr/rel_idx`` and ``irr_ptr/irr_idx``,
+    indexed by q). Writes A[b] (the coefficients a of the ranking; zero for a query with no relevant or no
+    irrelevant point), delta[b] = Delta and value[b] = H = max_y Delta + <W, psi(y) - psi(y*)>.
+    Queries are shared among ``n_threads`` OpenMP threads.
+    """
+    cdef intp_t B = G.shape[0], n = G.shape[1], b
+    cdef Workspace* ws = NULL
+    cdef int failed = 0
+    cdef int* failp = &failed
+    if rsq.shape[0] != n or A.shape[0] != B or A.shape[1] != n or delta.shape[0] < B or value.shape[0] < B:
+        raise ValueError("oracle_block: inconsistent array shapes")
+    if mode == 0 and labels.shape[0] != n:
+        raise ValueError("oracle_block: labels must have one entry per corpus point")
+    if mode != 0 and (rel_ptr.shape[0] < q0 + B + 1 or irr_ptr.shape[0] < q0 + B + 1):
+        raise ValueError("oracle_block: relevance lists do not cover the queries")
+    if loss < 0 or loss > 5:
+        raise ValueError(f"unknown loss code {loss}")
+    if kk < 1:
+        raise ValueError("k must be >= 1")
+    if B == 0:
+        return
+    if n_threads < 1:
+        n_threads = 1
+    with nogil, parallel(num_threads=n_threads):
+        ws = _ws_new(n)
+        if ws == NULL:
+            failp[0] = 1
+        for b in prange(B, schedule="dynamic"):
+            if ws != NULL:
+                if _process_query(ws, &G[b, 0], &rsq[0], n, q0 + b, mode,
+                                  &labels[0] if mode == 0 else NULL,
+                                  &rel_ptr[0] if mode != 0 else NULL, &rel_idx[0] if mode != 0 and rel_idx.shape[0] > 0 else NULL,
+                                  &irr_ptr[0] if mode != 0 else NULL, &irr_idx[0] if mode != 0 and irr_idx.shape[0] > 0 else NULL,
+                                  loss, kk, &A[b, 0], &delta[b], &value[b]) != 0:
+                    failp[0] = 1
+        _ws_free(ws)
+    if failed:
+        raise MemoryError("MLR oracle: out of memory")
+
+
+def query_oracle(loss, intp_t k, rel_scores, irr_scores):
+    """The oracle on one query, given the scores s(i) = -||q - i||_W^2 of its relevant and irrelevant points.
+
+    Returns ``(value, delta, n_before, rel_order, irr_order)``: value = max_y H(y), delta = Delta of the
+    maximiser, rel_order / irr_order the points of each set by decreasing score (ties by index), and
+    n_before[i] the number of irrelevant points ranked above the relevant point rel_order[i]. (For tests and
+    throughput measurements; the estimator uses :func:`oracle_block`.)
+    """
+    cdef int code
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {', '.join(map(repr, LOSSES))}; got {loss!r}")
+    code = LOSSES[loss]
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    cdef const double[::1] r = np.ascontiguousarray(rel_scores, dtype=np.float64).ravel()
+    cdef const double[::1] u = np.ascontiguousarray(irr_scores, dtype=np.float64).ravel()
+    cdef intp_t P = r.shape[0], N = u.shape[0], i
+    if P == 0 or N == 0:
+        raise ValueError("a query needs at least one relevant and one irrelevant point")
+    if not (np.all(np.isfinite(r)) and np.all(np.isfinite(u))):
+        raise ValueError("scores must be finite")
+    cdef Workspace* ws = _ws_new(P + N)
+    cdef double delta = 0.0, value = 0.0
+    cdef int rc
+    if ws == NULL:
+        raise MemoryError()
+    try:
+        with nogil:
+            for i in range(P):
+                ws.pairs[i].key = r[i]
+                ws.pairs[i].idx = i
+            _sort_into(ws, P, ws.r, ws.ridx)
+            for i in range(N):
+                ws.pairs[i].key = u[i]
+                ws.pairs[i].idx = i
+            _sort_into(ws, N, ws.u, ws.uidx)
+            rc = _solve_sorted(ws, code, k, P, N, &delta, &value)
+        if rc != 0:
+            raise MemoryError()
+        n_before = np.array([ws.kc[i] for i in range(P)], dtype=np.int64)
+        rel_order = np.array([ws.ridx[i] for i in range(P)], dtype=np.int64)
+        irr_order = np.array([ws.uidx[i] for i in range(N)], dtype=np.int64)
+    finally:
+        _ws_free(ws)
+    return value, delta, n_before, rel_order, irr_order

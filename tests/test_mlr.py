@@ -1,0 +1,252 @@
+"""MLR (cyrank.mlr.MLR): the whole algorithm and its inner solver against the exact SDP optimum (reference.mlr),
+the metric-learn / scikit-learn API, input checks and convergence reporting."""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import reference.mlr as rm
+from cyrank.io import load_model, save_model
+from cyrank.mlr import MLR
+from cyrank.mlr._constraints import Separation
+from cyrank.mlr._inner import solve_inner
+
+LOSSES = rm.LOSSES
+REGULARIZERS = rm.REGULARIZERS
+
+
+def tiny(seed=1, labels=(0, 0, 0, 1, 1, 1, 1)):
+    """7 points in 3-d, one large noisy feature, one informative; the optimum is neither W = 0 nor xi = 0 for
+    every loss and regularizer at C = 10 (seed 1)."""
+    rng = np.random.default_rng(seed)
+    y = np.array(labels)
+    X = rng.normal(size=(len(y), 3))
+    X[:, 0] *= 2
+    X[y == 1, 1] += 1.5
+    return X, y
+
+
+def assert_psd(W):
+    assert np.allclose(W, W.T, atol=1e-12)
+    assert np.linalg.eigvalsh(W)[0] >= -1e-10
+
+
+# ---------------------------------------------------------------------------------------- exact optimum
+@pytest.mark.parametrize("reg", REGULARIZERS)
+@pytest.mark.parametrize("loss", LOSSES)
+def test_reaches_sdp_optimum(loss, reg):
+    X, y = tiny()
+    C, eps = 10.0, 1e-4
+    ref = rm.solve(X, y, loss=loss, k=3, C=C, regularizer=reg)
+    m = MLR(loss=loss, k=3, C=C, regularizer=reg, epsilon=eps).fit(X, y)
+    assert m.converged_ and m.violation_ <= eps
+    assert_psd(m.W_)
+    if reg == "diagonal":
+        assert np.count_nonzero(m.W_ - np.diag(np.diag(m.W_))) == 0
+    # objective_ is the exact objective at W_ (oracle exactness), never below the optimum, within eps of it
+    assert m.objective_ == pytest.approx(rm.objective(m.W_, X, y, loss=loss, k=3, C=C, regularizer=reg), rel=1e-9)
+    assert ref.objective - 1e-7 <= m.objective_ <= ref.objective * (1 + 1e-3)
+    assert m.objective_ - ref.objective <= C * eps * 1.01 + 1e-9
+    # the certified lower bound really is one, and the reported gap keeps its promise (1.5 C epsilon)
+    assert m.lower_bound_ <= ref.objective + 1e-7
+    assert m.gap_ == pytest.approx(m.objective_ - m.lower_bound_) and m.gap_ <= 1.5 * C * eps * (1 + 1e-9)
+
+
+def test_reaches_optimum_three_classes_and_explicit_sets():
+    X, y = tiny(3, labels=(0, 0, 1, 1, 2, 2, 2))
+    C = 5.0
+    for loss in ("knn", "map"):
+        ref = rm.solve(X, y, loss=loss, k=3, C=C)
+        m = MLR(loss=loss, k=3, C=C, epsilon=1e-4).fit(X, y)
+        assert ref.objective - 1e-7 <= m.objective_ <= ref.objective * (1 + 1e-3)
+    # explicit relevance sets, some queries with a partial irrelevant set and one inactive query
+    rel = [[1, 2], [0], [0, 1], [], [5, 6], [4], [4, 5]]
+    irr = [[3, 4], [2, 3, 4, 5], [4, 5, 6], [0], [0, 1], [0, 2, 3], [1]]
+    ref = rm.solve(X, relevance=rel, irrelevant=irr, loss="auc", C=C)
+    m = MLR(loss="auc", C=C, epsilon=1e-4).fit(X, relevance=rel, irrelevant=irr)
+    assert m.n_queries_ == 6
+    assert ref.objective - 1e-7 <= m.objective_ <= ref.objective * (1 + 1e-3)
+    # relevance alone: irrelevant = everything else
+    rel = [[i for i in range(7) if i != q and y[i] == y[q]] for q in range(7)]
+    m2 = MLR(loss="auc", C=C, epsilon=1e-4).fit(X, relevance=rel)
+    m3 = MLR(loss="auc", C=C, epsilon=1e-4).fit(X, y)
+    assert m2.objective_ == pytest.approx(m3.objective_, rel=1e-12)
+
+
+@pytest.mark.parametrize("reg", REGULARIZERS)
+def test_inner_solver_matches_sdp(reg):
+    """Working sets collected from real separation calls at random W; the inner solver's certified value must
+    be the restricted optimum (cold start, and through the warm-started active-set wrapper)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 4))
+    y = rng.integers(0, 3, size=30)
+    sep = Separation(X, ("labels", y.astype(np.int64)), "map", 3)
+    deltas, psis = [], []
+    for _ in range(8):
+        L = rng.normal(size=(4, 4)) * rng.uniform(0.1, 2.0)
+        W = L @ L.T if reg != "diagonal" else np.diag(rng.uniform(0, 2, size=4))
+        dl, Psi, _ = sep(W)
+        deltas.append(dl)
+        psis.append(Psi)
+    deltas, psis = np.array(deltas), np.array(psis)
+    for C in (0.5, 50.0):
+        ref = rm.solve_restricted(deltas, psis, C=C, regularizer=reg)
+        tol = 1e-6 * max(1.0, ref.objective)
+        arg = np.einsum("taa->ta", psis) if reg == "diagonal" else psis
+        res = solve_inner(deltas, arg, C, reg, tol=tol)
+        assert res.converged and res.gap <= tol
+        assert res.dual - 1e-7 <= ref.objective <= res.primal + 1e-7
+        assert res.primal == pytest.approx(ref.objective, abs=2 * tol)
+        W = np.diag(res.W) if reg == "diagonal" else res.W
+        assert_psd(W)
+
+
+def test_inner_solver_warns_when_stopped_early():
+    X, y = tiny()
+    sep = Separation(X, ("labels", y.astype(np.int64)), "auc", 3)
+    dl, Psi, _ = sep(np.eye(3))
+    dl2, Psi2, _ = sep(np.zeros((3, 3)))
+    with pytest.warns(ConvergenceWarning, match="inner solver"):
+        res = solve_inner([dl, dl2], [Psi, Psi2], 10.0, "trace", tol=1e-12, max_iter=1)
+    assert not res.converged and res.gap > 1e-12
+
+
+def test_warns_on_max_iter():
+    X, y = tiny()
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        m = MLR(C=10.0, epsilon=1e-6, max_iter=2).fit(X, y)
+    assert not m.converged_ and m.violation_ > 1e-6 and m.n_batches_ == 2
+
+
+# ---------------------------------------------------------------------------------------- behaviour
+def test_learns_the_informative_direction():
+    """Seed Figure 1: a large noisy feature hides the informative one; MLR must find the latter."""
+    rng = np.random.default_rng(0)
+    n = 80
+    y = rng.integers(0, 2, size=n)
+    X = np.column_stack([rng.normal(size=n) * 10, y + 0.15 * rng.normal(size=n)])
+    Xt = np.column_stack([rng.normal(size=n) * 10, (yt := rng.integers(0, 2, size=n)) + 0.15 * rng.normal(size=n)])
+    m = MLR(loss="auc", C=10.0).fit(X, y)
+    eig, vec = np.linalg.eigh(m.W_)
+    assert abs(vec[1, -1]) > 0.99 and eig[0] <= 1e-3 * eig[-1]          # rank one, along the informative axis
+    knn = KNeighborsClassifier(3)
+    assert knn.fit(m.transform(X), y).score(m.transform(Xt), yt) >= 0.95
+    assert knn.fit(X, y).score(Xt, yt) < 0.8                              # Euclidean fails
+
+
+def test_transform_and_metric_api():
+    X, y = tiny()
+    m = MLR(loss="map", C=10.0).fit(X, y)
+    Z = m.transform(X)
+    assert Z.shape == (7, m.components_.shape[0]) and m.components_.shape[0] <= 3
+    for i in range(7):
+        for j in range(7):
+            dx = X[i] - X[j]
+            assert np.sum((Z[i] - Z[j]) ** 2) == pytest.approx(dx @ m.W_ @ dx, rel=1e-8, abs=1e-12)
+    assert np.allclose(m.get_mahalanobis_matrix(), m.W_, atol=1e-10 * np.abs(m.W_).max())
+    pairs = np.stack([X[:4], X[3:]], axis=1)
+    dist = np.sqrt(np.einsum("pa,ab,pb->p", pairs[:, 0] - pairs[:, 1], m.W_, pairs[:, 0] - pairs[:, 1]))
+    assert np.allclose(m.pair_distance(pairs), dist)
+    assert np.allclose(m.score_pairs(pairs), dist) and np.allclose(m.pair_score(pairs), -dist)
+    metric = m.get_metric()
+    assert metric(X[0], X[3]) == pytest.approx(dist[0])
+    knn_metric = KNeighborsClassifier(1, metric=metric).fit(X, y)
+    knn_embed = KNeighborsClassifier(1).fit(Z, y)
+    assert np.array_equal(knn_metric.kneighbors(X[:3], 3)[1], knn_embed.kneighbors(Z[:3], 3)[1])
+    assert list(m.get_feature_names_out()) == [f"mlr{i}" for i in range(Z.shape[1])]
+    with pytest.raises(ValueError, match="is expecting 3 features"):
+        m.transform(X[:, :2])
+    with pytest.raises(ValueError, match="pairs must have shape"):
+        m.pair_distance(X)
+
+
+def test_trace_is_low_rank_and_diagonal_is_diagonal():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 8))
+    y = (X[:, 0] + 0.3 * rng.normal(size=60) > 0).astype(int)
+    m = MLR(C=5.0).fit(X, y)
+    assert m.components_.shape[0] < 8
+    d = MLR(C=5.0, regularizer="diagonal").fit(X, y)
+    assert np.array_equal(d.W_, np.diag(np.diag(d.W_))) and np.all(np.diag(d.W_) >= 0)
+    assert np.argmax(np.diag(d.W_)) == 0
+    assert np.allclose(d.components_.T @ d.components_, d.W_, rtol=0, atol=1e-8 * d.W_.max())
+
+
+def test_threads_dtypes_and_save_load(tmp_path):
+    X, y = tiny()
+    a = MLR(loss="ndcg", C=10.0).fit(X, y)
+    b = MLR(loss="ndcg", C=10.0, n_jobs=2).fit(X, y)
+    c = MLR(loss="ndcg", C=10.0).fit(X.astype(np.float32), y)
+    assert np.array_equal(a.W_, b.W_) and a.n_batches_ == b.n_batches_
+    assert c.objective_ == pytest.approx(a.objective_, rel=1e-5)
+    s = MLR(loss="ndcg", C=10.0).fit(X, np.array(["a", "a", "a", "b", "b", "b", "b"]))
+    assert np.allclose(s.W_, a.W_) and list(s.classes_) == ["a", "b"]
+    save_model(a, tmp_path / "mlr.npz")
+    a2 = load_model(tmp_path / "mlr.npz")
+    assert a2.get_params() == a.get_params()
+    assert np.array_equal(a2.transform(X), a.transform(X))
+
+
+# ---------------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("params, err, match", [
+    ({"C": -1.0}, ValueError, "C must be > 0"),
+    ({"C": 0.0}, ValueError, "C must be > 0"),
+    ({"k": 0}, ValueError, "k must be >= 1"),
+    ({"k": 2.5}, TypeError, "k must be an integer"),
+    ({"loss": "ndcg@k"}, ValueError, "loss must be one of"),
+    ({"regularizer": "l1"}, ValueError, "regularizer must be one of"),
+    ({"epsilon": 0.0}, ValueError, "epsilon must be > 0"),
+    ({"max_iter": 0}, ValueError, "max_iter must be >= 1"),
+    ({"n_jobs": 0}, ValueError, "n_jobs must be >= 1"),
+])
+def test_bad_parameters(params, err, match):
+    X, y = tiny()
+    with pytest.raises(err, match=match):
+        MLR(**params).fit(X, y)
+
+
+def test_bad_data():
+    X, y = tiny()
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        MLR().fit(Xn, y)
+    with pytest.raises(ValueError, match="lengths must match"):
+        MLR().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="1 class"):
+        MLR().fit(X, np.zeros(7))
+    with pytest.raises(ValueError, match="single member"):
+        MLR().fit(X, [0, 0, 0, 1, 1, 1, 2])
+    with pytest.raises(ValueError, match="target y is None"):
+        MLR().fit(X)
+    with pytest.raises(ValueError, match="not both"):
+        MLR().fit(X, y, relevance=[[1]] * 7)
+    with pytest.raises(ValueError, match="7 rows"):
+        MLR().fit(X, relevance=[[1]] * 6)
+    with pytest.raises(ValueError, match="outside"):
+        MLR().fit(X, relevance=[[9]] + [[0]] * 6)
+    with pytest.raises(ValueError, match="query 0 itself"):
+        MLR().fit(X, relevance=[[0]] + [[0]] * 6)
+    with pytest.raises(ValueError, match="share an index"):
+        MLR().fit(X, relevance=[[(q + 1) % 7] for q in range(7)], irrelevant=[[1]] + [[(q + 2) % 7] for q in range(1, 7)])
+    with pytest.raises(ValueError, match="no query"):
+        MLR().fit(X, relevance=[[]] * 7)
+    import scipy.sparse as sp
+    with pytest.raises(TypeError, match="sparse"):
+        MLR().fit(sp.csr_matrix(X), y)
+
+
+# ---------------------------------------------------------------------------------------- scikit-learn
+EXPECTED_FAILED_CHECKS = {
+    "check_dtype_object": "cyrank's shared check_X refuses object arrays by design (never cast silently)",
+}
+
+
+@parametrize_with_checks([MLR(C=1.0)], expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)

@@ -1,0 +1,255 @@
+"""MLR separation oracles (cyrank/mlr/_oracles.pyx) against brute force.
+
+* Every oracle's maximum equals the maximum over *all permutations* of tiny relevant/irrelevant sets (reference
+  enumeration), with random scores full of ties, for every loss and several k; the ranking it returns attains
+  that maximum and its Delta.
+* On larger sets (where enumeration is impossible) the fast oracles equal a plain O(P N^2) dynamic programme
+  over interleavings written from the loss definitions.
+* The block kernel used by the estimator gives the same per-query maxima, and the factored batch matrix
+  equals the explicit sum of outer products.
+"""
+import functools
+import math
+
+import numpy as np
+import pytest
+
+from cyrank.metrics import auc_score, average_precision, ndcg_score, precision_at_k, reciprocal_rank
+from cyrank.mlr import _oracles
+from cyrank.mlr._constraints import Separation
+from cyrank.mlr._oracles import query_oracle
+from reference.mlr import LOSSES, delta, query_constraints
+
+TOPK = ("prec@k", "ndcg", "knn")
+
+
+@functools.lru_cache(maxsize=None)
+def constraints(P, N, loss, k):
+    return query_constraints(P, N, loss, k)
+
+
+def brute_max(loss, k, r, u):
+    """max over every permutation y of Delta(y) - <W, psi(y*) - psi(y)>, scores r (relevant), u (irrelevant)."""
+    deltas, coef = constraints(len(r), len(u), loss, k)
+    return float(np.max(deltas - coef @ np.concatenate([r, u])))
+
+
+def ranking_value(loss, k, r, u, n_before, rel_order, irr_order):
+    """Delta and H of the ranking an oracle returned, evaluated from the definitions."""
+    P, N = len(r), len(u)
+    items, j = [], 0
+    for i in range(P):
+        while j < n_before[i]:
+            items.append((False, u[irr_order[j]]))
+            j += 1
+        items.append((True, r[rel_order[i]]))
+    items += [(False, u[irr_order[jj]]) for jj in range(j, N)]
+    swapped = sum(a[1] - b[1] for x, a in enumerate(items) for b in items[x + 1:] if not a[0] and b[0])
+    dl = delta(loss, [it[0] for it in items], k)
+    return dl, dl + 2.0 * swapped / (P * N)
+
+
+def random_scores(rng, size):
+    scale = rng.choice([0.05, 0.3, 1.0, 4.0])
+    return np.round(rng.normal(size=size) * scale, 1)          # 1 decimal: many ties within and across sets
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_oracle_equals_brute_force(loss):
+    rng = np.random.default_rng(LOSSES.index(loss))
+    ks = (1, 2, 3, 4, 6, 9) if loss in TOPK else (1,)
+    n_cases = 0
+    for _ in range(140):
+        P = int(rng.integers(1, 6))
+        N = int(rng.integers(1, 8 - P))
+        r, u = random_scores(rng, P), random_scores(rng, N)
+        for k in ks:
+            value, dl, nb, ro, uo = query_oracle(loss, k, r, u)
+            best = brute_max(loss, k, r, u)
+            assert value == pytest.approx(best, abs=1e-12), (loss, k, r, u)
+            assert np.all(np.diff(nb) >= 0) and nb[0] >= 0 and nb[-1] <= N
+            d2, v2 = ranking_value(loss, k, r, u, nb, ro, uo)
+            assert dl == pytest.approx(d2, abs=1e-12) and v2 == pytest.approx(value, abs=1e-12)
+            n_cases += 1
+    assert n_cases >= 140
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_oracle_ties_and_extremes(loss):
+    for P, N in [(1, 1), (1, 5), (5, 1), (3, 3)]:
+        for r, u in [(np.zeros(P), np.zeros(N)),                              # everything tied (W = 0)
+                     (np.full(P, 2.0), np.full(N, 2.0 - 0.5)),                # AUC per-pair threshold exactly
+                     (np.linspace(1e6, 2e6, P), np.linspace(-1e6, 3e6, N))]:  # large scores
+            for k in (1, 2, 7):
+                value = query_oracle(loss, k, r, u)[0]
+                assert value == pytest.approx(brute_max(loss, k, r, u), rel=1e-12, abs=1e-12)
+                assert value >= 0.0      # the correct ranking y* has H = 0
+
+
+def plain_dp(loss, k, r, u):
+    """Exact max of H over interleavings by an O(P N^2) dynamic programme (separable losses) or enumeration
+    of the top-k count (knn), written from the definitions: r, u sorted decreasingly, k_i = irrelevant points
+    above the i-th relevant one, nondecreasing."""
+    P, N = len(r), len(u)
+    s = 2.0 / (P * N)
+    U = np.concatenate([[0.0], np.cumsum(u)])
+    D = lambda p: 1.0 if p <= 2 else 1.0 / math.log2(p)
+    idcg = sum(D(p) for p in range(1, min(k, P) + 1))
+
+    def loss_part(i, kk):             # i is 1-based; the relevant point sits at position i + kk
+        pos = i + kk
+        if loss == "auc":
+            return kk / (P * N)
+        if loss == "map":
+            return (1.0 - i / pos) / P
+        if loss == "mrr":
+            return (1.0 - 1.0 / pos) if i == 1 else 0.0
+        if loss == "prec@k":
+            return (1.0 if i <= k else 0.0) / k - (1.0 if pos <= k else 0.0) / k
+        if loss == "ndcg":
+            return ((D(i) if i <= k else 0.0) - (D(pos) if pos <= k else 0.0)) / idcg
+
+    if loss == "knn":
+        best = -np.inf
+        for kc in itertools_product_monotone(P, N):
+            top = sum(1 for i, kk in enumerate(kc, 1) if i + kk <= k)
+            dl = float(2 * min(k, P) > k) - float(2 * top > k)
+            best = max(best, dl + s * sum(U[kk] - kk * r[i] for i, kk in enumerate(kc)))
+        return best
+    V = np.array([loss_part(1, kk) + s * (U[kk] - kk * r[0]) for kk in range(N + 1)])
+    for i in range(2, P + 1):
+        prev = np.maximum.accumulate(V)
+        V = np.array([loss_part(i, kk) + s * (U[kk] - kk * r[i - 1]) + prev[kk] for kk in range(N + 1)])
+    return float(np.max(V))
+
+
+def itertools_product_monotone(P, N):
+    """All nondecreasing sequences k_1 <= ... <= k_P in [0, N] (interleavings)."""
+    import itertools
+    return itertools.combinations_with_replacement(range(N + 1), P)
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_oracle_equals_plain_dp_on_larger_sets(loss):
+    rng = np.random.default_rng(100 + LOSSES.index(loss))
+    for _ in range(12):
+        P = int(rng.integers(1, 7 if loss == "knn" else 30))
+        N = int(rng.integers(1, 9 if loss == "knn" else 40))
+        r = -np.sort(-random_scores(rng, P))
+        u = -np.sort(-random_scores(rng, N))
+        for k in ((1, 3, 5, 10) if loss in TOPK else (1,)):
+            assert query_oracle(loss, k, r, u)[0] == pytest.approx(plain_dp(loss, k, r, u), abs=1e-11)
+
+
+def test_reference_delta_matches_cyrank_metrics():
+    """The brute force's Delta is checked against cyrank.metrics (MLR's NDCG discount is the LETOR 4.0 one)."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(2, 9))
+        rel = rng.random(n) < 0.5
+        rel[rng.integers(n)] = True
+        if rel.all():
+            rel[0] = False
+        score = np.arange(n, 0, -1.0)                      # ranking = input order
+        k = int(rng.integers(1, n + 1))
+        yt = rel.astype(float)
+        assert delta("auc", rel) == pytest.approx(1 - auc_score(yt, score))
+        assert delta("map", rel) == pytest.approx(1 - average_precision(yt, score))
+        assert delta("mrr", rel) == pytest.approx(1 - reciprocal_rank(yt, score))
+        P = int(rel.sum())
+        assert delta("prec@k", rel, k) == pytest.approx(min(k, P) / k - precision_at_k(yt, score, k=k))
+        assert delta("ndcg", rel, k) == pytest.approx(1 - ndcg_score(yt, score, k=k, convention="letor4"))
+        top = int(rel[:k].sum())
+        assert delta("knn", rel, k) == float(2 * min(k, P) > k) - float(2 * top > k)
+
+
+def _block(X, W, lab=None, sets=None, loss="auc", k=3, n_threads=1):
+    n = X.shape[0]
+    XW = X @ W
+    rsq = np.einsum("ij,ij->i", XW, X)
+    A = np.empty((n, n))
+    dl, vl = np.zeros(n), np.zeros(n)
+    e, z = np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    if lab is not None:
+        args = (_oracles.MODE_LABELS, lab, z, e, z, e)
+    else:
+        args = (_oracles.MODE_SETS, np.zeros(0, dtype=np.int64), *sets)
+    _oracles.oracle_block(XW @ X.T, rsq, 0, *args, _oracles.LOSSES[loss], k, A, dl, vl, n_threads)
+    return A, dl, vl
+
+
+def _random_problem(seed, n=14, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    L = rng.normal(size=(d, d))
+    return rng, X, L @ L.T
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_block_kernel_and_factored_batch(loss):
+    rng, X, W = _random_problem(LOSSES.index(loss))
+    n = X.shape[0]
+    lab = rng.integers(0, 3, size=n).astype(np.int64)
+    lab[:6] = [0, 0, 1, 1, 2, 2]
+    A, dl, vl = _block(X, W, lab=lab, loss=loss, k=3)
+    dist = np.einsum("qia,ab,qib->qi", X[:, None] - X[None], W, X[:, None] - X[None])
+    for q in range(n):
+        rel = np.flatnonzero((lab == lab[q]) & (np.arange(n) != q))
+        irr = np.flatnonzero(lab != lab[q])
+        v, dq = query_oracle(loss, 3, -dist[q, rel], -dist[q, irr])[:2]
+        assert vl[q] == pytest.approx(v, abs=1e-10) and dl[q] == pytest.approx(dq, abs=1e-12)
+        assert A[q].sum() == pytest.approx(0.0, abs=1e-12) and A[q, q] == 0.0
+        # the coefficients encode the constraint: H = Delta - sum_i a_i s_i
+        assert dl[q] - A[q] @ (-dist[q]) == pytest.approx(vl[q], abs=1e-10)
+    # factored batch matrix = explicit average of outer products
+    delta_mean, Psi, H = Separation(X, ("labels", lab), loss, 3)(W)
+    explicit = np.zeros_like(W)
+    for q in range(n):
+        diff = X[q] - X
+        explicit -= np.einsum("i,ia,ib->ab", A[q], diff, diff)
+    assert np.allclose(Psi, explicit / n, rtol=1e-10, atol=1e-12)
+    assert delta_mean == pytest.approx(dl.mean()) and H == pytest.approx(vl.mean())
+    assert delta_mean - np.vdot(W, Psi) == pytest.approx(H, abs=1e-10)
+    # threads give the same answer
+    A2, dl2, vl2 = _block(X, W, lab=lab, loss=loss, k=3, n_threads=2)
+    assert np.array_equal(A, A2) and np.array_equal(vl, vl2)
+
+
+def test_block_kernel_explicit_sets():
+    rng, X, W = _random_problem(42, n=12)
+    n = X.shape[0]
+    rel_sets, irr_sets = [], []
+    for q in range(n):
+        others = rng.permutation(np.delete(np.arange(n), q))
+        a, b = int(rng.integers(0, 4)), int(rng.integers(0, 5))
+        rel_sets.append(np.sort(others[:a]))
+        irr_sets.append(np.sort(others[a:a + b]))
+    ptr = lambda s: np.concatenate([[0], np.cumsum([len(x) for x in s])]).astype(np.int64)
+    cat = lambda s: np.concatenate(s).astype(np.int64)
+    sets = (ptr(rel_sets), cat(rel_sets), ptr(irr_sets), cat(irr_sets))
+    dist = np.einsum("qia,ab,qib->qi", X[:, None] - X[None], W, X[:, None] - X[None])
+    for loss in LOSSES:
+        A, dl, vl = _block(X, W, sets=sets, loss=loss, k=2)
+        m = 0
+        for q in range(n):
+            if len(rel_sets[q]) == 0 or len(irr_sets[q]) == 0:
+                assert vl[q] == 0 and dl[q] == 0 and not A[q].any()
+                continue
+            m += 1
+            assert vl[q] == pytest.approx(query_oracle(loss, 2, -dist[q, rel_sets[q]], -dist[q, irr_sets[q]])[0])
+            outside = np.setdiff1d(np.arange(n), np.concatenate([rel_sets[q], irr_sets[q]]))
+            assert not A[q, outside].any()
+        sep = Separation(X, ("sets", *sets), loss, 2)
+        assert sep.n_active == m
+        assert sep(W)[2] == pytest.approx(vl.sum() / m)
+
+
+def test_query_oracle_rejects_bad_input():
+    with pytest.raises(ValueError, match="loss"):
+        query_oracle("ndcg@k", 3, [1.0], [0.0])
+    with pytest.raises(ValueError, match="k must be"):
+        query_oracle("auc", 0, [1.0], [0.0])
+    with pytest.raises(ValueError, match="at least one relevant"):
+        query_oracle("auc", 1, [], [0.0])
+    with pytest.raises(ValueError, match="finite"):
+        query_oracle("map", 1, [np.nan], [0.0])

@@ -27,9 +27,13 @@ beta_r bounds the curvature of L along e_r at every w, so the objective never in
 
 Large layers (sparse X): when a column touches a few rows of a large query, recomputing A_k row by row
 would cost the whole layer. Such a layer keeps instead, around a centre Z0 and with v_i = s / (Z0 + e_i)
-(s = min_i (Z0 + e_i), so v_i <= 1), the power sums Q_p = sum_i v_i^p, p = 1..8, updated in O(8) per changed
-row; then A(Z) = (1 / s) sum_p (-(Z - Z0) / s)^(p - 1) Q_p, truncated where |Z - Z0| / s <= 0.01 (relative error
-<= 1e-16), re-centred beyond.
+(s = min_i (Z0 + e_i), so v_i <= 1 when centred), the power sums Q_p = sum_i v_i^p, p = 1..8, updated in O(8)
+per changed row; then A(Z) = (1 / s) sum_p (-(Z - Z0) / s)^(p - 1) Q_p, truncated while
+|Z - Z0| / s * max_i v_i <= 0.01 (relative error <= 1e-16), recomputed and re-centred beyond. Columns holding
+at least 1/8 of the rows sum the layers they touch row by row instead (cheaper for them).
+
+Sweeps are cyclic. Every 6 sweeps the Anderson extrapolation of the last 6 iterates is tried (as in skglm)
+and kept only if it lowers the objective.
 
 State is stored as arrays of small structs (Row, Layer, Query) so that one random access brings in all
 the state of a row or of a layer: on sparse data the kernel is bound by cache misses.
@@ -728,6 +732,38 @@ def gradient(const floating[::1] data, const index_t[::1] indices, const index_t
     if s.underflow:
         raise FloatingPointError(UNDERFLOW_MESSAGE)
     return grad
+
+
+def incremental_gradient(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+                         bint dense, layout, const double[::1] w, const intp_t[::1] features,
+                         const double[::1] deltas, intp_t power_sum_rows=0):
+    """For tests: after each update w[features[t]] += deltas[t], the loss gradient read from the incremental
+    auxiliaries (never recomputed) and the same gradient recomputed from scratch; two (n_steps, d) arrays."""
+    cdef intp_t d = indptr.shape[0] - 1, r, t, n_steps = features.shape[0]
+    w_inc = np.array(w, dtype=np.float64)
+    w_exact = np.array(w, dtype=np.float64)
+    state = _State(layout, w_inc, np.zeros(d), 0.0, 0.0, power_sum_rows)
+    fresh = _State(layout, w_exact, np.zeros(d), 0.0, 0.0, power_sum_rows)
+    cdef Work s = make_work(state)
+    cdef Work e = make_work(fresh)
+    incremental = np.zeros((n_steps, d))
+    exact = np.zeros((n_steps, d))
+    cdef double[:, ::1] g_inc = incremental
+    cdef double[:, ::1] g_exact = exact
+    cdef const floating* X = &data[0] if data.shape[0] else NULL
+    with nogil:
+        recompute_all(&s, X, &indices[0], &indptr[0], dense, d)
+        for t in range(n_steps):
+            apply_step(&s, X, &indices[0], &indptr[0], dense, features[t], deltas[t])
+            s.w[features[t]] += deltas[t]
+            e.w[features[t]] += deltas[t]
+            recompute_all(&e, X, &indices[0], &indptr[0], dense, d)
+            for r in range(d):
+                g_inc[t, r] = coord_grad(&s, X, &indices[0], &indptr[0], dense, r)
+                g_exact[t, r] = coord_grad(&e, X, &indices[0], &indptr[0], dense, r)
+    if s.underflow or e.underflow:
+        raise FloatingPointError(UNDERFLOW_MESSAGE)
+    return incremental, exact
 
 
 def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,

@@ -90,6 +90,7 @@ def test_fit_predict_eval_verify(files, tmp_path, capsys, solver):
     assert "reference (cvxpy)" in out and "relative objective gap" in out
 
 
-def test_module_entry_point():
-    r = subprocess.run([sys.executable, "-m", "cyrank", "--help"], capture_output=True, text=True)
+def test_module_entry_point(tmp_path):
+    # run outside the source tree, so the installed package (with its compiled kernels) is the one imported
+    r = subprocess.run([sys.executable, "-m", "cyrank", "--help"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0 and "demo" in r.stdout and "verify" in r.stdout

@@ -1,10 +1,13 @@
 """The cyrank command: every subcommand end to end on small files, and its errors."""
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import cyrank
 from cyrank import _registry, metrics
 from cyrank.cli import main, parse_params, small_problem
 from cyrank.datasets import load_lightgbm_rank
@@ -91,6 +94,7 @@ def test_fit_predict_eval_verify(files, tmp_path, capsys, solver):
 
 
 def test_module_entry_point(tmp_path):
-    # run outside the source tree, so the installed package (with its compiled kernels) is the one imported
-    r = subprocess.run([sys.executable, "-m", "cyrank", "--help"], capture_output=True, text=True, cwd=tmp_path)
+    # the package these tests import (installed, or built in place), not whatever the working directory holds
+    env = {**os.environ, "PYTHONPATH": str(Path(cyrank.__file__).resolve().parents[1])}
+    r = subprocess.run([sys.executable, "-m", "cyrank", "--help"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert r.returncode == 0 and "demo" in r.stdout and "verify" in r.stdout

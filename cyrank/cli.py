@@ -142,17 +142,18 @@ def cmd_demo(args):
     print("metrics on the test set, mean over queries; queries without a relevant document are dropped "
           "(empty='drop'), score ties broken pessimistically\n")
     names = args.solvers.split(",") if args.solvers else list(_registry.SOLVERS)
-    header = ["model", "fit_s", *DEFAULT_METRICS]
+    header = ["model", "fit_s", "n_iter", "converged", *DEFAULT_METRICS]
     rows = []
     rng = np.random.default_rng(0)
-    rows.append(["random scores", 0.0, *evaluate(yte, rng.random(len(yte)), qte, DEFAULT_METRICS).values()])
+    rows.append(["random scores", 0.0, "-", "-", *evaluate(yte, rng.random(len(yte)), qte, DEFAULT_METRICS).values()])
     for name in names:
         spec = _registry.get(name)
         est = spec.make(**{**spec.demo_params, "verbose": args.verbose})
         t0 = time.perf_counter()
         est.fit(Xtr, ytr, qid=qtr)
         elapsed = time.perf_counter() - t0
-        rows.append([spec.name, elapsed, *evaluate(yte, est.predict(Xte), qte, DEFAULT_METRICS).values()])
+        rows.append([spec.name, elapsed, est.n_iter_, est.converged_,
+                     *evaluate(yte, est.predict(Xte), qte, DEFAULT_METRICS).values()])
     print_table(header, rows)
     if not names:
         print("\n(no solver is registered yet)")

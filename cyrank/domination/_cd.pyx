@@ -64,7 +64,6 @@ cdef double POWER_RADIUS = 0.01
 cdef double DIRECT_SHARE = 0.125
 # Feature induction solves each round's active set to this fraction of the round's starting violation.
 cdef double INNER_TOL_RATIO = 0.3
-POWER_BLOCK_SIZE = POWER_BLOCK
 
 cdef enum:
     BOUND_POPOVICIU = 0

@@ -1,0 +1,405 @@
+"""DominationRank benchmarks: kernel speed, time to a 1e-6 objective gap vs L-BFGS-B and cvxpy, Hessian
+bounds, feature induction. Prints markdown tables (pasted into bench/RESULTS.md); plots go to bench/out/.
+
+    python bench/bench_domination.py                  # everything (about 10 minutes on one core)
+    python bench/bench_domination.py --only speed     # speed | lbfgs | cvxpy | bounds | induction
+    python bench/bench_domination.py --quick          # smaller problems, to check that the script runs
+
+Objective (DESIGN.md Objective 1): sum over dominating rows of log(1 + sum_{j in D(q,i)} e^{m_j - m_i}) + penalty.
+The L-BFGS-B baseline minimises the same objective with an independent vectorised numpy loss and gradient
+(checked against DominationRank.objective before timing).
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core for every contender
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import scipy  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+from scipy.optimize import minimize  # noqa: E402
+
+from cyrank.datasets import load_lightgbm_rank  # noqa: E402
+from cyrank.domination import DominationRank, _cd  # noqa: E402
+from cyrank.domination import estimator as est_module  # noqa: E402
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------------------
+
+def graded_labels(score, rng, shares):
+    """Labels 0..len(shares)-1 with the given shares, from a noisy score."""
+    noisy = score + rng.normal(scale=score.std() + 1e-12, size=score.shape)
+    cuts = np.quantile(noisy, np.cumsum(shares)[:-1])
+    return np.digitize(noisy, cuts).astype(np.float64)
+
+
+LETOR_SHARES = (0.5, 0.3, 0.13, 0.05, 0.02)  # labels 0..4, as in LETOR / MSLR web data
+
+
+def sparse_problem(n, d, nnz, query_size, *, binary_share=None, zipf=False, seed=0):
+    """Random CSR X (uniform or Zipf column frequencies), planted labels, queries of query_size rows."""
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, n, nnz)
+    if zipf:
+        p = 1.0 / np.arange(1, d + 1) ** 1.1
+        cols = rng.choice(d, size=nnz, p=p / p.sum())
+    else:
+        cols = rng.integers(0, d, nnz)
+    X = sp.csr_matrix((rng.random(nnz), (rows, cols)), shape=(n, d))
+    X.sum_duplicates()
+    score = X @ rng.normal(size=d)
+    if binary_share is not None:
+        y = (score >= np.quantile(score + rng.normal(scale=score.std(), size=n), 1 - binary_share)).astype(float)
+    else:
+        y = graded_labels(score, rng, (0.6, 0.3, 0.1))
+    qid = np.arange(n) // query_size
+    return X, y, qid
+
+
+def dense_problem(n, d, query_size, *, seed=0, dtype=np.float64):
+    """LETOR-like dense X (C order), labels 0..4 in LETOR proportions, queries of query_size rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(dtype)
+    y = graded_labels(X @ rng.normal(size=d), rng, LETOR_SHARES)
+    return X, y, np.arange(n) // query_size
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Independent numpy objective and gradient (for L-BFGS-B)
+# ---------------------------------------------------------------------------------------------------------
+
+class NumpyDominationLoss:
+    """sum_i log(1 + sum_{j in D(q,i)} e^{m_j - m_i}) + alpha ||w||^2, m = X w, vectorised over layers."""
+
+    def __init__(self, X, y, qid, alpha):
+        q = np.unique(qid, return_inverse=True)[1]
+        order = np.lexsort((y, q))
+        self.X = X[order]
+        self.XT = self.X.T.tocsr() if sp.issparse(X) else None
+        qs, ys = q[order], y[order]
+        new_layer = np.r_[True, (qs[1:] != qs[:-1]) | (ys[1:] != ys[:-1])]
+        self.layer = np.cumsum(new_layer) - 1
+        self.layer_start = np.flatnonzero(new_layer)
+        layer_q = qs[self.layer_start]
+        first = np.r_[True, layer_q[1:] != layer_q[:-1]]
+        self.first_layer = np.flatnonzero(first)[np.cumsum(first) - 1]           # per layer
+        last = np.r_[first[1:], True]
+        self.last_layer = np.flatnonzero(last)[np.cumsum(first) - 1]             # per layer
+        self.dominating = ~first[self.layer]                                     # per row
+        self.q_start = np.flatnonzero(np.r_[True, qs[1:] != qs[:-1]])
+        self.row_q = np.cumsum(np.r_[True, qs[1:] != qs[:-1]]) - 1
+        self.alpha = alpha
+        self.n_evals = 0
+
+    def __call__(self, w):
+        self.n_evals += 1
+        m = self.X @ w
+        shift = np.maximum.reduceat(m, self.q_start)[self.row_q]
+        e = np.exp(m - shift)
+        E = np.add.reduceat(e, self.layer_start)
+        before = np.cumsum(E) - E                       # sum of E over earlier layers (any query)
+        Z = (before - before[self.first_layer])[self.layer]
+        dom = self.dominating
+        inv = np.where(dom, 1.0 / (Z + e), 0.0)
+        loss = np.sum(np.log(Z[dom] + e[dom]) - (m[dom] - shift[dom]))
+        A = np.add.reduceat(inv, self.layer_start)
+        cumA = np.cumsum(A)
+        S = (cumA[self.last_layer] - cumA)[self.layer]  # sum of A over later layers of the same query
+        c = e * S - Z * inv
+        grad = (self.XT @ c) if self.XT is not None else self.X.T @ c
+        return loss + self.alpha * (w @ w), grad + 2.0 * self.alpha * w
+
+
+def lbfgs_trace(make_fun, d, f_star, gap=1e-6, max_seconds=600):
+    """L-BFGS-B from w = 0 on make_fun() (its setup timed too).
+
+    Returns (seconds to the first evaluation within the gap or None, iterations, seconds per evaluation,
+    [(seconds, objective) per evaluation]).
+    """
+    t0 = time.perf_counter()
+    fun = make_fun()
+    reached = [None]
+    trace = []
+
+    def f(w):
+        val, g = fun(w)
+        trace.append((time.perf_counter() - t0, val))
+        if reached[0] is None and val - f_star <= gap * abs(f_star):
+            reached[0] = time.perf_counter() - t0
+        if time.perf_counter() - t0 > max_seconds:
+            raise TimeoutError
+        return val, g
+
+    try:
+        res = minimize(f, np.zeros(d), jac=True, method="L-BFGS-B",
+                       options={"maxiter": 100000, "maxfun": 200000, "ftol": 1e-15, "gtol": 1e-12})
+    except TimeoutError:
+        return reached[0], None, None, trace
+    per_eval = (time.perf_counter() - t0) / max(fun.n_evals, 1)
+    return reached[0], res.nit, per_eval, trace
+
+
+def cd_time_to_gap(X, y, qid, f_star, gap=1e-6, **params):
+    """Seconds of the fastest fit (loosest tol among 1e-2 .. 1e-11) whose objective is within the gap."""
+    for k in range(2, 12):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.perf_counter()
+            est = DominationRank(tol=10.0 ** -k, max_iter=100000, **params).fit(X, y, qid)
+            dt = time.perf_counter() - t
+        if est.objective_ - f_star <= gap * abs(f_star):
+            return dt, est.n_iter_, 10.0 ** -k
+    return None, None, None
+
+
+def optimum(X, y, qid, alpha, fun):
+    """f* = the best of CD at tol 1e-11 and L-BFGS-B run to its own convergence."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = DominationRank(alpha=alpha, tol=1e-11, max_iter=100000).fit(X, y, qid)
+    res = minimize(fun, est.coef_, jac=True, method="L-BFGS-B", options={"ftol": 1e-16, "gtol": 1e-13})
+    return min(est.objective_, res.fun), est
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Benchmarks
+# ---------------------------------------------------------------------------------------------------------
+
+def epoch_seconds(X, y, qid, epochs, alpha=1.0):
+    """Seconds per sweep of the kernel (l2): (time of 1 + epochs sweeps - time of 1) / epochs."""
+    est = DominationRank(alpha=alpha)
+    Xc, layout, _, (data, indices, indptr, dense) = est._problem(X, y, qid, None, sample=False)
+    beta = _cd.hessian_bounds(data, indices, indptr, dense, layout, _cd.HESSIAN_POPOVICIU)
+    psr = 0 if dense else est_module.POWER_SUM_ROWS
+    times = []
+    for ep in (1, 1 + epochs):
+        w = np.zeros(X.shape[1])
+        t = time.perf_counter()
+        _cd.solve(data, indices, indptr, dense, layout, w, beta, 0.0, alpha, 1e-300, ep, 0, 0,
+                  np.zeros(ep), np.zeros(ep, np.intp), psr)
+        times.append(time.perf_counter() - t)
+    return (times[1] - times[0]) / epochs, data.shape[0]
+
+
+def bench_speed(quick):
+    n, d, nnz = (20_000, 20_000, 1_000_000) if quick else (100_000, 100_000, 5_000_000)
+    cases = [
+        ("sparse, uniform columns, queries of 10 rows, labels 0-2", sparse_problem(n, d, nnz, 10)),
+        ("sparse, uniform columns, queries of 100 rows, labels 0-2", sparse_problem(n, d, nnz, 100)),
+        ("sparse, Zipf columns, queries of 100 rows, labels 0-2", sparse_problem(n, d, nnz, 100, zipf=True)),
+        ("sparse, uniform columns, one query, binary 5% positive", sparse_problem(n, d, nnz, n, binary_share=0.05)),
+        ("dense float64 (C order), 100 features, queries of 100 rows, labels 0-4",
+         dense_problem(nnz // 100, 100, 100)),
+        ("dense float32 (C order), 100 features, queries of 100 rows, labels 0-4",
+         dense_problem(nnz // 100, 100, 100, dtype=np.float32)),
+    ]
+    X, y, qid = load_lightgbm_rank("train")
+    cases.append(("LightGBM rank.train (real, CSR 31.6% dense), queries of 1-27 rows, labels 0-4", (X, y, qid)))
+    print("\n### Kernel speed: time per sweep per stored non-zero (one core, l2)\n")
+    print("| problem | rows x features | stored non-zeros | s / sweep | ns / nnz / sweep |")
+    print("|---|---|---|---|---|")
+    for name, (X, y, qid) in cases:
+        sec, stored = epoch_seconds(X, y, qid, epochs=3 if X.shape[0] > 10_000 else 30)
+        print(f"| {name} | {X.shape[0]:,} x {X.shape[1]:,} | {stored:,} | {sec:.4f} | {sec / stored * 1e9:.1f} |",
+              flush=True)
+
+
+def bench_lbfgs(quick):
+    print("\n### Time to a 1e-6 relative objective gap: DominationRank vs L-BFGS-B (l2)\n")
+    print("f* = best of CD at tol 1e-11 and L-BFGS-B polished from there. CD: the fastest fit (loosest tol "
+          "among 1e-2 .. 1e-11) within the gap. L-BFGS-B: scipy from w = 0 with a vectorised numpy loss and "
+          "gradient, time of the first evaluation within the gap. Both timed from raw (X, y, qid), setup "
+          "included. The last two columns are the cost of one CD sweep and of one L-BFGS-B evaluation.\n")
+    print("| problem | alpha | CD s (sweeps, tol) | L-BFGS-B s (iterations) | L-BFGS-B / CD | "
+          "s / CD sweep | s / L-BFGS-B evaluation |")
+    print("|---|---|---|---|---|---|---|")
+    X, y, qid = load_lightgbm_rank("train")
+    n, d, nnz = (20_000, 20_000, 1_000_000) if quick else (100_000, 100_000, 5_000_000)
+    cases = [
+        ("LightGBM rank.train (3,005 x 300, real)", (X, y, qid), 0.1),
+        ("LightGBM rank.train (3,005 x 300, real)", (X, y, qid), 1.0),
+        ("LightGBM rank.train (3,005 x 300, real)", (X, y, qid), 10.0),
+        (f"dense LETOR-like {nnz // 100:,} x 100, queries of 100", dense_problem(nnz // 100, 100, 100), 10.0),
+        (f"sparse {n:,} x {d:,}, {nnz:,} nnz, queries of 100", sparse_problem(n, d, nnz, 100), 1.0),
+        (f"sparse {n:,} x {d:,}, {nnz:,} nnz, one query, 5% positive",
+         sparse_problem(n, d, nnz, n, binary_share=0.05), 1.0),
+    ]
+    curves = []
+    for name, (X, y, qid), alpha in cases:
+        fun = NumpyDominationLoss(X, y, qid, alpha)
+        w = np.random.default_rng(0).normal(size=X.shape[1]) * 0.1
+        mine = DominationRank(alpha=alpha).objective(X, y, qid, coef=w)
+        assert abs(fun(w)[0] - mine) <= 1e-9 * abs(mine), "numpy objective disagrees with DominationRank"
+        f_star, _ = optimum(X, y, qid, alpha, fun)
+        t_cd, it_cd, tol = cd_time_to_gap(X, y, qid, f_star, alpha=alpha)
+        sweep, _ = epoch_seconds(X, y, qid, epochs=5, alpha=alpha)
+        t_lb, it_lb, per_eval, trace = lbfgs_trace(lambda: NumpyDominationLoss(X, y, qid, alpha), X.shape[1],
+                                                   f_star)
+        ratio = f"{t_lb / t_cd:.1f}x" if (t_cd and t_lb) else "n/a"
+        print(f"| {name} | {alpha:g} | {t_cd:.2f} ({it_cd}, {tol:.0e}) | {t_lb:.2f} ({it_lb}) | {ratio} | "
+              f"{sweep:.4f} | {per_eval:.4f} |", flush=True)
+        curves.append((f"{name}, alpha={alpha:g}", X, y, qid, alpha, f_star, trace))
+    plot_gap_curves(curves)
+
+
+def plot_gap_curves(curves):
+    """Relative objective gap against seconds: CD (one fit at tol 1e-9, sweeps spread evenly over its run
+    time) and L-BFGS-B (every evaluation)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(curves), figsize=(4 * len(curves), 3.2))
+    for ax, (name, X, y, qid, alpha, f_star, trace) in zip(np.atleast_1d(axes), curves):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.perf_counter()
+            est = DominationRank(alpha=alpha, tol=1e-9, max_iter=100000).fit(X, y, qid)
+            dt = time.perf_counter() - t
+        h = est.history_["objective"]
+        ax.semilogy(dt * np.arange(1, h.size + 1) / h.size, np.maximum(h - f_star, 1e-16) / abs(f_star),
+                    label="DominationRank (CD)")
+        tl = np.array(trace)
+        ax.semilogy(tl[:, 0], np.maximum(np.minimum.accumulate(tl[:, 1]) - f_star, 1e-16) / abs(f_star),
+                    label="L-BFGS-B (numpy)")
+        ax.axhline(1e-6, color="grey", lw=0.5)
+        ax.set_title(name, fontsize=7)
+        ax.set_xlabel("seconds")
+        ax.set_ylabel("relative gap")
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
+    os.makedirs(OUT, exist_ok=True)
+    fig.savefig(os.path.join(OUT, "domination_vs_lbfgs.png"), dpi=120)
+
+
+def bench_cvxpy(quick):
+    from reference import domination as ref
+
+    print("\n### Against cvxpy (Clarabel) at the largest size it solves within a minute (l2, alpha = 1)\n")
+    print("Dense LETOR-like data with 20 features and queries of 20 rows; cvxpy time includes compilation.\n")
+    print("| rows | cvxpy s | CD s (to 1e-6 gap) | L-BFGS-B s | cvxpy / CD |")
+    print("|---|---|---|---|---|")
+    sizes = [250, 500, 1000] if quick else [1000 * 2 ** k for k in range(8)]
+    for n in sizes:
+        X, y, qid = dense_problem(n, 20, 20, seed=1)
+        t = time.perf_counter()
+        sol = ref.solve(X, y, qid, alpha=1.0)
+        t_cvx = time.perf_counter() - t
+        fun = NumpyDominationLoss(X, y, qid, 1.0)
+        f_star = min(sol.objective, optimum(X, y, qid, 1.0, fun)[0])
+        t_cd, _, _ = cd_time_to_gap(X, y, qid, f_star, alpha=1.0)
+        t_lb = lbfgs_trace(lambda: NumpyDominationLoss(X, y, qid, 1.0), X.shape[1], f_star)[0]
+        print(f"| {n:,} | {t_cvx:.1f} ({sol.solver}) | {t_cd:.3f} | {t_lb:.3f} | {t_cvx / t_cd:.0f}x |", flush=True)
+        if t_cvx > 60:  # the previous size is the largest solved within a minute
+            break
+
+
+def bench_bounds(quick):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    print("\n### Hessian bound: Popoviciu (default) vs the thesis's B_r = max x^2 per query\n")
+    print("Sweeps and seconds to tol = 1e-6 (relative KKT violation); Anderson extrapolation on (default) and off.\n")
+    print("| problem | penalty | Popoviciu sweeps (s) | max x^2 sweeps (s) | sweeps ratio | "
+          "Popoviciu, no extrapolation | max x^2, no extrapolation |")
+    print("|---|---|---|---|---|---|---|")
+    X, y, qid = load_lightgbm_rank("train")
+    n = 20_000 if quick else 100_000
+    cases = [
+        ("LightGBM rank.train", (X, y, qid), "l2", 1.0),
+        ("LightGBM rank.train", (X, y, qid), "l1", 1.0),
+        ("LightGBM rank.train, one query", (X, y, None), "l2", 1.0),
+        (f"dense LETOR-like {n // 10:,} x 100", dense_problem(n // 10, 100, 100), "l2", 10.0),
+        (f"sparse {n // 10:,} x {n // 10:,}, 100 nnz/row, queries of 100",
+         sparse_problem(n // 10, n // 10, n * 10, 100), "l2", 1.0),
+    ]
+    fig, axes = plt.subplots(1, len(cases), figsize=(4 * len(cases), 3.2))
+    for ax, (name, (X, y, qid), penalty, alpha) in zip(axes, cases):
+        cells, curves = [], {}
+        for bound in ("popoviciu", "max_sq"):
+            for accelerate in (True, False):
+                saved = est_module.ANDERSON
+                est_module.ANDERSON = accelerate
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        t = time.perf_counter()
+                        est = DominationRank(penalty=penalty, alpha=alpha, hessian_bound=bound, tol=1e-6,
+                                             max_iter=20000).fit(X, y, qid)
+                        dt = time.perf_counter() - t
+                finally:
+                    est_module.ANDERSON = saved
+                cells.append((est.n_iter_, dt, est.converged_))
+                curves[(bound, accelerate)] = est.history_["objective"]
+        f_star = min(c.min() for c in curves.values())
+        for (bound, accelerate), h in curves.items():
+            ax.semilogy(np.maximum(h - f_star, 1e-16) / abs(f_star),
+                        label=f"{bound}{'' if accelerate else ', no extrap.'}")
+        ax.set_title(name, fontsize=8)
+        ax.set_xlabel("sweep")
+        ax.set_ylabel("relative gap")
+        (pa, pt, _), (pn, ptn, pcn), (ma, mt, _), (mn, mtn, mcn) = cells
+        fmt = lambda it, s, ok: f"{it} ({s:.2f} s)" + ("" if ok else ", not converged")
+        print(f"| {name} | {penalty} | {pa} ({pt:.2f} s) | {ma} ({mt:.2f} s) | {ma / pa:.2f} | "
+              f"{fmt(pn, ptn, pcn)} | {fmt(mn, mtn, mcn)} |", flush=True)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    os.makedirs(OUT, exist_ok=True)
+    fig.savefig(os.path.join(OUT, "domination_bounds.png"), dpi=120)
+
+
+def bench_induction(quick):
+    print("\n### Feature induction (Alg. 7) vs plain CD, l1, on the real LightGBM rank data\n")
+    print("Train on rank.train, NDCG@10 on rank.test (cyrank.metrics.ndcg_score defaults). Both reach the same "
+          "optimum (tol = 1e-6), hence the same test NDCG; seconds and non-zeros compared.\n")
+    print("| alpha | test NDCG@10 (plain / induction) | plain CD s (sweeps) | induction s (sweeps, features "
+          "per round) | non-zeros (plain / induction) | plain / induction time |")
+    print("|---|---|---|---|---|---|")
+    (X, y, qid), (Xt, yt, qt) = load_lightgbm_rank("train"), load_lightgbm_rank("test")
+    for alpha in ([3.0, 30.0] if quick else [1.0, 3.0, 10.0, 30.0, 100.0]):
+        res = []
+        for fi in (None, 10):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t = time.perf_counter()
+                est = DominationRank(penalty="l1", alpha=alpha, feature_induction=fi, tol=1e-6,
+                                     max_iter=100000).fit(X, y, qid)
+                dt = time.perf_counter() - t
+            res.append((est, dt))
+        (p, tp), (f, tf) = res
+        print(f"| {alpha:g} | {p.score(Xt, yt, qt):.4f} / {f.score(Xt, yt, qt):.4f} | {tp:.2f} ({p.n_iter_}) | "
+              f"{tf:.2f} ({f.n_iter_}, 10) | {np.count_nonzero(p.coef_)} / {np.count_nonzero(f.coef_)} | "
+              f"{tp / tf:.2f} |", flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="speed,lbfgs,cvxpy,bounds,induction")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    print(f"## DominationRank (`python bench/bench_domination.py{' --quick' if args.quick else ''}"
+          f"{'' if args.only == parser.get_default('only') else ' --only ' + args.only}`)\n")
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, one thread everywhere (BLAS included); "
+          f"Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}; "
+          f"load average at start {os.getloadavg()[0]:.1f}.")
+    for part in args.only.split(","):
+        {"speed": bench_speed, "lbfgs": bench_lbfgs, "cvxpy": bench_cvxpy, "bounds": bench_bounds,
+         "induction": bench_induction}[part](args.quick)
+    print(f"\nLoad average at the end: {os.getloadavg()[0]:.1f} (other jobs share the machine when it exceeds 1).")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -21,7 +21,10 @@ class QueryGroups:
     __slots__ = ("order", "offsets", "ids", "n_levels", "n_pairs", "is_sorted", "_y_sorted")
 
     def __init__(self, qid, y=None):
-        qid = check_qid(qid, None if qid is None else np.asarray(qid).shape[0])
+        if qid is None and y is None:
+            raise ValueError("QueryGroups needs qid, or y to size a single query")
+        n = np.asarray(y).shape[0] if qid is None else np.asarray(qid).shape[0]
+        qid = check_qid(qid, n)
         n = qid.shape[0]
         self.is_sorted = bool(n < 2 or np.all(qid[1:] >= qid[:-1]))
         self.order = np.arange(n, dtype=np.int64) if self.is_sorted else np.argsort(qid, kind="stable")

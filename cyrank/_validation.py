@@ -124,6 +124,19 @@ def check_y(y, n=None, *, name="y"):
     return y
 
 
+def check_row_weights(values, n, *, name, default=0.0):
+    """Return a finite, non-negative float64 per-row vector of length ``n`` (``default`` everywhere for None).
+
+    For per-row margins and weights such as DominationRank's ``offset``.
+    """
+    if values is None:
+        return np.full(n, default, dtype=np.float64)
+    values = check_y(values, n, name=name)
+    if np.any(values < 0):
+        raise ValueError(f"{name} must be >= 0; found {values.min()!r}")
+    return values
+
+
 def check_qid(qid, n):
     """Return int64 query ids of length ``n`` (all zeros when ``qid`` is None).
 

@@ -4,6 +4,7 @@ A result is accepted only when cvxpy reports ``optimal``; ``optimal_inaccurate``
 ``unbounded`` or a solver failure raise :class:`ReferenceSolverError`, so a test can never compare against
 a wrong "optimum" silently.
 """
+import warnings
 from dataclasses import dataclass, field
 
 import cvxpy as cp
@@ -48,7 +49,10 @@ def solve_problem(problem, variables, *, solvers=DEFAULT_SOLVERS, verbose=False,
             continue
         opts = {**SOLVER_OPTIONS.get(name, {}), **options}
         try:
-            problem.solve(solver=name, verbose=verbose, **opts)
+            # cvxpy warns "Solution may be inaccurate" for optimal_inaccurate; that status is refused below anyway
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                problem.solve(solver=name, verbose=verbose, **opts)
         except cp.error.SolverError as exc:
             errors.append(f"{name}: {exc}")
             continue

@@ -156,3 +156,21 @@ def test_warning_when_no_query_has_two_levels():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not warn_if_no_pairs(g)
+
+
+def test_row_weights():
+    from cyrank._validation import check_row_weights
+
+    assert np.array_equal(check_row_weights(None, 3, name="offset"), np.zeros(3))
+    assert np.array_equal(check_row_weights([0, 2.5, 1], 3, name="offset"), [0, 2.5, 1])
+    with pytest.raises(ValueError, match="offset must be >= 0"):
+        check_row_weights([0, -1.0, 1], 3, name="offset")
+    with pytest.raises(ValueError, match="offset has 2 entries"):
+        check_row_weights([0, 1.0], 3, name="offset")
+    with pytest.raises(ValueError, match="NaN"):
+        check_row_weights([0, np.nan, 1], 3, name="offset")
+
+
+def test_query_groups_without_qid_is_one_query():
+    g = QueryGroups(None, np.array([2.0, 0.0, 1.0]))
+    assert g.n_queries == 1 and g.n_pairs_possible == 3

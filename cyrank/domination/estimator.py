@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import LinearRankerMixin
 from .._queries import QueryGroups
-from .._validation import check_option, check_param, check_ranking_data, check_y, warn_if_no_pairs
+from .._validation import check_option, check_param, check_ranking_data, check_row_weights, warn_if_no_pairs
 from ..io import register_model
 from . import _cd
 
@@ -32,19 +32,6 @@ POWER_SUM_ROWS = 16
 # Anderson extrapolation of the sweeps (kept only when it lowers the objective); off only for benchmarks.
 ANDERSON = True
 HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_SQ}
-
-
-def _check_offset(offset, n):
-    """Return float64 offsets of length n (zeros for None); finite and >= 0.
-
-    TODO(validation): generic "non-negative per-row vector" check; to be moved to cyrank/_validation.py.
-    """
-    if offset is None:
-        return np.zeros(n)
-    offset = check_y(offset, n, name="offset")
-    if np.any(offset < 0):
-        raise ValueError(f"offset must be >= 0 (a margin requirement); found {offset.min()!r}")
-    return offset
 
 
 class _Layout:
@@ -239,7 +226,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
 
     def _problem(self, X, y, qid, offset, *, sample):
         X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csc", "csr"), dtype=(np.float64, np.float32))
-        offset = _check_offset(offset, X.shape[0])
+        offset = check_row_weights(offset, X.shape[0], name="offset")
         layout, mask = _layout(y, qid, offset, binary=self.binary, group_by_query=self.group_by_query,
                                neg_sample=self.neg_sample if sample else None, random_state=self.random_state)
         return X, layout, mask, _columns(X, layout.rows)

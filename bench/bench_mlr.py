@@ -213,8 +213,8 @@ def inner(args):
             res = solve_inner(deltas, psis, C, "trace", tol=rel * f_star)
             times[rel] = (time.process_time() - t0, res.n_iter, res.primal)
         T, d = len(deltas), psis.shape[1]
-        print(f"| {name} | {T} | {d} | interior point (ours, cold start) | {times[1e-2][0]:.4f} | {times[1e-3][0]:.4f} | "
-              f"{times[1e-6][0]:.4f} | {times[1e-6][1]} iterations |")
+        print(f"| {name} | {T} | {d} | interior point (ours, cold start) | {times[1e-2][0]:.4f} | "
+              f"{times[1e-3][0]:.4f} | {times[1e-6][0]:.4f} | {times[1e-6][1]} iterations |")
         print(f"| {name} | {T} | {d} | Clarabel via cvxpy (reference) | - | - | {t_ref:.3f} | incl. cvxpy compile |")
         budget = 5.0 if args.quick else 60.0
         best_run = None

@@ -231,7 +231,8 @@ def test_bad_data():
     with pytest.raises(ValueError, match="query 0 itself"):
         MLR().fit(X, relevance=[[0]] + [[0]] * 6)
     with pytest.raises(ValueError, match="share an index"):
-        MLR().fit(X, relevance=[[(q + 1) % 7] for q in range(7)], irrelevant=[[1]] + [[(q + 2) % 7] for q in range(1, 7)])
+        MLR().fit(X, relevance=[[(q + 1) % 7] for q in range(7)],
+                  irrelevant=[[1]] + [[(q + 2) % 7] for q in range(1, 7)])
     with pytest.raises(ValueError, match="no query"):
         MLR().fit(X, relevance=[[]] * 7)
     import scipy.sparse as sp

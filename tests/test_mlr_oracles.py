@@ -141,6 +141,28 @@ def test_oracle_equals_plain_dp_on_larger_sets(loss):
             assert query_oracle(loss, k, r, u)[0] == pytest.approx(plain_dp(loss, k, r, u), abs=1e-11)
 
 
+MAP_HARD = [  # shapes where a stage's optimum K_i falls just below K_{i-1} (found by mutation testing)
+    ([0.474, 0.262, 0.262, 0.064, -0.282], [-0.067, -0.18]),
+    ([1.169, 0.207, 0.194, -0.086, -0.292, -0.66, -0.992, -1.093, -2.259], [-0.44, -0.848, -1.212, -1.61]),
+    ([0.156, 0.091, 0.083, 0.073, 0.071, 0.065, 0.064, 0.039, -0.071], [0.018, -0.019, -0.069]),
+    ([0.44, 0.388, 0.332, 0.193, 0.105, -0.07, -0.214], [0.0, -0.604]),
+]
+
+
+def test_map_oracle_many_shapes():
+    """The MAP oracle's stack of earlier stages is exercised by many random shapes against the plain DP."""
+    for r, u in MAP_HARD:
+        assert query_oracle("map", 1, r, u)[0] == pytest.approx(plain_dp("map", 1, np.array(r), np.array(u)),
+                                                                abs=1e-12)
+    rng = np.random.default_rng(2024)
+    for _ in range(150):
+        P, N = int(rng.integers(2, 25)), int(rng.integers(1, 25))
+        scale = rng.choice([0.01, 0.1, 1.0])
+        r = -np.sort(-np.round(rng.normal(size=P) * scale, 2))
+        u = -np.sort(-np.round(rng.normal(size=N) * scale + rng.choice([-1, 0, 1]) * scale, 2))
+        assert query_oracle("map", 1, r, u)[0] == pytest.approx(plain_dp("map", 1, r, u), abs=1e-11)
+
+
 def test_reference_delta_matches_cyrank_metrics():
     """The brute force's Delta is checked against cyrank.metrics (MLR's NDCG discount is the LETOR 4.0 one)."""
     rng = np.random.default_rng(7)

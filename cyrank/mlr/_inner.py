@@ -370,7 +370,7 @@ class RestrictedSolver:
             idx = np.flatnonzero(subset)
             dl, ps = deltas[idx], psis[idx]
             if reg == "frobenius":
-                ys = y_all[idx] if (self.warm_start and np.all(y_all[idx] > 0) and np.sum(y_all[idx]) < C) else None
+                ys = y_all[idx] if (self.warm_start and np.any(y_all[idx] > 0) and np.sum(y_all[idx]) < C) else None
                 W, ys, gap, k = _frobenius(dl, ps, C, tol, self.max_iter - n_iter, ys)
                 dual = float(ys @ dl) - 0.5 * float(np.vdot(W, W))
             else:

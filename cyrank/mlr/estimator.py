@@ -37,7 +37,7 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .._validation import check_option, check_param, check_X, check_y
 from ..io import register_model
@@ -260,9 +260,11 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             delta, psi, _ = sep(w)
             return delta, (np.diag(psi).copy() if diagonal else psi)
 
+        blas = ThreadpoolController()
+
         def solve_restricted(deltas, psis, w):
             t0 = time.perf_counter()
-            with threadpool_limits(limits=1, user_api="blas"):     # tiny matrices: threads only cost
+            with blas.limit(limits=1, user_api="blas"):            # tiny matrices: threads only cost
                 out = inner(deltas, psis, w)
             timing["inner"] += time.perf_counter() - t0
             return out
@@ -287,6 +289,8 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.n_features_in_ = d
         if classes is not None:
             self.classes_ = classes
+        elif hasattr(self, "classes_"):                            # refitted with relevance sets
+            del self.classes_
         return self
 
     # ------------------------------------------------------------------------------------------ metric API

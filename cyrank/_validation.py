@@ -137,6 +137,31 @@ def check_row_weights(values, n, *, name, default=0.0):
     return values
 
 
+def check_class_labels(y, n, *, who="this estimator", min_count=1):
+    """Return ``(classes, labels)``: the sorted distinct class labels of ``y`` (numbers or strings) and each row's
+    index into them (int64). At least two classes, each with at least ``min_count`` members."""
+    if y is None:
+        raise ValueError(f"{who} requires y to be passed, but the target y is None")
+    y = np.asarray(y)
+    if y.dtype.kind in "OUS":  # string or object labels: compared, never converted to numbers
+        if y.ndim == 2 and 1 in y.shape:
+            y = y.ravel()
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must be 1-d with one label per row of X ({n}); got shape {y.shape}")
+    else:
+        y = check_y(y, n, name="y")
+    classes, labels, counts = np.unique(y, return_inverse=True, return_counts=True)
+    if len(classes) < 2:
+        raise ValueError(f"{who} needs at least 2 classes (got 1 class): with a single class no point is "
+                         "irrelevant to any query")
+    if np.any(counts < min_count):
+        single = classes[counts < min_count][0]
+        single = single.item() if isinstance(single, np.generic) else single  # plain number or str in the message
+        raise ValueError(f"class {single!r} has {counts[counts < min_count][0]} member(s), fewer than {min_count}: "
+                         f"{who} needs at least {min_count} points per class so that each query has a relevant point")
+    return classes, labels.astype(np.int64)
+
+
 def check_qid(qid, n):
     """Return int64 query ids of length ``n`` (all zeros when ``qid`` is None).
 

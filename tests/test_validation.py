@@ -174,3 +174,20 @@ def test_row_weights():
 def test_query_groups_without_qid_is_one_query():
     g = QueryGroups(None, np.array([2.0, 0.0, 1.0]))
     assert g.n_queries == 1 and g.n_pairs_possible == 3
+
+
+def test_class_labels():
+    from cyrank._validation import check_class_labels
+
+    classes, labels = check_class_labels(np.array(["b", "a", "b", "a"]), 4)
+    assert list(classes) == ["a", "b"] and np.array_equal(labels, [1, 0, 1, 0])
+    classes, labels = check_class_labels([3.0, 1.0, 3.0], 3)
+    assert np.array_equal(classes, [1.0, 3.0]) and labels.dtype == np.int64
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        check_class_labels([1, 1, 1], 3)
+    with pytest.raises(ValueError, match=r"class 2.0 has 1 member\(s\), fewer than 2"):
+        check_class_labels([1, 1, 2], 3, min_count=2)
+    with pytest.raises(ValueError, match="one label per row"):
+        check_class_labels(np.array(["a", "b"]), 3)
+    with pytest.raises(ValueError, match="NaN"):
+        check_class_labels([1.0, np.nan, 1.0], 3)

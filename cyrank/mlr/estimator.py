@@ -39,7 +39,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import ThreadpoolController
 
-from .._validation import check_option, check_param, check_X, check_y
+from .._validation import check_class_labels, check_option, check_param, check_X
 from ..io import register_model
 from ..optim.cutting_plane import cutting_plane
 from ._constraints import Separation
@@ -190,23 +190,8 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         if irrelevant is not None and relevance is None:
             raise ValueError("irrelevant= needs relevance=")
         if y is not None:
-            y = np.asarray(y)
-            if y.dtype.kind in "OUS":                    # string / object class labels (check_y is numeric only)
-                if y.ndim == 2 and 1 in y.shape:
-                    y = y.ravel()
-                if y.ndim != 1 or y.shape[0] != n:
-                    raise ValueError(f"y must be 1-d with one label per row of X ({n}); got shape {y.shape}")
-            else:
-                y = check_y(y, n, name="y")
-            classes, labels, counts = np.unique(y, return_inverse=True, return_counts=True)
-            if len(classes) < 2:
-                raise ValueError(f"MLR needs at least 2 classes (got 1 class): with a single class no point is "
-                                 "irrelevant to any query")
-            if np.any(counts < 2):
-                single = classes[counts < 2][0]
-                raise ValueError(f"class {single!r} has a single member (1 sample); every class needs at least 2 "
-                                 "points so that each query has a relevant point")
-            return ("labels", labels.astype(np.int64)), classes
+            classes, labels = check_class_labels(y, n, who="MLR", min_count=2)
+            return ("labels", labels), classes
         rel_ptr, rel_idx = _check_index_sets(relevance, n, "relevance")
         if irrelevant is None:
             irr_ptr = np.zeros(n + 1, dtype=np.int64)

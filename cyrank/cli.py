@@ -93,9 +93,11 @@ def load_data(path, n_features=None):
 
 def small_problem(X, y, qid, n_queries=6, n_features=6, seed=0):
     """A small sub-problem of real data the reference solves in seconds: a few queries, the densest features."""
+    from ._queries import QueryGroups
+
     rng = np.random.default_rng(seed)
-    ids = np.unique(qid)
-    multi = [q for q in ids if np.unique(y[qid == q]).size > 1]
+    groups = QueryGroups(qid, y)
+    multi = groups.ids[groups.n_levels > 1]
     chosen = rng.choice(multi, size=min(n_queries, len(multi)), replace=False)
     rows = np.flatnonzero(np.isin(qid, chosen))
     Xs = X[rows]
@@ -141,13 +143,12 @@ def cmd_demo(args):
           f"{np.unique(qte).size} queries, {Xtr.shape[1]} features")
     print("metrics on the test set, mean over queries; queries without a relevant document are dropped "
           "(empty='drop'), score ties broken pessimistically\n")
-    names = args.solvers.split(",") if args.solvers else list(_registry.SOLVERS)
+    specs = [_registry.get(name) for name in (args.solvers.split(",") if args.solvers else _registry.SOLVERS)]
     header = ["model", "fit_s", "n_iter", "converged", *DEFAULT_METRICS]
     rows = []
     rng = np.random.default_rng(0)
     rows.append(["random scores", 0.0, "-", "-", *evaluate(yte, rng.random(len(yte)), qte, DEFAULT_METRICS).values()])
-    for name in names:
-        spec = _registry.get(name)
+    for spec in specs:
         est = spec.make(**{**spec.demo_params, "verbose": args.verbose})
         t0 = time.perf_counter()
         est.fit(Xtr, ytr, qid=qtr)
@@ -155,10 +156,9 @@ def cmd_demo(args):
         rows.append([spec.name, elapsed, est.n_iter_, est.converged_,
                      *evaluate(yte, est.predict(Xte), qte, DEFAULT_METRICS).values()])
     print_table(header, rows)
-    if not names:
+    if not specs:
         print("\n(no solver is registered yet)")
-    for name in names:
-        spec = _registry.get(name)
+    for spec in specs:
         if not spec.reference:
             continue
         print(f"\n{spec.name}: gap to the exact cvxpy optimum on a small sub-problem of the training data")
@@ -184,12 +184,17 @@ def cmd_fit(args):
     return 0
 
 
-def cmd_predict(args):
+def model_scores(model_path, data_path):
+    """Scores of a saved model on a data file (read with the model's feature count), with the file's y and qid."""
     from .io import load_model
 
-    est = load_model(args.model)
-    X, _, _ = load_data(args.data, n_features=getattr(est, "n_features_in_", None))
-    scores = est.predict(X)
+    est = load_model(model_path)
+    X, y, qid = load_data(data_path, n_features=getattr(est, "n_features_in_", None))
+    return est.predict(X), y, qid
+
+
+def cmd_predict(args):
+    scores, _, _ = model_scores(args.model, args.data)
     out = open(args.output, "w") if args.output else sys.stdout
     try:
         np.savetxt(out, scores, fmt="%.17g")
@@ -203,11 +208,7 @@ def cmd_eval(args):
     if (args.model is None) == (args.scores is None):
         raise ValueError("give exactly one of --model and --scores")
     if args.model:
-        from .io import load_model
-
-        est = load_model(args.model)
-        X, y, qid = load_data(args.data, n_features=getattr(est, "n_features_in_", None))
-        scores = est.predict(X)
+        scores, y, qid = model_scores(args.model, args.data)
     else:
         _, y, qid = load_data(args.data)
         scores = np.loadtxt(args.scores, dtype=np.float64, ndmin=1)

@@ -1,8 +1,6 @@
 # Order-statistic sums over the preference pairs of one query (see _ostree.pyx).
 from cyrank._typedefs cimport intp_t
 
-cdef int max_threads() noexcept nogil
-
 cdef struct KeyIndex:
     double key
     intp_t index

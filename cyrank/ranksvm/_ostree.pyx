@@ -35,27 +35,11 @@ All counts are int64 (a query of 1e5 documents has up to 5e9 pairs).
 """
 import numpy as np
 
+from cyrank._parallel cimport max_threads
 from cyrank._typedefs cimport intp_t
 
 # numpy dtype of the KeyIndex struct (scratch memory of sort_by_key)
 KEY_INDEX_DTYPE = np.dtype([("key", np.float64), ("index", np.int64)])
-
-cdef extern from *:
-    """
-    #ifdef _OPENMP
-    #include <omp.h>
-    static int cyrank_ranksvm_max_threads(void) { return omp_get_max_threads(); }
-    #else
-    static int cyrank_ranksvm_max_threads(void) { return 1; }
-    #endif
-    """
-    int cyrank_ranksvm_max_threads() noexcept nogil
-
-
-cdef int max_threads() noexcept nogil:
-    """OpenMP's thread count (OMP_NUM_THREADS), 1 for a serial build."""
-    cdef int n = cyrank_ranksvm_max_threads()
-    return n if n > 0 else 1
 
 
 def openmp_threads():

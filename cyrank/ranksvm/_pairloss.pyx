@@ -28,61 +28,15 @@ import numpy as np
 
 from cython.parallel cimport parallel, prange, threadid
 
+from cyrank._rows cimport row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
-from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, max_threads, query_sweep, sort_by_key
+from cyrank._parallel cimport max_threads
+from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, sort_by_key
 from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
 
 
 # Layouts with fewer document positions than this run single-threaded.
 PARALLEL_MIN_POSITIONS = 20000
-
-
-# ------------------------------------------------------------------------------------------------ rows of X
-cdef inline double _row_dot(const floating* data, const index_t* indices, const index_t* indptr, bint dense,
-                            intp_t d, intp_t r, const double* w) noexcept nogil:
-    """x_r . w in double precision (dense X is C-ordered with d columns; sparse X is CSR)."""
-    cdef intp_t k, stop
-    cdef const floating* x
-    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    if dense:
-        x = data + r * d
-        k = 0
-        while k + 4 <= d:  # four accumulators: independent additions the CPU can overlap
-            s0 += x[k] * w[k]
-            s1 += x[k + 1] * w[k + 1]
-            s2 += x[k + 2] * w[k + 2]
-            s3 += x[k + 3] * w[k + 3]
-            k += 4
-        while k < d:
-            s0 += x[k] * w[k]
-            k += 1
-        return (s0 + s1) + (s2 + s3)
-    k = indptr[r]
-    stop = indptr[r + 1]
-    while k + 4 <= stop:
-        s0 += data[k] * w[indices[k]]
-        s1 += data[k + 1] * w[indices[k + 1]]
-        s2 += data[k + 2] * w[indices[k + 2]]
-        s3 += data[k + 3] * w[indices[k + 3]]
-        k += 4
-    while k < stop:
-        s0 += data[k] * w[indices[k]]
-        k += 1
-    return (s0 + s1) + (s2 + s3)
-
-
-cdef inline void _row_axpy(const floating* data, const index_t* indices, const index_t* indptr, bint dense,
-                           intp_t d, intp_t r, double a, double* out) noexcept nogil:
-    """out += a x_r."""
-    cdef intp_t k
-    cdef const floating* x
-    if dense:
-        x = data + r * d
-        for k in range(d):
-            out[k] += a * x[k]
-        return
-    for k in range(indptr[r], indptr[r + 1]):
-        out[indices[k]] += a * data[k]
 
 
 # --------------------------------------------------------------------------------------- one query, scores
@@ -202,14 +156,14 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
             start = offsets[q]
             stop = offsets[q + 1]
             for k in range(start, stop):
-                f[k] = _row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &w[0])
+                f[k] = row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &w[0])
             gf = &work[4, 0]
             loss += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
                                 &fen_cnt[tid, 0], &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0],
                                 &work[3, 0], gf, &act[tid], &scratch[0])
             for k in range(start, stop):
                 if gf[k] != 0.0:
-                    _row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], gf[k], &acc[tid, 0])
+                    row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], gf[k], &acc[tid, 0])
     for j in range(d):
         xg[j] = 0.0
         for q in range(nt):
@@ -244,12 +198,12 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
             stop = offsets[q + 1]
             t = &work[4, 0]
             for k in range(start, stop):
-                t[k] = _row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &v[0])
+                t[k] = row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &v[0])
             _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0], &fen_sum[tid, 0],
                         &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
             for k in range(start, stop):
                 if t[k] != 0.0:
-                    _row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], t[k], &acc[tid, 0])
+                    row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], t[k], &acc[tid, 0])
     for j in range(d):
         out[j] = 0.0
         for q in range(nt):

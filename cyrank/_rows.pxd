@@ -1,0 +1,49 @@
+# Rows of X for the row-oriented kernels (RankSVM's pair losses, the domination loss's Newton products):
+# dense X is C-ordered with d columns, sparse X is CSR. Inline, noexcept nogil.
+from cyrank._typedefs cimport floating, index_t, intp_t
+
+cdef inline double row_dot(const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+                           intp_t d, intp_t r, const double* w) noexcept nogil:
+    """x_r . w in double precision (dense X is C-ordered with d columns; sparse X is CSR)."""
+    cdef intp_t k, stop
+    cdef const floating* x
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    if dense:
+        x = data + r * d
+        k = 0
+        while k + 4 <= d:  # four accumulators: independent additions the CPU can overlap
+            s0 += x[k] * w[k]
+            s1 += x[k + 1] * w[k + 1]
+            s2 += x[k + 2] * w[k + 2]
+            s3 += x[k + 3] * w[k + 3]
+            k += 4
+        while k < d:
+            s0 += x[k] * w[k]
+            k += 1
+        return (s0 + s1) + (s2 + s3)
+    k = indptr[r]
+    stop = indptr[r + 1]
+    while k + 4 <= stop:
+        s0 += data[k] * w[indices[k]]
+        s1 += data[k + 1] * w[indices[k + 1]]
+        s2 += data[k + 2] * w[indices[k + 2]]
+        s3 += data[k + 3] * w[indices[k + 3]]
+        k += 4
+    while k < stop:
+        s0 += data[k] * w[indices[k]]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef inline void row_axpy(const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+                          intp_t d, intp_t r, double a, double* out) noexcept nogil:
+    """out += a x_r."""
+    cdef intp_t k
+    cdef const floating* x
+    if dense:
+        x = data + r * d
+        for k in range(d):
+            out[k] += a * x[k]
+        return
+    for k in range(indptr[r], indptr[r + 1]):
+        out[indices[k]] += a * data[k]

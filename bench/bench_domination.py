@@ -28,6 +28,7 @@ from scipy.optimize import minimize  # noqa: E402
 from cyrank.datasets import load_lightgbm_rank  # noqa: E402
 from cyrank.domination import DominationRank, _cd  # noqa: E402
 from cyrank.domination import estimator as est_module  # noqa: E402
+from cyrank.domination.estimator import _columns  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
@@ -178,7 +179,8 @@ def optimum(X, y, qid, alpha, fun):
 def epoch_seconds(X, y, qid, epochs, alpha=1.0):
     """Seconds per sweep of the kernel (l2): (time of 1 + epochs sweeps - time of 1) / epochs."""
     est = DominationRank(alpha=alpha)
-    Xc, layout, _, (data, indices, indptr, dense) = est._problem(X, y, qid, None, sample=False)
+    Xc, layout, _ = est._problem(X, y, qid, None, sample=False)
+    data, indices, indptr, dense = _columns(Xc, layout.rows)
     beta = _cd.hessian_bounds(data, indices, indptr, dense, layout, _cd.HESSIAN_POPOVICIU)
     psr = 0 if dense else est_module.POWER_SUM_ROWS
     times = []

@@ -62,7 +62,7 @@ def get(name):
 register(SolverSpec(
     name="domination",
     estimator="cyrank.domination:DominationRank",
-    summary="domination loss by coordinate descent (l1/l2/elastic net)",
+    summary="domination loss: coordinate descent (l1/l2/elastic net) or trust-region Newton (l2)",
     demo_params={"penalty": "l2", "alpha": 1.0},
     small_params={"penalty": "l2", "alpha": 0.5, "tol": 1e-9, "max_iter": 10000},
     reference="reference.domination:solve",

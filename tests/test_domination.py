@@ -4,6 +4,7 @@ Problems are small and seeded. Every problem has a finite optimum: the l2 and el
 so; for l1 the labels are noisy functions of X (no direction separates every query), and alpha is large
 enough that the l1 optimum is attained (checked by the reference solver's "optimal" status).
 """
+import itertools
 import pickle
 import warnings
 
@@ -16,9 +17,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cyrank import RankingDataWarning
 from cyrank.domination import DominationRank
-from cyrank.domination import _cd
+from cyrank.domination import _cd, _smooth
 from cyrank.domination import estimator as estimator_module
-from cyrank.domination.estimator import _columns, _layout
+from cyrank.domination.estimator import _columns, _layout, _NewtonProblem, _rows_of
 from cyrank.io import load_model, save_model
 from cyrank.metrics import ndcg_score
 from reference import domination as ref
@@ -127,6 +128,53 @@ def test_hessian_bounds_are_valid_and_popoviciu_is_tighter(sparse):
             assert (g_plus - g_minus) / (2 * h) <= pop[r] * (1 + 1e-6) + 1e-9
 
 
+def brute_margin_loss(u, labels, qid):
+    """Loss, gradient and Hessian in the margins u, term by term: l_i = LSE(u over {i} + D(q, i)) - u_i."""
+    n = u.shape[0]
+    loss, grad, hess = 0.0, np.zeros(n), np.zeros((n, n))
+    for i in range(n):
+        D = np.flatnonzero((qid == qid[i]) & (labels < labels[i]))
+        if D.size == 0:
+            continue
+        S = np.r_[i, D]
+        z = u[S] - u[S].max()
+        p = np.exp(z) / np.exp(z).sum()
+        loss += u[S].max() + np.log(np.exp(z).sum()) - u[i]
+        gi = p.copy()
+        gi[0] -= 1.0
+        grad[S] += gi
+        hess[np.ix_(S, S)] += np.diag(p) - np.outer(p, p)
+    return loss, grad, hess
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("binary, group_by_query", [(False, True), (True, True), (False, False)])
+@pytest.mark.parametrize("threads", [False, True])
+def test_newton_products_match_brute_force(monkeypatch, fmt, dtype, binary, group_by_query, threads):
+    if threads:  # the parallel (OpenMP) path even on a small problem
+        monkeypatch.setattr(_smooth, "PARALLEL_MIN_ROWS", 0)
+    X, y, qid, o = make_problem(seed=41, n=70, d=6, n_queries=6, levels=5, density=0.6, offset=True)
+    y[:12] = 2.0  # ties
+    X = X.astype(dtype)
+    labels = (y > 0).astype(float) if binary else y
+    groups = qid if group_by_query else np.zeros_like(qid)
+    layout, _ = _layout(y, qid, o, binary=binary, group_by_query=group_by_query)
+    d = X.shape[1]
+    problem = _NewtonProblem(_rows_of(sp.csr_matrix(X) if fmt == "csr" else X), layout, 0.0, d)
+    rng = np.random.default_rng(42)
+    for scale in (0.5, 3.0, 300.0):  # margins up to the thousands: no overflow, no underflow
+        w = rng.normal(size=d) * scale
+        u = X.astype(np.float64) @ w - o
+        loss, grad, hess = brute_margin_loss(u, labels, groups)
+        assert problem.fun(w) == pytest.approx(loss, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(problem.grad(w), X.T.astype(np.float64) @ grad, rtol=1e-10, atol=1e-10)
+        for _ in range(3):
+            v = rng.normal(size=d)
+            np.testing.assert_allclose(problem.hess_vec(v), X.T.astype(np.float64) @ (hess @ (X @ v)),
+                                       rtol=1e-10, atol=1e-10)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The optimum, against cvxpy, for every variant
 # ---------------------------------------------------------------------------------------------------------
@@ -154,19 +202,19 @@ def test_reference_optimum_is_the_formula_at_its_minimiser(binary):
     assert sol.objective == pytest.approx(at_w, rel=1e-8)
 
 
-@pytest.mark.parametrize("penalty", ["l2", "l1", "elasticnet"])
+@pytest.mark.parametrize("penalty, solver", [("l2", "cd"), ("l2", "newton"), ("l1", "cd"), ("elasticnet", "cd")])
 @pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("offset", [False, True])
 @pytest.mark.parametrize("fmt", ["dense_c", "dense_f", "csr", "csc"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_optimum_matches_reference(penalty, binary, offset, fmt, dtype):
+def test_optimum_matches_reference(penalty, solver, binary, offset, fmt, dtype):
     X, y, qid, o = make_problem(seed=11, density=0.6, offset=offset)
     X = X.astype(dtype)
     Xf = {"dense_c": np.ascontiguousarray, "dense_f": np.asfortranarray, "csr": sp.csr_matrix,
           "csc": sp.csc_matrix}[fmt](X)
-    est = fit(Xf, y, qid, o, penalty=penalty, alpha=ALPHA[penalty], l1_ratio=0.4, binary=binary)
+    est = fit(Xf, y, qid, o, penalty=penalty, alpha=ALPHA[penalty], l1_ratio=0.4, binary=binary, solver=solver)
     sol = reference_optimum(penalty, binary, offset, dtype, ALPHA[penalty])
-    assert est.converged_ and est.kkt_violation_ <= TOL
+    assert est.solver_ == solver and est.converged_ and est.kkt_violation_ <= TOL
     assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
     assert est.objective_ >= sol.objective - 1e-7 * abs(sol.objective)  # the reference is the minimum
     assert est.coef_.dtype == np.float64 and est.coef_.shape == (X.shape[1],)
@@ -181,7 +229,7 @@ def test_power_sums_of_large_layers_match_reference(monkeypatch, penalty, binary
     # every dominating layer keeps power sums (normally only layers of >= POWER_SUM_ROWS rows, sparse X)
     monkeypatch.setattr(estimator_module, "POWER_SUM_ROWS", 1)
     X, y, qid, o = make_problem(seed=11, density=0.6, offset=True)
-    est = fit(sp.csc_matrix(X), y, qid, o, penalty=penalty, alpha=ALPHA[penalty], binary=binary)
+    est = fit(sp.csc_matrix(X), y, qid, o, penalty=penalty, alpha=ALPHA[penalty], binary=binary, solver="cd")
     sol = reference_optimum(penalty, binary, True, np.float64, ALPHA[penalty], l1_ratio=0.5)
     assert est.converged_ and est.objective_ == pytest.approx(sol.objective, rel=1e-6)
     h = est.history_["objective"]
@@ -199,7 +247,7 @@ def test_power_sums_on_one_large_query_equal_the_direct_sums(monkeypatch):
     for rows in (16, 0):
         monkeypatch.setattr(estimator_module, "POWER_SUM_ROWS", rows)
         for penalty in ("l1", "l2"):
-            results[rows, penalty] = fit(X, y, penalty=penalty, alpha=0.5)
+            results[rows, penalty] = fit(X, y, penalty=penalty, alpha=0.5, solver="cd")
     for penalty in ("l1", "l2"):
         a, b = results[16, penalty], results[0, penalty]
         assert a.converged_ and b.converged_
@@ -253,20 +301,24 @@ def test_large_features_and_offsets_converge_to_reference():
     X[:, 0] *= 1e3
     X[:, 1] *= 1e-3
     o = np.where(y >= 2, 50.0, 0.0)
-    for Xf in (X, sp.csc_matrix(X)):
-        est = fit(Xf, y, qid, o, alpha=0.5, max_iter=20000)
-        sol = ref.solve(X, y, qid, o, alpha=0.5)
+    sol = ref.solve(X, y, qid, o, alpha=0.5)
+    for Xf, solver in itertools.product((X, sp.csc_matrix(X)), ("cd", "newton")):
+        est = fit(Xf, y, qid, o, alpha=0.5, max_iter=20000, solver=solver)
         assert est.converged_ and np.isfinite(est.coef_).all()
         assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
 
 
-def test_margins_beyond_the_exponential_range_raise():
-    # rows b and j (the only members of D(b) + {b}) sit 1000 below the query's maximum margin
-    X = np.array([[1.0], [0.0], [0.0]])
+def test_margins_beyond_the_exponential_range_raise_in_cd_only():
+    # rows b and j (the only members of D(b) + {b}) sit 1000 below the query's maximum margin: beyond the
+    # shifted exponentials of coordinate descent, while the Newton products work in the log domain
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.5]])
     y = np.array([1.0, 1.0, 0.0])
     o = np.array([0.0, 1000.0, 1000.0])
     with pytest.raises(FloatingPointError, match="span more than"):
-        DominationRank().fit(X, y, offset=o)
+        DominationRank(solver="cd").fit(X, y, offset=o)
+    est = fit(X, y, None, o, alpha=0.1, solver="newton")
+    assert est.converged_ and est.coef_[1] > 0.1
+    assert est.objective_ == pytest.approx(ref.solve(X, y, None, o, alpha=0.1).objective, rel=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -277,7 +329,7 @@ def test_margins_beyond_the_exponential_range_raise():
 @pytest.mark.parametrize("penalty", ["l2", "l1"])
 def test_objective_never_increases(bound, penalty):
     X, y, qid, o = make_problem(seed=16, n=120, d=10, n_queries=6, density=0.5, offset=True)
-    est = fit(X, y, qid, o, penalty=penalty, alpha=0.3, hessian_bound=bound, tol=1e-12)
+    est = fit(X, y, qid, o, penalty=penalty, alpha=0.3, hessian_bound=bound, tol=1e-12, solver="cd")
     h = est.history_["objective"]
     assert est.n_iter_ > 5
     assert np.all(np.diff(h) <= 1e-13 * abs(h[0]))
@@ -286,33 +338,63 @@ def test_objective_never_increases(bound, penalty):
 
 def test_popoviciu_needs_fewer_epochs_to_the_same_optimum():
     X, y, qid, o = make_problem(seed=17, n=120, d=8, n_queries=6, offset=True)
-    a = fit(X, y, qid, o, hessian_bound="popoviciu")
-    b = fit(X, y, qid, o, hessian_bound="max_sq")
+    a = fit(X, y, qid, o, hessian_bound="popoviciu", solver="cd")
+    b = fit(X, y, qid, o, hessian_bound="max_sq", solver="cd")
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-9)
     assert a.n_iter_ < b.n_iter_
 
 
-def test_max_iter_warns_and_reports_not_converged():
+@pytest.mark.parametrize("solver", ["cd", "newton"])
+def test_max_iter_warns_and_reports_not_converged(solver):
     X, y, qid, _ = make_problem(seed=18)
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
-        est = DominationRank(max_iter=2, tol=1e-12).fit(X, y, qid)
+        est = DominationRank(max_iter=2, tol=1e-12, solver=solver).fit(X, y, qid)
     assert est.n_iter_ == 2 and not est.converged_ and est.kkt_violation_ > 1e-12
 
 
-def test_warm_start_continues_from_coef():
+@pytest.mark.parametrize("solver", ["cd", "newton"])
+def test_warm_start_continues_from_coef(solver):
     X, y, qid, _ = make_problem(seed=19)
-    est = fit(X, y, qid, warm_start=True)
+    est = fit(X, y, qid, warm_start=True, solver=solver)
     first = est.n_iter_
     est.fit(X, y, qid)
-    assert est.n_iter_ <= 2 < first and est.converged_
+    assert est.n_iter_ <= 1 < first and est.converged_
 
 
-def test_zero_column_and_constant_feature_get_zero_weight():
+@pytest.mark.parametrize("solver", ["cd", "newton"])
+def test_zero_column_and_constant_feature_get_zero_weight(solver):
     X, y, qid, _ = make_problem(seed=20)
     X = np.c_[X, np.zeros(X.shape[0]), np.ones(X.shape[0])]
-    est = fit(X, y, qid)
-    assert est.coef_[-2] == 0.0 and est.coef_[-1] == 0.0
+    est = fit(X, y, qid, solver=solver)
+    assert est.coef_[-2] == 0.0 and abs(est.coef_[-1]) <= 1e-14
     assert est.objective_ == pytest.approx(ref.solve(X, y, qid).objective, rel=1e-6)
+
+
+def test_newton_objective_decreases_and_needs_few_iterations():
+    X, y, qid, o = make_problem(seed=16, n=120, d=10, n_queries=6, density=0.5, offset=True)
+    newton = fit(X, y, qid, o, alpha=0.3, tol=1e-12, solver="newton")
+    cd = fit(X, y, qid, o, alpha=0.3, tol=1e-12, solver="cd")
+    h = newton.history_["objective"]
+    assert h.shape == newton.history_["n_nonzero"].shape and h.size >= 2
+    assert np.all(np.diff(h) <= 1e-13 * abs(h[0]))
+    assert h[-1] == pytest.approx(newton.objective_, rel=1e-14)
+    assert newton.objective_ == pytest.approx(cd.objective_, rel=1e-12)
+    assert newton.n_iter_ < 20 < cd.n_iter_ and newton.n_cg_iter_ > newton.n_iter_ and cd.n_cg_iter_ == 0
+
+
+@pytest.mark.parametrize("params, solver", [
+    ({}, "newton"),
+    ({"penalty": "elasticnet", "l1_ratio": 0.0}, "newton"),
+    ({"penalty": "elasticnet", "l1_ratio": 0.3}, "cd"),
+    ({"penalty": "l1"}, "cd"),
+    ({"feature_induction": 2}, "cd"),
+])
+def test_auto_solver_is_newton_for_smooth_objectives(params, solver):
+    X, y, qid, o = make_problem(seed=32, offset=True)
+    est = fit(X, y, qid, o, **params)
+    assert est.solver_ == solver
+    sol = ref.solve(X, y, qid, o, penalty=est.penalty, alpha=est.alpha, l1_ratio=est.l1_ratio)
+    assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -409,6 +491,10 @@ def test_pickle_and_safe_save_load(tmp_path):
     ({"max_iter": 0}, ValueError, "max_iter"),
     ({"tol": 0.0}, ValueError, "tol"),
     ({"hessian_bound": "exact"}, ValueError, "hessian_bound"),
+    ({"solver": "lbfgs"}, ValueError, "solver"),
+    ({"solver": "newton", "penalty": "l1"}, ValueError, "smooth"),
+    ({"solver": "newton", "penalty": "elasticnet"}, ValueError, "smooth"),
+    ({"solver": "newton", "feature_induction": 2}, ValueError, "feature_induction"),
     ({"binary": "yes"}, ValueError, "binary"),
 ])
 def test_bad_parameters(params, error, match):
@@ -460,7 +546,8 @@ EXPECTED_FAILED = {
 }
 
 
-@parametrize_with_checks([DominationRank(max_iter=200, tol=1e-4)], expected_failed_checks=lambda e: EXPECTED_FAILED)
+@parametrize_with_checks([DominationRank(max_iter=200, tol=1e-4), DominationRank(solver="cd", max_iter=200, tol=1e-4)],
+                         expected_failed_checks=lambda e: EXPECTED_FAILED)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

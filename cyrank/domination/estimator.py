@@ -23,9 +23,11 @@ from .._base import LinearRankerMixin
 from .._queries import QueryGroups
 from .._validation import check_option, check_param, check_ranking_data, check_row_weights, warn_if_no_pairs
 from ..io import register_model
-from . import _cd
+from ..optim.tron import tron
+from . import _cd, _smooth
 
 PENALTIES = ("l2", "l1", "elasticnet")
+SOLVERS = ("auto", "cd", "newton")
 # With sparse X, dominating layers of at least this many rows keep power sums (see _cd.pyx) so that an
 # update costs the column's entries, not the rows of the layers it touches. Dense X touches every row anyway.
 POWER_SUM_ROWS = 16
@@ -117,9 +119,46 @@ def _columns(X, rows):
     return (Xs.ravel(order="F"), np.arange(n, dtype=np.int64), np.arange(d + 1, dtype=np.int64) * n, True)
 
 
+def _rows_of(X):
+    """X for the row-oriented Newton products (_smooth.pyx): (data, indices, indptr, dense); C-ordered dense
+    X is read through indices = [0], indptr = [0, 1] (unused), sparse X as CSR (converted once)."""
+    if sp.issparse(X):
+        Xr = X.tocsr()
+        itype = np.promote_types(Xr.indices.dtype, Xr.indptr.dtype)
+        return (np.ascontiguousarray(Xr.data), Xr.indices.astype(itype, copy=False),
+                Xr.indptr.astype(itype, copy=False), False)
+    return np.ascontiguousarray(X).ravel(), np.zeros(1, np.int64), np.array([0, 1], np.int64), True
+
+
+class _NewtonProblem:
+    """L(Xw) + lam2 ||w||_2^2 for cyrank.optim.tron: fun / grad / hess_vec from _smooth.pyx.
+
+    fun computes the loss gradient in the same pass (TRON asks for grad right after fun at the same point);
+    hess_vec uses the state of the last fun: gradient 2 lam2 w + X'g, Hessian 2 lam2 I + X'H X.
+    """
+
+    def __init__(self, rows, layout, lam2, d):
+        self.rows, self.lam2, self.d = rows, lam2, d
+        self.state = _smooth.State(layout)
+        self._xg = np.zeros(d)
+
+    def fun(self, w):
+        loss = _smooth.fun_grad(*self.rows, self.d, self.state, w, self._xg)
+        return loss + self.lam2 * float(w @ w)
+
+    def grad(self, w):
+        return self._xg + 2.0 * self.lam2 * w
+
+    def hess_vec(self, v):
+        out = np.empty(self.d)
+        _smooth.hess_vec(*self.rows, self.d, self.state, v, out)
+        return out + 2.0 * self.lam2 * v
+
+
 @register_model
 class DominationRank(LinearRankerMixin, BaseEstimator):
-    """Linear ranker minimising the domination loss by coordinate descent (domination-cd.txt).
+    """Linear ranker minimising the domination loss by coordinate descent (domination-cd.txt), or, for the
+    smooth l2 penalty, by trust-region Newton.
 
     Objective (DESIGN.md Objective 1), with f = X w and offsets o >= 0::
 
@@ -133,6 +172,10 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     so the objective never increases. The bound's curvature is ``hessian_bound``: "popoviciu" (default;
     sum over dominating rows i of (max - min)^2 / 4 of the feature over D(q, i) + {i}) or "max_sq" (the
     thesis: sum_q m_q max_{j in q} x_j^2).
+
+    With the l2 penalty the objective is smooth and ``solver="newton"`` (the default there) minimises it by
+    trust-region Newton-CG (cyrank.optim.tron) with exact gradients and Hessian-vector products in
+    O(nnz + rows) each (cyrank/domination/_smooth.pyx).
 
     Parameters
     ----------
@@ -153,9 +196,14 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         Keep ceil(neg_sample * n_0) of the n_0 lowest-layer rows of every query (the "Sampled" variant,
         section 8.2), chosen with ``random_state``. The objective minimised and reported is then the objective
         above on the kept rows (``sample_mask_``).
+    solver : {"auto", "cd", "newton"}, default="auto"
+        "cd": coordinate descent (every penalty). "newton": trust-region Newton-CG, for a smooth objective only
+        (penalty "l2", or "elasticnet" with l1_ratio = 0; no feature induction). "auto": "newton" when it
+        applies, otherwise "cd".
     hessian_bound : {"popoviciu", "max_sq"}, default="popoviciu"
+        Curvature of the coordinate steps (solver "cd" only).
     max_iter : int >= 1, default=1000
-        Maximum number of sweeps (epochs) over the active features.
+        Maximum number of sweeps (epochs) over the active features ("cd") or of Newton iterations ("newton").
     tol : float > 0, default=1e-6
         Stop when ``kkt_violation_`` <= tol.
     warm_start : bool, default=False
@@ -168,12 +216,16 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
+    solver_ : str
+        The solver used, "cd" or "newton".
     n_iter_ : int
-        Sweeps over the active features.
+        Sweeps over the active features ("cd") or Newton iterations ("newton").
+    n_cg_iter_ : int
+        Conjugate-gradient steps (Hessian-vector products) of all Newton iterations; 0 for "cd".
     objective_ : float
         Final objective, recomputed from ``coef_`` in float64.
     history_ : dict
-        "objective" and "n_nonzero" after each sweep.
+        "objective" and "n_nonzero" after each sweep or accepted Newton step.
     kkt_violation_ : float
         max_r dist(-dL/dw_r, subdifferential of the penalty at w_r), divided by max_r |dL/dw_r| at w = 0.
     converged_ : bool
@@ -184,8 +236,8 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     """
 
     def __init__(self, penalty="l2", alpha=1.0, l1_ratio=0.5, *, binary=False, group_by_query=True,
-                 feature_induction=None, neg_sample=None, hessian_bound="popoviciu", max_iter=1000, tol=1e-6,
-                 warm_start=False, random_state=None, verbose=0):
+                 feature_induction=None, neg_sample=None, solver="auto", hessian_bound="popoviciu", max_iter=1000,
+                 tol=1e-6, warm_start=False, random_state=None, verbose=0):
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -193,6 +245,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         self.group_by_query = group_by_query
         self.feature_induction = feature_induction
         self.neg_sample = neg_sample
+        self.solver = solver
         self.hessian_bound = hessian_bound
         self.max_iter = max_iter
         self.tol = tol
@@ -224,23 +277,48 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         check_param("verbose", self.verbose, low=0, integer=True)
         return lam
 
+    def _solver(self, lam1):
+        """The solver to run: "newton" needs a smooth objective (lam1 = 0) and no feature induction."""
+        check_option("solver", self.solver, SOLVERS)
+        smooth = lam1 == 0 and self.feature_induction is None
+        if self.solver == "newton" and not smooth:
+            raise ValueError("solver='newton' needs a smooth objective (penalty='l2', or 'elasticnet' with "
+                             "l1_ratio=0) and feature_induction=None; use solver='cd'")
+        return "newton" if self.solver == "newton" or (self.solver == "auto" and smooth) else "cd"
+
     def _problem(self, X, y, qid, offset, *, sample):
         X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csc", "csr"), dtype=(np.float64, np.float32))
         offset = check_row_weights(offset, X.shape[0], name="offset")
         layout, mask = _layout(y, qid, offset, binary=self.binary, group_by_query=self.group_by_query,
                                neg_sample=self.neg_sample if sample else None, random_state=self.random_state)
-        return X, layout, mask, _columns(X, layout.rows)
+        return X, layout, mask
 
     # -- fit -----------------------------------------------------------------------------------------------
     def fit(self, X, y, qid=None, offset=None):
         """Minimise the objective on (X, y) grouped by ``qid``; ``offset`` (>= 0) are per-row margins o_i."""
         lam1, lam2 = self._check_params()
-        X, layout, mask, (data, indices, indptr, dense) = self._problem(X, y, qid, offset, sample=True)
+        solver = self._solver(lam1)
+        X, layout, mask = self._problem(X, y, qid, offset, sample=True)
         d = X.shape[1]
-        beta = _cd.hessian_bounds(data, indices, indptr, dense, layout, HESSIAN_BOUNDS[self.hessian_bound])
         w = np.zeros(d)
         if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (d,):
             w[:] = self.coef_
+        fit_solver = self._fit_newton if solver == "newton" else self._fit_cd
+        objective, hist_obj, hist_nnz, violation = fit_solver(X, layout, w, lam1, lam2)
+        self.coef_ = w
+        self.solver_ = solver
+        self.objective_ = float(objective)
+        self.history_ = {"objective": np.asarray(hist_obj, dtype=np.float64),
+                         "n_nonzero": np.asarray(hist_nnz, dtype=np.int64)}
+        self.kkt_violation_ = float(violation)
+        self.sample_mask_ = mask if self.neg_sample is not None else None
+        self.n_features_in_ = d
+        return self
+
+    def _fit_cd(self, X, layout, w, lam1, lam2):
+        """Coordinate descent (_cd.pyx) in place on w; sets n_iter_, n_cg_iter_ = 0 and converged_."""
+        data, indices, indptr, dense = _columns(X, layout.rows)
+        beta = _cd.hessian_bounds(data, indices, indptr, dense, layout, HESSIAN_BOUNDS[self.hessian_bound])
         if lam1 > 0 or lam2 > 0:
             w[beta == 0] = 0.0  # such a feature never changes the loss: the penalty alone sets it to 0
         hist_obj = np.zeros(self.max_iter)
@@ -252,20 +330,33 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         if underflow:
             raise FloatingPointError(_cd.UNDERFLOW_MESSAGE)
         loss, pen = _cd.objective(data, indices, indptr, dense, layout, w, lam1, lam2)
-        self.coef_ = w
-        self.n_iter_ = int(n_iter)
-        self.objective_ = float(loss + pen)
-        self.history_ = {"objective": hist_obj[:n_iter].copy(), "n_nonzero": hist_nnz[:n_iter].astype(np.int64)}
-        self.kkt_violation_ = float(viol / scale)
-        self.converged_ = bool(converged)
-        self.sample_mask_ = mask if self.neg_sample is not None else None
-        self.n_features_in_ = d
+        self.n_iter_, self.n_cg_iter_, self.converged_ = int(n_iter), 0, bool(converged)
         if not converged:
             warnings.warn(
                 f"DominationRank stopped after max_iter={self.max_iter} sweeps with KKT violation "
-                f"{self.kkt_violation_:.3g} > tol={self.tol:g}; increase max_iter or tol",
-                ConvergenceWarning, stacklevel=2)
-        return self
+                f"{viol / scale:.3g} > tol={self.tol:g}; increase max_iter or tol",
+                ConvergenceWarning, stacklevel=3)
+        return loss + pen, hist_obj[:n_iter], hist_nnz[:n_iter], viol / scale
+
+    def _fit_newton(self, X, layout, w, lam1, lam2):
+        """Trust-region Newton (cyrank.optim.tron) in place on w; sets n_iter_, n_cg_iter_ and converged_.
+
+        TRON stops when ||grad||_2 <= tol * scale, scale = max_r |dL/dw_r| at w = 0, which bounds
+        kkt_violation_ = ||grad||_inf / scale by tol (TRON itself warns when it stops short).
+        """
+        d = X.shape[1]
+        problem = _NewtonProblem(_rows_of(X), layout, lam2, d)
+        problem.fun(np.zeros(d))
+        scale = float(np.max(np.abs(problem.grad(np.zeros(d))), initial=0.0)) or 1.0
+        nnz = []
+        res = tron(problem, w, tol=float(self.tol), max_iter=self.max_iter, grad_norm0=scale,
+                   callback=lambda x: nnz.append(np.count_nonzero(x)), verbose=self.verbose,
+                   name="DominationRank")
+        w[:] = res.x
+        objective = problem.fun(w)  # exact float64 objective and gradient at the returned point
+        violation = float(np.max(np.abs(problem.grad(w)), initial=0.0)) / scale
+        self.n_iter_, self.n_cg_iter_, self.converged_ = int(res.n_iter), int(res.n_cg), bool(res.converged)
+        return objective, res.history["fun"][1:], nnz, violation
 
     # -- prediction: decision_function = X @ coef_, predict = scores, score = mean NDCG@10 (LinearRankerMixin)
     def objective(self, X, y, qid=None, offset=None, coef=None):
@@ -277,7 +368,8 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         if coef is None:
             check_is_fitted(self, "coef_")
             coef = self.coef_
-        X, layout, _, (data, indices, indptr, dense) = self._problem(X, y, qid, offset, sample=False)
+        X, layout, _ = self._problem(X, y, qid, offset, sample=False)
+        data, indices, indptr, dense = _columns(X, layout.rows)
         coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
         if coef.shape != (X.shape[1],):
             raise ValueError(f"coef has shape {coef.shape}; expected ({X.shape[1]},)")

@@ -137,12 +137,14 @@ def _to_boundary(s, Ms, d, Md, delta):
     return (delta * delta - ss) / (sd + rad) if sd >= 0 else (rad - sd) / dd
 
 
-def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, verbose=0, name="TRON"):
+def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, callback=None, verbose=0,
+         name="TRON"):
     """Minimise ``problem`` from ``x0`` by trust-region Newton-CG; see the module docstring.
 
     ``grad_norm0``: reference gradient norm of the stopping rule ||g|| <= tol * grad_norm0 (default ||g(x0)||).
     ``max_cg``: CG iterations per Newton step (default: the dimension). Warns ``ConvergenceWarning`` when
     ``max_iter`` Newton iterations do not reach the tolerance, or when no step can decrease f any more.
+    ``callback(x)`` is called after every accepted step.
     """
     p = problem if hasattr(problem, "metric") else _Euclidean(problem)
     x = np.array(x0, dtype=np.float64, copy=True)
@@ -197,6 +199,8 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
             gnorm = math.sqrt(max(float(g @ Mg), 0.0))
             history["fun"].append(f)
             history["grad_norm"].append(gnorm)
+            if callback is not None:
+                callback(x)
         elif g_new is not None:  # the Hessian state moved to the rejected point: move it back
             p.fun(x, Mx)
             p.grad(x)

@@ -1,0 +1,211 @@
+"""Domination loss, gradient and Hessian-vector products in O(nnz + rows): the products of the Newton solver
+(DominationRank(solver="newton"), for the smooth l2 penalty; DESIGN.md Objective 1, domination-cd.txt sections 2-4).
+
+Rows are visited in the (query, label) order of estimator._layout: query q owns query-layers
+q_ptr[q]:q_ptr[q+1] (ascending label), query-layer k owns sorted rows lay_ptr[k]:lay_ptr[k+1], and sorted
+row p is data row rows[p]. With margins u_p = x_p.w - o_p and D_k the rows of the layers below k:
+
+    LZ_k = log sum_{j in D_k} exp(u_j)                       (log domain: no overflow, no underflow)
+    l_i  = log(1 + exp(LZ_k - u_i)) = softplus(LZ_k - u_i)     for i in layer k >= 1 of its query
+    s_i  = sigmoid(LZ_k - u_i),  A_k = sum_{i in k} s_i
+
+Gradient (in u):  g_j = E_j T_l - s_j   with l the layer of j, E_j = exp(u_j - LZ_{l+1}) <= 1 and
+T_l = sum_{k > l} A_k exp(LZ_{l+1} - LZ_k) = A_{l+1} + rho_{l+1} T_{l+1},  rho_k = exp(LZ_k - LZ_{k+1}) <= 1
+(LZ_k increases with k because the D_k are nested; s_j = 0 in the lowest layer, E_j = 0 in the top one).
+
+Hessian (in u): l_i is log-sum-exp over S_i = {i} + D_k minus u_i, so its Hessian is diag(p) - p p' with
+p_i = 1 - s_i and p_j = s_i exp(u_j - LZ_k). With V_k = sum_{j in D_k} exp(u_j - LZ_k) v_j (bottom-up:
+V_{k+1} = rho_k V_k + sum_{j in layer k} E_j v_j) and t_i = p.v over S_i = (1 - s_i) v_i + s_i V_k:
+
+    (H v)_j = (1 - s_j) s_j (v_j - V_l) + E_j (v_j T_l - U_l),   U_l = B_{l+1} + rho_{l+1} U_{l+1},
+    B_k = sum_{i in k} s_i t_i.
+
+Every factor is a probability or a ratio <= 1, so margins of any size are safe. The linear model's gradient
+and Hessian product are X' g and X' H X v; each query's rows are read once per product (x.w, the query
+sweep, then X' while in cache), queries in parallel (OpenMP), each thread with its own share of X'z.
+"""
+import numpy as np
+
+from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport exp, log, INFINITY
+
+from cyrank._math cimport log1pexp, sigmoid
+from cyrank._parallel cimport max_threads
+from cyrank._rows cimport row_axpy, row_dot
+from cyrank._typedefs cimport floating, index_t, intp_t
+
+# Layouts with fewer rows than this run single-threaded (a parallel region costs microseconds).
+PARALLEL_MIN_ROWS = 20000
+
+
+cdef inline double logaddexp(double a, double b) noexcept nogil:
+    if a == -INFINITY:
+        return b
+    if a >= b:
+        return a + log(1.0 + exp(b - a))
+    return b + log(1.0 + exp(a - b))
+
+
+# ---------------------------------------------------------------------------------------- one query, margins
+cdef double query_grad(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* u, double* E, double* s,
+                       double* g, double* rho, double* T) noexcept nogil:
+    """Loss of one query (layers k0:k1) at margins u; fills E, s, g (rows) and rho, T (layers)."""
+    cdef intp_t k, p, top = k1 - 1
+    cdef double lz = -INFINITY, lz_new, lz_below, m, acc, scale, x, loss = 0.0, T_above = 0.0
+    # bottom-up: LZ_{k+1} from LZ_k and layer k; E_j = exp(u_j - LZ_{k+1}); rho_k = exp(LZ_k - LZ_{k+1})
+    for k in range(k0, top):
+        m = -INFINITY
+        for p in range(lay_ptr[k], lay_ptr[k + 1]):
+            if u[p] > m:
+                m = u[p]
+        acc = 0.0
+        for p in range(lay_ptr[k], lay_ptr[k + 1]):
+            E[p] = exp(u[p] - m)
+            acc += E[p]
+        lz_new = logaddexp(lz, m + log(acc))
+        rho[k] = exp(lz - lz_new)  # 0 for the lowest layer (LZ = -inf), never used there
+        scale = exp(m - lz_new)
+        for p in range(lay_ptr[k], lay_ptr[k + 1]):
+            E[p] *= scale
+        lz = lz_new
+        T[k + 1] = lz  # LZ_{k+1}, kept in T until the top-down pass below overwrites it
+    for p in range(lay_ptr[top], lay_ptr[k1]):
+        E[p] = 0.0
+    for p in range(lay_ptr[k0], lay_ptr[k0 + 1]):
+        s[p] = 0.0
+    # losses, s_i and A_k of every dominating layer, then T top-down (T_l needs A_{l+1} and T_{l+1} only)
+    lz = T[top]
+    for k in range(top, k0, -1):
+        lz_below = T[k - 1]  # LZ_{k-1}, read before T_{k-1} replaces it
+        acc = 0.0
+        for p in range(lay_ptr[k], lay_ptr[k + 1]):
+            x = lz - u[p]
+            loss += log1pexp(x)
+            s[p] = sigmoid(x)
+            acc += s[p]
+        T[k - 1] = acc + (rho[k] * T_above if k < top else 0.0)  # T_{k-1} = A_k + rho_k T_k, T_top = 0
+        T_above = T[k - 1]
+        lz = lz_below
+    T[top] = 0.0
+    for k in range(k0, k1):
+        for p in range(lay_ptr[k], lay_ptr[k + 1]):
+            g[p] = E[p] * T[k] - s[p]
+    return loss
+
+
+cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* E, const double* s,
+                     const double* rho, const double* T, const double* v, double* h, double* V,
+                     double* U) noexcept nogil:
+    """h = H v for one query (layers k0:k1), with the state (E, s, rho, T) of query_grad."""
+    cdef intp_t k, p, top = k1 - 1
+    cdef double acc, t, B
+    # bottom-up V_k (V[k0] unused)
+    acc = 0.0
+    for k in range(k0, top):
+        acc = (rho[k] * acc if k > k0 else 0.0)
+        for p in range(lay_ptr[k], lay_ptr[k + 1]):
+            acc += E[p] * v[p]
+        V[k + 1] = acc
+    # own terms and B_k, then U top-down: U_{k-1} = B_k + rho_k U_k
+    U[top] = 0.0
+    for k in range(top, k0, -1):
+        B = 0.0
+        for p in range(lay_ptr[k], lay_ptr[k + 1]):
+            t = (1.0 - s[p]) * v[p] + s[p] * V[k]
+            B += s[p] * t
+            h[p] = (1.0 - s[p]) * s[p] * (v[p] - V[k])
+        U[k - 1] = B + (rho[k] * U[k] if k < top else 0.0)
+    for p in range(lay_ptr[k0], lay_ptr[k0 + 1]):
+        h[p] = 0.0
+    for k in range(k0, top):
+        for p in range(lay_ptr[k], lay_ptr[k + 1]):
+            h[p] += E[p] * (v[p] * T[k] - U[k])
+
+
+# ------------------------------------------------------------------------------------------ linear model
+cdef class State:
+    """Layout arrays (see the module docstring), the per-row / per-layer state of the last gradient
+    (u, E, s, g; rho, T) and the scratch of hess_vec (xv = X v, h = H xv; V, U)."""
+    cdef public object rows, q_ptr, lay_ptr, offset
+    cdef public intp_t n_rows, n_layers, n_queries, n_threads
+    cdef public object u, E, s, g, rho, T, xv, h, V, U
+
+    def __init__(self, layout):
+        self.rows = np.ascontiguousarray(layout.rows, dtype=np.int64)
+        self.q_ptr = np.ascontiguousarray(layout.q_ptr, dtype=np.int64)
+        self.lay_ptr = np.ascontiguousarray(layout.lay_ptr, dtype=np.int64)
+        self.offset = np.ascontiguousarray(layout.offset, dtype=np.float64)
+        self.n_rows = self.rows.shape[0]
+        self.n_layers = self.lay_ptr.shape[0] - 1
+        self.n_queries = self.q_ptr.shape[0] - 1
+        self.n_threads = 1 if self.n_rows < PARALLEL_MIN_ROWS else max(1, min(max_threads(), self.n_queries))
+        for name in ("u", "E", "s", "g", "xv", "h"):
+            setattr(self, name, np.zeros(self.n_rows))
+        for name in ("rho", "T", "V", "U"):
+            setattr(self, name, np.zeros(self.n_layers + 1))
+
+
+def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+             intp_t n_features, State st, const double[::1] w, double[::1] xg):
+    """Loss at w (no penalty); xg = X' dL/du. Keeps the state for hess_vec."""
+    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, tid, j
+    cdef const intp_t[::1] rows = st.rows, q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
+    cdef const double[::1] off = st.offset
+    cdef double[::1] u = st.u, E = st.E, s = st.s, g = st.g, rho = st.rho, T = st.T
+    acc_arr = np.zeros((nt, d))
+    cdef double[:, ::1] acc = acc_arr
+    cdef double loss = 0.0
+    cdef const floating* X = &data[0] if data.shape[0] else NULL
+    cdef const index_t* ind_p = &indices[0] if indices.shape[0] else NULL
+    cdef const index_t* ptr_p = &indptr[0]
+    if w.shape[0] != d or xg.shape[0] != d:
+        raise ValueError("fun_grad: wrong array sizes")
+    xg[:] = 0.0
+    if nq == 0:
+        return 0.0
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        for q in prange(nq, schedule="dynamic"):
+            for p in range(lay_ptr[q_ptr[q]], lay_ptr[q_ptr[q + 1]]):
+                u[p] = row_dot(X, ind_p, ptr_p, dense, d, rows[p], &w[0]) - off[p]
+            loss += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &u[0], &E[0], &s[0], &g[0], &rho[0], &T[0])
+            for p in range(lay_ptr[q_ptr[q]], lay_ptr[q_ptr[q + 1]]):
+                if g[p] != 0.0:
+                    row_axpy(X, ind_p, ptr_p, dense, d, rows[p], g[p], &acc[tid, 0])
+    for q in range(nt):
+        for j in range(d):
+            xg[j] += acc[q, j]
+    return loss
+
+
+def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+             intp_t n_features, State st, const double[::1] v, double[::1] out):
+    """out = X' H X v, H the Hessian in u at the point of the last fun_grad."""
+    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, tid, j
+    cdef const intp_t[::1] rows = st.rows, q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
+    cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U, xv = st.xv, h = st.h
+    acc_arr = np.zeros((nt, d))
+    cdef double[:, ::1] acc = acc_arr
+    cdef const floating* X = &data[0] if data.shape[0] else NULL
+    cdef const index_t* ind_p = &indices[0] if indices.shape[0] else NULL
+    cdef const index_t* ptr_p = &indptr[0]
+    if v.shape[0] != d or out.shape[0] != d:
+        raise ValueError("hess_vec: wrong array sizes")
+    out[:] = 0.0
+    if nq == 0:
+        return
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        for q in prange(nq, schedule="dynamic"):
+            for p in range(lay_ptr[q_ptr[q]], lay_ptr[q_ptr[q + 1]]):
+                xv[p] = row_dot(X, ind_p, ptr_p, dense, d, rows[p], &v[0])
+            query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0], &xv[0], &h[0],
+                       &V[0], &U[0])
+            for p in range(lay_ptr[q_ptr[q]], lay_ptr[q_ptr[q + 1]]):
+                if h[p] != 0.0:
+                    row_axpy(X, ind_p, ptr_p, dense, d, rows[p], h[p], &acc[tid, 0])
+    for q in range(nt):
+        for j in range(d):
+            out[j] += acc[q, j]

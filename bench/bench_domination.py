@@ -150,8 +150,11 @@ def lbfgs_trace(make_fun, d, f_star, gap=1e-6, max_seconds=600):
     return reached[0], res.nit, per_eval, trace
 
 
-def cd_time_to_gap(X, y, qid, f_star, gap=1e-6, **params):
-    """Seconds of the fastest fit (loosest tol among 1e-2 .. 1e-11) whose objective is within the gap."""
+def time_to_gap(X, y, qid, f_star, gap=1e-6, **params):
+    """Seconds of the fastest fit (loosest tol among 1e-2 .. 1e-11) whose objective is within the gap.
+
+    Returns (seconds, n_iter, tol, n_cg_iter) or Nones.
+    """
     for k in range(2, 12):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -159,15 +162,15 @@ def cd_time_to_gap(X, y, qid, f_star, gap=1e-6, **params):
             est = DominationRank(tol=10.0 ** -k, max_iter=100000, **params).fit(X, y, qid)
             dt = time.perf_counter() - t
         if est.objective_ - f_star <= gap * abs(f_star):
-            return dt, est.n_iter_, 10.0 ** -k
-    return None, None, None
+            return dt, est.n_iter_, 10.0 ** -k, est.n_cg_iter_
+    return None, None, None, None
 
 
 def optimum(X, y, qid, alpha, fun):
-    """f* = the best of CD at tol 1e-11 and L-BFGS-B run to its own convergence."""
+    """f* = the best of Newton at tol 1e-11 and L-BFGS-B run to its own convergence from there."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = DominationRank(alpha=alpha, tol=1e-11, max_iter=100000).fit(X, y, qid)
+        est = DominationRank(alpha=alpha, tol=1e-11, max_iter=100000, solver="newton").fit(X, y, qid)
     res = minimize(fun, est.coef_, jac=True, method="L-BFGS-B", options={"ftol": 1e-16, "gtol": 1e-13})
     return min(est.objective_, res.fun), est
 
@@ -217,14 +220,14 @@ def bench_speed(quick):
 
 
 def bench_lbfgs(quick):
-    print("\n### Time to a 1e-6 relative objective gap: DominationRank vs L-BFGS-B (l2)\n")
-    print("f* = best of CD at tol 1e-11 and L-BFGS-B polished from there. CD: the fastest fit (loosest tol "
-          "among 1e-2 .. 1e-11) within the gap. L-BFGS-B: scipy from w = 0 with a vectorised numpy loss and "
-          "gradient, time of the first evaluation within the gap. Both timed from raw (X, y, qid), setup "
-          "included. The last two columns are the cost of one CD sweep and of one L-BFGS-B evaluation.\n")
-    print("| problem | alpha | CD s (sweeps, tol) | L-BFGS-B s (iterations) | L-BFGS-B / CD | "
-          "s / CD sweep | s / L-BFGS-B evaluation |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n### Time to a 1e-6 relative objective gap: DominationRank (Newton, CD) vs L-BFGS-B (l2)\n")
+    print("f* = best of Newton at tol 1e-11 and L-BFGS-B polished from there. Newton and CD: the fastest fit "
+          "(loosest tol among 1e-2 .. 1e-11) within the gap. L-BFGS-B: scipy from w = 0 with a vectorised numpy "
+          "loss and gradient, time of the first evaluation within the gap. All timed from raw (X, y, qid), setup "
+          "included. The last columns are the cost of one CD sweep and of one L-BFGS-B evaluation.\n")
+    print("| problem | alpha | Newton s (iterations, CG steps, tol) | CD s (sweeps, tol) | L-BFGS-B s (iterations) "
+          "| L-BFGS-B / Newton | L-BFGS-B / CD | s / CD sweep | s / L-BFGS-B evaluation |")
+    print("|---|---|---|---|---|---|---|---|---|")
     X, y, qid = load_lightgbm_rank("train")
     n, d, nnz = (20_000, 20_000, 1_000_000) if quick else (100_000, 100_000, 5_000_000)
     cases = [
@@ -243,20 +246,22 @@ def bench_lbfgs(quick):
         mine = DominationRank(alpha=alpha).objective(X, y, qid, coef=w)
         assert abs(fun(w)[0] - mine) <= 1e-9 * abs(mine), "numpy objective disagrees with DominationRank"
         f_star, _ = optimum(X, y, qid, alpha, fun)
-        t_cd, it_cd, tol = cd_time_to_gap(X, y, qid, f_star, alpha=alpha)
+        t_nt, it_nt, tol_nt, cg_nt = min(time_to_gap(X, y, qid, f_star, alpha=alpha, solver="newton")
+                                         for _ in range(3))
+        t_cd, it_cd, tol, _ = time_to_gap(X, y, qid, f_star, alpha=alpha, solver="cd")
         sweep, _ = epoch_seconds(X, y, qid, epochs=5, alpha=alpha)
         t_lb, it_lb, per_eval, trace = lbfgs_trace(lambda: NumpyDominationLoss(X, y, qid, alpha), X.shape[1],
                                                    f_star)
-        ratio = f"{t_lb / t_cd:.1f}x" if (t_cd and t_lb) else "n/a"
-        print(f"| {name} | {alpha:g} | {t_cd:.2f} ({it_cd}, {tol:.0e}) | {t_lb:.2f} ({it_lb}) | {ratio} | "
-              f"{sweep:.4f} | {per_eval:.4f} |", flush=True)
+        ratio = lambda t: f"{t_lb / t:.1f}x" if (t and t_lb) else "n/a"
+        print(f"| {name} | {alpha:g} | {t_nt:.3f} ({it_nt}, {cg_nt}, {tol_nt:.0e}) | {t_cd:.2f} ({it_cd}, {tol:.0e}) "
+              f"| {t_lb:.3f} ({it_lb}) | {ratio(t_nt)} | {ratio(t_cd)} | {sweep:.4f} | {per_eval:.4f} |", flush=True)
         curves.append((f"{name}, alpha={alpha:g}", X, y, qid, alpha, f_star, trace))
     plot_gap_curves(curves)
 
 
 def plot_gap_curves(curves):
-    """Relative objective gap against seconds: CD (one fit at tol 1e-9, sweeps spread evenly over its run
-    time) and L-BFGS-B (every evaluation)."""
+    """Relative objective gap against seconds: Newton and CD (one fit each at tol 1e-9, iterations spread
+    evenly over its run time) and L-BFGS-B (every evaluation)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -264,14 +269,15 @@ def plot_gap_curves(curves):
 
     fig, axes = plt.subplots(1, len(curves), figsize=(4 * len(curves), 3.2))
     for ax, (name, X, y, qid, alpha, f_star, trace) in zip(np.atleast_1d(axes), curves):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t = time.perf_counter()
-            est = DominationRank(alpha=alpha, tol=1e-9, max_iter=100000).fit(X, y, qid)
-            dt = time.perf_counter() - t
-        h = est.history_["objective"]
-        ax.semilogy(dt * np.arange(1, h.size + 1) / h.size, np.maximum(h - f_star, 1e-16) / abs(f_star),
-                    label="DominationRank (CD)")
+        for solver in ("newton", "cd"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t = time.perf_counter()
+                est = DominationRank(alpha=alpha, tol=1e-9, max_iter=100000, solver=solver).fit(X, y, qid)
+                dt = time.perf_counter() - t
+            h = est.history_["objective"]
+            ax.semilogy(dt * np.arange(1, h.size + 1) / h.size, np.maximum(h - f_star, 1e-16) / abs(f_star),
+                        label=f"DominationRank ({solver})")
         tl = np.array(trace)
         ax.semilogy(tl[:, 0], np.maximum(np.minimum.accumulate(tl[:, 1]) - f_star, 1e-16) / abs(f_star),
                     label="L-BFGS-B (numpy)")
@@ -290,8 +296,8 @@ def bench_cvxpy(quick):
 
     print("\n### Against cvxpy (Clarabel) at the largest size it solves within a minute (l2, alpha = 1)\n")
     print("Dense LETOR-like data with 20 features and queries of 20 rows; cvxpy time includes compilation.\n")
-    print("| rows | cvxpy s | CD s (to 1e-6 gap) | L-BFGS-B s | cvxpy / CD |")
-    print("|---|---|---|---|---|")
+    print("| rows | cvxpy s | Newton s (to 1e-6 gap) | CD s (to 1e-6 gap) | L-BFGS-B s | cvxpy / Newton |")
+    print("|---|---|---|---|---|---|")
     sizes = [250, 500, 1000] if quick else [1000 * 2 ** k for k in range(8)]
     for n in sizes:
         X, y, qid = dense_problem(n, 20, 20, seed=1)
@@ -300,9 +306,11 @@ def bench_cvxpy(quick):
         t_cvx = time.perf_counter() - t
         fun = NumpyDominationLoss(X, y, qid, 1.0)
         f_star = min(sol.objective, optimum(X, y, qid, 1.0, fun)[0])
-        t_cd, _, _ = cd_time_to_gap(X, y, qid, f_star, alpha=1.0)
+        t_nt = time_to_gap(X, y, qid, f_star, alpha=1.0, solver="newton")[0]
+        t_cd = time_to_gap(X, y, qid, f_star, alpha=1.0, solver="cd")[0]
         t_lb = lbfgs_trace(lambda: NumpyDominationLoss(X, y, qid, 1.0), X.shape[1], f_star)[0]
-        print(f"| {n:,} | {t_cvx:.1f} ({sol.solver}) | {t_cd:.3f} | {t_lb:.3f} | {t_cvx / t_cd:.0f}x |", flush=True)
+        print(f"| {n:,} | {t_cvx:.1f} ({sol.solver}) | {t_nt:.3f} | {t_cd:.3f} | {t_lb:.3f} | {t_cvx / t_nt:.0f}x |",
+              flush=True)
         if t_cvx > 60:  # the previous size is the largest solved within a minute
             break
 
@@ -340,7 +348,7 @@ def bench_bounds(quick):
                         warnings.simplefilter("ignore")
                         t = time.perf_counter()
                         est = DominationRank(penalty=penalty, alpha=alpha, hessian_bound=bound, tol=1e-6,
-                                             max_iter=20000).fit(X, y, qid)
+                                             max_iter=20000, solver="cd").fit(X, y, qid)
                         dt = time.perf_counter() - t
                 finally:
                     est_module.ANDERSON = saved

@@ -47,3 +47,38 @@ cdef inline void row_axpy(const floating* data, const index_t* indices, const in
         return
     for k in range(indptr[r], indptr[r + 1]):
         out[indices[k]] += a * data[k]
+
+
+# Contiguous row blocks (rows start:stop of X): dense float64 X goes through BLAS (one dgemv per block).
+from scipy.linalg.cython_blas cimport dgemv
+
+
+cdef inline void block_dot(const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+                           intp_t d, intp_t start, intp_t stop, const double* w, double* out) noexcept nogil:
+    """out[p] = x_p . w for p in start:stop."""
+    cdef int n_cols = <int> d, n_rows = <int> (stop - start), inc = 1
+    cdef double one = 1.0, zero = 0.0
+    cdef intp_t p
+    if floating is double:
+        if dense and n_rows > 0 and n_cols > 0:
+            dgemv("T", &n_cols, &n_rows, &one, <double*> (data + start * d), &n_cols, <double*> w, &inc,
+                  &zero, out + start, &inc)
+            return
+    for p in range(start, stop):
+        out[p] = row_dot(data, indices, indptr, dense, d, p, w)
+
+
+cdef inline void block_axpy(const floating* data, const index_t* indices, const index_t* indptr, bint dense,
+                            intp_t d, intp_t start, intp_t stop, const double* a, double* out) noexcept nogil:
+    """out += sum_{p in start:stop} a[p] x_p."""
+    cdef int n_cols = <int> d, n_rows = <int> (stop - start), inc = 1
+    cdef double one = 1.0
+    cdef intp_t p
+    if floating is double:
+        if dense and n_rows > 0 and n_cols > 0:
+            dgemv("N", &n_cols, &n_rows, &one, <double*> (data + start * d), &n_cols, <double*> (a + start),
+                  &inc, &one, out, &inc)
+            return
+    for p in range(start, stop):
+        if a[p] != 0.0:
+            row_axpy(data, indices, indptr, dense, d, p, a[p], out)

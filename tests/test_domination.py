@@ -147,13 +147,14 @@ def brute_margin_loss(u, labels, qid):
     return loss, grad, hess
 
 
-@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("fmt", ["dense", "csr", "csr_densified"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("binary, group_by_query", [(False, True), (True, True), (False, False)])
 @pytest.mark.parametrize("threads", [False, True])
 def test_newton_products_match_brute_force(monkeypatch, fmt, dtype, binary, group_by_query, threads):
     if threads:  # the parallel (OpenMP) path even on a small problem
         monkeypatch.setattr(_smooth, "PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(estimator_module, "DENSIFY_SHARE", 0.5 if fmt == "csr_densified" else 2.0)
     X, y, qid, o = make_problem(seed=41, n=70, d=6, n_queries=6, levels=5, density=0.6, offset=True)
     y[:12] = 2.0  # ties
     X = X.astype(dtype)
@@ -161,7 +162,9 @@ def test_newton_products_match_brute_force(monkeypatch, fmt, dtype, binary, grou
     groups = qid if group_by_query else np.zeros_like(qid)
     layout, _ = _layout(y, qid, o, binary=binary, group_by_query=group_by_query)
     d = X.shape[1]
-    problem = _NewtonProblem(_rows_of(sp.csr_matrix(X) if fmt == "csr" else X), layout, 0.0, d)
+    rows = _rows_of(X if fmt == "dense" else sp.csr_matrix(X), layout.rows)
+    assert rows[3] == (fmt != "csr")
+    problem = _NewtonProblem(rows, layout, 0.0, d)
     rng = np.random.default_rng(42)
     for scale in (0.5, 3.0, 300.0):  # margins up to the thousands: no overflow, no underflow
         w = rng.normal(size=d) * scale
@@ -207,7 +210,9 @@ def test_reference_optimum_is_the_formula_at_its_minimiser(binary):
 @pytest.mark.parametrize("offset", [False, True])
 @pytest.mark.parametrize("fmt", ["dense_c", "dense_f", "csr", "csc"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_optimum_matches_reference(penalty, solver, binary, offset, fmt, dtype):
+def test_optimum_matches_reference(monkeypatch, penalty, solver, binary, offset, fmt, dtype):
+    if fmt == "csc":  # Newton products on CSR rows (csr: densified, density 0.6 > DENSIFY_SHARE)
+        monkeypatch.setattr(estimator_module, "DENSIFY_SHARE", 2.0)
     X, y, qid, o = make_problem(seed=11, density=0.6, offset=offset)
     X = X.astype(dtype)
     Xf = {"dense_c": np.ascontiguousarray, "dense_f": np.asfortranarray, "csr": sp.csr_matrix,

@@ -2,8 +2,8 @@
 (DominationRank(solver="newton"), for the smooth l2 penalty; DESIGN.md Objective 1, domination-cd.txt sections 2-4).
 
 Rows are visited in the (query, label) order of estimator._layout: query q owns query-layers
-q_ptr[q]:q_ptr[q+1] (ascending label), query-layer k owns sorted rows lay_ptr[k]:lay_ptr[k+1], and sorted
-row p is data row rows[p]. With margins u_p = x_p.w - o_p and D_k the rows of the layers below k:
+q_ptr[q]:q_ptr[q+1] (ascending label) and query-layer k owns sorted rows lay_ptr[k]:lay_ptr[k+1]. With
+margins u_p = x_p.w - o_p and D_k the rows of the layers below k:
 
     LZ_k = log sum_{j in D_k} exp(u_j)                       (log domain: no overflow, no underflow)
     l_i  = log(1 + exp(LZ_k - u_i)) = softplus(LZ_k - u_i)     for i in layer k >= 1 of its query
@@ -21,8 +21,9 @@ V_{k+1} = rho_k V_k + sum_{j in layer k} E_j v_j) and t_i = p.v over S_i = (1 - 
     B_k = sum_{i in k} s_i t_i.
 
 Every factor is a probability or a ratio <= 1, so margins of any size are safe. The linear model's gradient
-and Hessian product are X' g and X' H X v; each query's rows are read once per product (x.w, the query
-sweep, then X' while in cache), queries in parallel (OpenMP), each thread with its own share of X'z.
+and Hessian product are X' g and X' H X v. X holds the sorted rows (a copy made once), so each query is a
+contiguous block: X_q w, the query sweep, then X_q' z while the block is in cache (dense float64 blocks by
+BLAS dgemv, otherwise row loops); queries in parallel (OpenMP), each thread with its own share of X'z.
 """
 import numpy as np
 
@@ -31,7 +32,7 @@ from libc.math cimport exp, log, INFINITY
 
 from cyrank._math cimport log1pexp, sigmoid
 from cyrank._parallel cimport max_threads
-from cyrank._rows cimport row_axpy, row_dot
+from cyrank._rows cimport block_axpy, block_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 
 # Layouts with fewer rows than this run single-threaded (a parallel region costs microseconds).
@@ -126,16 +127,15 @@ cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* 
 cdef class State:
     """Layout arrays (see the module docstring), the per-row / per-layer state of the last gradient
     (u, E, s, g; rho, T) and the scratch of hess_vec (xv = X v, h = H xv; V, U)."""
-    cdef public object rows, q_ptr, lay_ptr, offset
+    cdef public object q_ptr, lay_ptr, offset
     cdef public intp_t n_rows, n_layers, n_queries, n_threads
     cdef public object u, E, s, g, rho, T, xv, h, V, U
 
     def __init__(self, layout):
-        self.rows = np.ascontiguousarray(layout.rows, dtype=np.int64)
         self.q_ptr = np.ascontiguousarray(layout.q_ptr, dtype=np.int64)
         self.lay_ptr = np.ascontiguousarray(layout.lay_ptr, dtype=np.int64)
         self.offset = np.ascontiguousarray(layout.offset, dtype=np.float64)
-        self.n_rows = self.rows.shape[0]
+        self.n_rows = self.offset.shape[0]
         self.n_layers = self.lay_ptr.shape[0] - 1
         self.n_queries = self.q_ptr.shape[0] - 1
         self.n_threads = 1 if self.n_rows < PARALLEL_MIN_ROWS else max(1, min(max_threads(), self.n_queries))
@@ -147,9 +147,12 @@ cdef class State:
 
 def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
              intp_t n_features, State st, const double[::1] w, double[::1] xg):
-    """Loss at w (no penalty); xg = X' dL/du. Keeps the state for hess_vec."""
-    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, tid, j
-    cdef const intp_t[::1] rows = st.rows, q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
+    """Loss at w (no penalty); xg = X' dL/du. Keeps the state for hess_vec.
+
+    X holds the layout's rows in sorted order (row p of X is sorted row p): dense C-ordered or CSR.
+    """
+    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, p0, p1, tid, j
+    cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
     cdef const double[::1] off = st.offset
     cdef double[::1] u = st.u, E = st.E, s = st.s, g = st.g, rho = st.rho, T = st.T
     acc_arr = np.zeros((nt, d))
@@ -167,12 +170,13 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for q in prange(nq, schedule="dynamic"):
-            for p in range(lay_ptr[q_ptr[q]], lay_ptr[q_ptr[q + 1]]):
-                u[p] = row_dot(X, ind_p, ptr_p, dense, d, rows[p], &w[0]) - off[p]
+            p0 = lay_ptr[q_ptr[q]]
+            p1 = lay_ptr[q_ptr[q + 1]]
+            block_dot(X, ind_p, ptr_p, dense, d, p0, p1, &w[0], &u[0])
+            for p in range(p0, p1):
+                u[p] = u[p] - off[p]
             loss += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &u[0], &E[0], &s[0], &g[0], &rho[0], &T[0])
-            for p in range(lay_ptr[q_ptr[q]], lay_ptr[q_ptr[q + 1]]):
-                if g[p] != 0.0:
-                    row_axpy(X, ind_p, ptr_p, dense, d, rows[p], g[p], &acc[tid, 0])
+            block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &g[0], &acc[tid, 0])
     for q in range(nt):
         for j in range(d):
             xg[j] += acc[q, j]
@@ -181,9 +185,9 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
 
 def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
              intp_t n_features, State st, const double[::1] v, double[::1] out):
-    """out = X' H X v, H the Hessian in u at the point of the last fun_grad."""
-    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, tid, j
-    cdef const intp_t[::1] rows = st.rows, q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
+    """out = X' H X v, H the Hessian in u at the point of the last fun_grad (X as in fun_grad)."""
+    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p0, p1, tid, j
+    cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U, xv = st.xv, h = st.h
     acc_arr = np.zeros((nt, d))
     cdef double[:, ::1] acc = acc_arr
@@ -199,13 +203,12 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for q in prange(nq, schedule="dynamic"):
-            for p in range(lay_ptr[q_ptr[q]], lay_ptr[q_ptr[q + 1]]):
-                xv[p] = row_dot(X, ind_p, ptr_p, dense, d, rows[p], &v[0])
+            p0 = lay_ptr[q_ptr[q]]
+            p1 = lay_ptr[q_ptr[q + 1]]
+            block_dot(X, ind_p, ptr_p, dense, d, p0, p1, &v[0], &xv[0])
             query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0], &xv[0], &h[0],
                        &V[0], &U[0])
-            for p in range(lay_ptr[q_ptr[q]], lay_ptr[q_ptr[q + 1]]):
-                if h[p] != 0.0:
-                    row_axpy(X, ind_p, ptr_p, dense, d, rows[p], h[p], &acc[tid, 0])
+            block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &h[0], &acc[tid, 0])
     for q in range(nt):
         for j in range(d):
             out[j] += acc[q, j]

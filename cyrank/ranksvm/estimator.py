@@ -26,10 +26,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import ThreadpoolController
 
 from .._base import LinearRankerMixin, RankerMixin
 from .._queries import QueryGroups
+from .._threads import one_blas_thread
 from .._validation import check_has_pairs, check_option, check_param, check_ranking_data, check_X
 from ..io import register_model
 from ..optim._simplex_qp import solve_simplex_qp
@@ -41,14 +41,6 @@ LOSSES = ("squared_hinge", "hinge")
 KERNELS = ("linear", "rbf", "poly", "precomputed")
 _MB = 1 << 20
 SMALL_KERNEL_ROWS = 5000  # below this, products with Q use one BLAS thread
-_THREADPOOLS = []
-
-
-def _one_blas_thread():
-    """Context limiting BLAS to one thread (the controller is created once: inspecting libraries is slow)."""
-    if not _THREADPOOLS:
-        _THREADPOOLS.append(ThreadpoolController())
-    return _THREADPOOLS[0].limit(limits=1, user_api="blas")
 
 
 # ---------------------------------------------------------------------------------------------- data layout
@@ -626,7 +618,7 @@ class RankSVM(RankerMixin, BaseEstimator):
         # products with Q are memory bound: extra BLAS threads only add synchronisation below a few thousand
         # rows (and hurt badly when other jobs share the cores)
         small = n < SMALL_KERNEL_ROWS
-        with _one_blas_thread() if small else contextlib.nullcontext():
+        with one_blas_thread() if small else contextlib.nullcontext():
             beta, dual = self._solve_kernel(obj, Qop, klay, n, n_pairs)
             loss, n_active = obj.loss(beta, squared=self.loss == "squared_hinge")
             scores = Qop.matvec(beta)

@@ -47,18 +47,31 @@ from cyrank._math cimport soft_threshold, fmax2, fmin2
 
 import numpy as np
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define CYRANK_PREFETCH(p) __builtin_prefetch(p)
+    #else
+    #define CYRANK_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void prefetch "CYRANK_PREFETCH"(const void* p) noexcept nogil
+
+# Entries ahead of the current one whose row state is prefetched (sparse columns hit random rows).
+cdef intp_t PREFETCH_AHEAD = 8
+
 # Rescale a query once a margin exceeds its shift by this much (e_j <= e^30: sums stay far from overflow).
 cdef double RESCALE_AT = 30.0
 # A denominator Z_k + e_i below this means the margins inside one query span more than ~640: reported as
 # an error rather than computed wrongly.
 cdef double DENOM_MIN = 1e-280
 cdef double TINY = 1e-300
-# Power sums of large layers: A(Z) is evaluated from N_POWERS moments while the relative move of Z stays
+# Power sums of large layers: A(Z) is evaluated from up to N_POWERS moments while the relative move of Z stays
 # below POWER_RADIUS (truncation error <= POWER_RADIUS^N_POWERS = 1e-16 relative); beyond it, the layer is
 # recomputed and re-centred.
 cdef enum:
     N_POWERS = 8
-    POWER_BLOCK = N_POWERS + 3   # Z0, scale, vmax, Q_1..Q_K
+    POWER_BLOCK = N_POWERS + 4   # Z0, scale, vmax, 1 / scale, Q_1..Q_8 (add_powers and powers_A spell out 8)
 cdef double POWER_RADIUS = 0.01
 # ... used only for columns holding fewer than this share of the rows.
 cdef double DIRECT_SHARE = 0.125
@@ -145,11 +158,26 @@ cdef inline double layer_A(Work* s, const Layer* L, double z) noexcept nogil:
     return a
 
 
+cdef inline void add_powers(double* Q, double v, double sign) noexcept nogil:
+    """Q[p - 1] += sign * v^p for p = 1..8, the powers formed in three dependent multiplications."""
+    cdef double v2 = v * v, v3, v4
+    v3 = v2 * v
+    v4 = v2 * v2
+    Q[0] += sign * v
+    Q[1] += sign * v2
+    Q[2] += sign * v3
+    Q[3] += sign * v4
+    Q[4] += sign * (v4 * v)
+    Q[5] += sign * (v4 * v2)
+    Q[6] += sign * (v4 * v3)
+    Q[7] += sign * (v4 * v4)
+
+
 cdef void recenter(Work* s, Layer* L) noexcept nogil:
     """Power sums of a large layer around Z0 = its current Z; sets A."""
     cdef double* B = s.P + L.powers
-    cdef double* Q = B + 3
-    cdef double z0 = L.Z, scale = INFINITY, v, t
+    cdef double* Q = B + 4
+    cdef double z0 = L.Z, scale = INFINITY
     cdef intp_t i, p
     for i in range(L.start, L.stop):
         scale = fmin2(scale, z0 + s.rows[i].e)
@@ -158,50 +186,49 @@ cdef void recenter(Work* s, Layer* L) noexcept nogil:
     B[0] = z0
     B[1] = scale
     B[2] = 1.0
+    B[3] = 1.0 / scale
     for p in range(N_POWERS):
         Q[p] = 0.0
     for i in range(L.start, L.stop):
-        v = scale / (z0 + s.rows[i].e)
-        t = v
-        for p in range(N_POWERS):
-            Q[p] += t
-            t *= v
-    L.A = Q[0] / scale
+        add_powers(Q, scale / (z0 + s.rows[i].e), 1.0)
+    L.A = Q[0] * B[3]
 
 
 cdef inline void powers_A(Work* s, Layer* L) noexcept nogil:
-    """A(Z) of a large layer from its power sums (Horner), or re-centred if Z moved too far."""
+    """A(Z) = (1 / s) sum_p x^(p-1) Q_p, x = (Z0 - Z) / s, or re-centred if Z moved too far.
+
+    The series is cut where the rest is below 1e-16 relative (t = |x| max v: 2 terms for t <= 1e-8, 4 for
+    t <= 1e-4, all 8 up to POWER_RADIUS) and evaluated by Estrin's scheme (short dependency chains).
+    """
     cdef double* B = s.P + L.powers
-    cdef double x = (B[0] - L.Z) / B[1], acc
-    cdef intp_t p
-    if B[2] == INFINITY or fabs(x) * B[2] > POWER_RADIUS:
+    cdef const double* Q = B + 4
+    cdef double x = (B[0] - L.Z) * B[3], t = fabs(x) * B[2], x2, acc
+    if B[2] == INFINITY or t > POWER_RADIUS:
         recenter(s, L)
         return
-    acc = B[3 + N_POWERS - 1]
-    for p in range(N_POWERS - 2, -1, -1):
-        acc = acc * x + B[3 + p]
-    L.A = acc / B[1]
+    if t <= 1e-8:
+        acc = Q[0] + x * Q[1]
+    else:
+        x2 = x * x
+        acc = (Q[0] + x * Q[1]) + x2 * (Q[2] + x * Q[3])
+        if t > 1e-4:
+            acc += (x2 * x2) * ((Q[4] + x * Q[5]) + x2 * (Q[6] + x * Q[7]))
+    L.A = acc * B[3]
 
 
 cdef inline void powers_update(Work* s, Layer* L, double e_old, double e_new) noexcept nogil:
     """Q_p += v_new^p - v_old^p for one row of a large layer whose e changed."""
     cdef double* B = s.P + L.powers
-    cdef double v_new, v_old, t_new, t_old
-    cdef intp_t p
+    cdef double v_new
     if B[2] == INFINITY:  # already due for re-centring
         return
     v_new = B[1] / (B[0] + e_new)
     if v_new > 2.0 or B[0] + e_new < DENOM_MIN:  # outside the range the sums were built for
         B[2] = INFINITY
         return
-    v_old = B[1] / (B[0] + e_old)
     B[2] = fmax2(B[2], v_new)
-    t_new = v_new
-    t_old = v_old
-    for p in range(N_POWERS):
-        B[3 + p] += t_new - t_old
-        t_new *= v_new
-        t_old *= v_old
+    add_powers(B + 4, v_new, 1.0)
+    add_powers(B + 4, B[1] / (B[0] + e_old), -1.0)
 
 
 cdef void recompute_query(Work* s, intp_t q) noexcept nogil:
@@ -297,6 +324,9 @@ cdef inline double coord_grad(Work* s, const floating* data, const index_t* indi
     cdef const Layer* L
     cdef double g = 0.0
     for p in range(nnz):
+        if p + PREFETCH_AHEAD < nnz:
+            prefetch(&s.rows[idx[p + PREFETCH_AHEAD]])
+            prefetch(&s.layers[s.rows[idx[p + PREFETCH_AHEAD // 2]].layer])
         R = &s.rows[idx[p]]
         L = &s.layers[R.layer]
         g += vals[p] * (R.e * L.S - L.Z / (L.Z + R.e + TINY))
@@ -317,7 +347,15 @@ cdef void apply_step(Work* s, const floating* data, const index_t* indices, cons
     cdef Layer* L
     cdef double t, e_old, e_new, d
     cdef bint rescale = False, direct = nnz >= DIRECT_SHARE * s.n
+    cdef const Layer* ahead
     for p in range(nnz):
+        if p + PREFETCH_AHEAD < nnz:  # row state 8 entries ahead, its layer 4 ahead, power sums 2 ahead
+            prefetch(&s.rows[idx[p + PREFETCH_AHEAD]])
+            prefetch(&s.layers[s.rows[idx[p + PREFETCH_AHEAD // 2]].layer])
+            ahead = &s.layers[s.rows[idx[p + PREFETCH_AHEAD // 4]].layer]
+            if ahead.powers >= 0:
+                prefetch(s.P + ahead.powers)
+                prefetch(s.P + ahead.powers + 8)
         R = &s.rows[idx[p]]
         k = R.layer
         L = &s.layers[k]

@@ -31,7 +31,7 @@ PENALTIES = ("l2", "l1", "elasticnet")
 SOLVERS = ("auto", "cd", "newton")
 # With sparse X, dominating layers of at least this many rows keep power sums (see _cd.pyx) so that an
 # update costs the column's entries, not the rows of the layers it touches. Dense X touches every row anyway.
-POWER_SUM_ROWS = 16
+POWER_SUM_ROWS = 8
 # Anderson extrapolation of the sweeps (kept only when it lowers the objective); off only for benchmarks.
 ANDERSON = True
 HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_SQ}

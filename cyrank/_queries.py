@@ -9,6 +9,13 @@ Unsorted or interleaved qid is valid input.
     offsets[q]:offsets[q+1]  sorted positions of query q (queries in increasing qid order)
     ids[q]                   the qid value of query q
     n_levels[q]              number of distinct labels in query q (1 => the query has no preference pair)
+
+With labels, the (query, label) runs ("layers" of domination-cd.txt section 3) are kept as well:
+
+    label_order[k]                  original row index of position k in (query, label) order (stable)
+    label_runs[r]:label_runs[r+1]   positions of run r in label_order (runs ascending by label in a query)
+    run_query[r]                    query of run r
+    level_sorted[k]                 dense rank (0, 1, ...) of the label of sorted position k in its query
 """
 import numpy as np
 
@@ -18,7 +25,8 @@ from ._validation import check_qid, check_y
 class QueryGroups:
     """Rows of a ranking data set grouped by query (see module docstring)."""
 
-    __slots__ = ("order", "offsets", "ids", "n_levels", "n_pairs", "is_sorted", "_y_sorted")
+    __slots__ = ("order", "offsets", "ids", "n_levels", "n_pairs", "is_sorted", "_y_sorted", "label_order",
+                 "label_runs", "run_query", "level_sorted")
 
     def __init__(self, qid, y=None):
         if qid is None and y is None:
@@ -33,8 +41,8 @@ class QueryGroups:
         self.offsets = np.r_[starts, n].astype(np.int64)
         self.ids = q_sorted[starts]
         self._y_sorted = None
-        self.n_levels = None
-        self.n_pairs = None
+        self.n_levels = self.n_pairs = self.label_order = self.label_runs = self.run_query = None
+        self.level_sorted = None
         if y is not None:
             self.set_labels(y)
 
@@ -45,7 +53,8 @@ class QueryGroups:
         return cls(check_qid(qid, y.shape[0]), y)
 
     def set_labels(self, y):
-        """Record per query the number of label levels and of preference pairs {(i, j): y_i > y_j}."""
+        """Record the (query, label) runs and per query the number of label levels and of preference pairs
+        {(i, j): y_i > y_j}."""
         y = check_y(y, self.n_samples)
         ys = y[self.order]
         self._y_sorted = ys
@@ -56,7 +65,13 @@ class QueryGroups:
         run_start = np.flatnonzero(new_run)
         run_len = np.diff(np.r_[run_start, qs.size])
         run_query = qs[run_start]
+        self.label_order = self.order[by_label]
+        self.label_runs = np.r_[run_start, qs.size].astype(np.int64)
+        self.run_query = run_query
         self.n_levels = np.bincount(run_query, minlength=self.n_queries).astype(np.int64)
+        first_run = np.r_[0, np.cumsum(self.n_levels)[:-1]].astype(np.int64)
+        self.level_sorted = np.empty(qs.size, dtype=np.int64)
+        self.level_sorted[by_label] = np.cumsum(new_run) - 1 - first_run[qs]
         tied = np.bincount(run_query, weights=run_len * (run_len - 1) / 2.0, minlength=self.n_queries)
         m = self.sizes
         # pairs with different labels = all pairs - tied pairs (exact in float64 below 2**53)

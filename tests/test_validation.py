@@ -135,6 +135,11 @@ def test_query_groups_unsorted_qid():
     a = np.arange(8.0) * 10
     assert np.array_equal(g.unsort(g.sort(a)), a)
     assert np.array_equal(g.query_index(), [1, 0, 1, 2, 0, 0, 2, 1])
+    # (query, label) runs, stable inside a run: q2 labels 0 | 1 | 2, q5 0 | 1 1, q9 3 3
+    assert np.array_equal(g.label_order, [1, 5, 4, 7, 0, 2, 3, 6])
+    assert np.array_equal(g.label_runs, [0, 1, 2, 3, 4, 6, 8])
+    assert np.array_equal(g.run_query, [0, 0, 0, 1, 1, 2])
+    assert np.array_equal(g.level_sorted, [0, 2, 1, 1, 1, 0, 0, 0])
 
 
 def test_query_groups_pair_count_brute_force():
@@ -146,6 +151,15 @@ def test_query_groups_pair_count_brute_force():
         yq = y[qid == ident]
         assert g.n_pairs[q] == sum(int(a > b) for a in yq for b in yq)
         assert g.n_levels[q] == len(set(yq))
+    # label runs: every run is one (query, label) in ascending label order, rows in input order
+    for r in range(g.run_query.size):
+        rows = g.label_order[g.label_runs[r]:g.label_runs[r + 1]]
+        assert np.all(np.diff(rows) > 0) and np.all(qid[rows] == g.ids[g.run_query[r]])
+        assert np.unique(y[rows]).size == 1
+        if r > 0 and g.run_query[r - 1] == g.run_query[r]:
+            assert y[g.label_order[g.label_runs[r - 1]]] < y[rows[0]]
+    levels = np.array([np.searchsorted(np.unique(y[qid == qid[i]]), y[i]) for i in range(500)])
+    np.testing.assert_array_equal(g.level_sorted, levels[g.order])
 
 
 def test_warning_when_no_query_has_two_levels():

@@ -54,13 +54,9 @@ class _Layout:
             rows, q_ptr, lay_ptr, row_qk, qk_q, offset)
 
 
-def _runs(qs, ls):
-    """Start flags of the (query, label) runs of sorted rows."""
-    return np.r_[True, (qs[1:] != qs[:-1]) | (ls[1:] != ls[:-1])] if qs.size else np.zeros(0, bool)
-
-
 def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_state=None):
-    """Sort rows by (query, label), drop queries with one label level, optionally sample the bottom layers.
+    """Rows sorted by (query, label) (QueryGroups' label runs), queries with one label level dropped,
+    optionally the bottom layers sampled.
 
     Negative sampling (the "Sampled" variant, section 8.2): in every query, ceil(neg_sample * n_0) of the n_0
     rows of the lowest layer (the rows that dominate nothing) are kept, uniformly without replacement.
@@ -70,37 +66,31 @@ def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_s
     labels = (y > 0).astype(np.float64) if binary else y
     groups = QueryGroups(qid if group_by_query else np.zeros(n, np.int64), labels)
     warn_if_no_pairs(groups)
-    q_index = groups.query_index()
-    order = np.lexsort((labels, q_index))
-    qs, ls = q_index[order], labels[order]
-    start = _runs(qs, ls)
-    run = np.cumsum(start) - 1
-    run_q = qs[start]
-    keep = groups.n_levels[qs] >= 2
+    order, run_ptr, run_q = groups.label_order, groups.label_runs, groups.run_query
+    run_size = np.diff(run_ptr)
+    run = np.repeat(np.arange(run_size.size), run_size)  # run of each position
+    kept_runs = groups.n_levels[run_q] >= 2
+    keep = kept_runs[run]
     mask = np.ones(n, dtype=bool)
     if neg_sample is not None and neg_sample < 1.0:
-        first_run = np.r_[True, run_q[1:] != run_q[:-1]]  # the lowest layer of each query
-        bottom = first_run[run]
+        bottom = np.r_[True, run_q[1:] != run_q[:-1]][run]  # rows of the lowest layer of their query
         rng = check_random_state(random_state)
-        sizes = np.bincount(run)
-        starts = np.flatnonzero(start)
-        by_run = np.lexsort((rng.random_sample(order.shape[0]), run))  # random order inside each run
-        rank = np.empty(order.shape[0], np.int64)
-        rank[by_run] = np.arange(order.shape[0]) - starts[run[by_run]]
-        quota = np.ceil(neg_sample * sizes - 1e-12).astype(np.int64)
+        by_run = np.lexsort((rng.random_sample(n), run))  # random order inside each run
+        rank = np.empty(n, np.int64)
+        rank[by_run] = np.arange(n) - run_ptr[run[by_run]]
+        quota = np.ceil(neg_sample * run_size - 1e-12).astype(np.int64)  # >= 1: no run disappears
         sampled_out = bottom & (rank >= quota[run])
         mask[order[sampled_out]] = False
         keep &= ~sampled_out
-    order, qs, ls = order[keep], qs[keep], ls[keep]
-    start = _runs(qs, ls)
-    row_qk = np.cumsum(start) - 1
-    run_q = qs[start]
-    q_start = np.r_[True, run_q[1:] != run_q[:-1]] if run_q.size else np.zeros(0, bool)
-    qk_q = np.cumsum(q_start) - 1
-    q_ptr = np.r_[np.flatnonzero(q_start), run_q.size].astype(np.intp)
-    lay_ptr = np.r_[np.flatnonzero(start), order.size].astype(np.intp)
-    layout = _Layout(order.astype(np.intp), q_ptr, lay_ptr, row_qk.astype(np.intp), qk_q.astype(np.intp),
-                     np.ascontiguousarray(offset[order], dtype=np.float64))
+    lay_size = np.bincount(run[keep], minlength=run_size.size)[kept_runs]
+    lay_q = run_q[kept_runs]
+    q_start = np.r_[True, lay_q[1:] != lay_q[:-1]] if lay_q.size else np.zeros(0, bool)
+    layout = _Layout(rows=order[keep].astype(np.intp),
+                     q_ptr=np.r_[np.flatnonzero(q_start), lay_q.size].astype(np.intp),
+                     lay_ptr=np.r_[0, np.cumsum(lay_size)].astype(np.intp),
+                     row_qk=np.repeat(np.arange(lay_size.size), lay_size).astype(np.intp),
+                     qk_q=(np.cumsum(q_start) - 1).astype(np.intp),
+                     offset=np.ascontiguousarray(offset[order[keep]], dtype=np.float64))
     return layout, mask
 
 

@@ -54,20 +54,10 @@ def make_layout(y, qid):
     groups = QueryGroups(np.zeros(y.shape[0], np.int64) if qid is None else qid, y)
     check_has_pairs(groups, "RankSVM")
     n = groups.n_samples
-    ys = groups.y_sorted
-    qidx = np.repeat(np.arange(groups.n_queries, dtype=np.int64), groups.sizes)
     keep_q = groups.n_levels >= 2
-    keep = keep_q[qidx]
+    keep = np.repeat(keep_q, groups.sizes)
     rows = groups.order[keep]
-    yk, qk = ys[keep], qidx[keep]
-    by_label = np.lexsort((yk, qk))
-    ql, yl = qk[by_label], yk[by_label]
-    new_run = np.r_[True, (ql[1:] != ql[:-1]) | (yl[1:] != yl[:-1])]
-    run = np.cumsum(new_run) - 1
-    new_query = np.r_[True, ql[1:] != ql[:-1]]
-    first_run = np.maximum.accumulate(np.where(new_query, run, 0))
-    rank = np.empty(rows.shape[0], dtype=np.int64)
-    rank[by_label] = run - first_run
+    rank = groups.level_sorted[keep]
     sizes = groups.sizes[keep_q]
     offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     layout = _pairloss.Layout(rows, offsets, rank, groups.n_levels[keep_q], n)

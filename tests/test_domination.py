@@ -172,6 +172,7 @@ def test_newton_products_match_brute_force(monkeypatch, fmt, dtype, binary, grou
         loss, grad, hess = brute_margin_loss(u, labels, groups)
         assert problem.fun(w) == pytest.approx(loss, rel=1e-12, abs=1e-12)
         np.testing.assert_allclose(problem.grad(w), X.T.astype(np.float64) @ grad, rtol=1e-10, atol=1e-10)
+        problem.fun(rng.normal(size=d))  # a rejected trial point (no grad call) keeps the Hessian at w
         for _ in range(3):
             v = rng.normal(size=d)
             np.testing.assert_allclose(problem.hess_vec(v), X.T.astype(np.float64) @ (hess @ (X @ v)),

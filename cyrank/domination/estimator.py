@@ -134,20 +134,27 @@ def _rows_of(X, rows):
 class _NewtonProblem:
     """L(Xw) + lam2 ||w||_2^2 for cyrank.optim.tron: fun / grad / hess_vec from _smooth.pyx.
 
-    fun computes the loss gradient in the same pass (TRON asks for grad right after fun at the same point);
-    hess_vec uses the state of the last fun: gradient 2 lam2 w + X'g, Hessian 2 lam2 I + X'H X.
+    fun computes the loss gradient in the same pass, into a trial state; grad (which TRON calls right after
+    fun at a point it accepts) makes that state current, and hess_vec uses the current state, so a rejected
+    trial point never changes the Hessian. Gradient 2 lam2 w + X'g, Hessian 2 lam2 I + X'H X.
     """
 
     def __init__(self, rows, layout, lam2, d):
         self.rows, self.lam2, self.d = rows, lam2, d
-        self.state = _smooth.State(layout)
-        self._xg = np.zeros(d)
+        self.state, self._trial = _smooth.State(layout), _smooth.State(layout)
+        self._xg, self._xg_trial = np.zeros(d), np.zeros(d)
+        self._pending = False
 
     def fun(self, w):
-        loss = _smooth.fun_grad(*self.rows, self.d, self.state, w, self._xg)
+        loss = _smooth.fun_grad(*self.rows, self.d, self._trial, w, self._xg_trial)
+        self._pending = True
         return loss + self.lam2 * float(w @ w)
 
     def grad(self, w):
+        if self._pending:
+            self.state, self._trial = self._trial, self.state
+            self._xg, self._xg_trial = self._xg_trial, self._xg
+            self._pending = False
         return self._xg + 2.0 * self.lam2 * w
 
     def hess_vec(self, v):

@@ -62,12 +62,13 @@ def solve(X, y, qid=None, offset=None, penalty="l2", alpha=1.0, l1_ratio=0.5, bi
           **solver_options):
     """Exact minimiser; returns a :class:`reference.Solution` with variable ``"w"``.
 
-    Epigraph form, one small exponential cone per row: for each layer k of a query (rows with the k-th
-    lowest label) a variable t_k >= log sum_{j in layers <= k} e^{m_j} (recursively,
-    t_k >= log(e^{t_{k-1}} + sum_{j in layer k} e^{m_j})), and each row i of layer k >= 1 costs
-    log(e^{m_i} + e^{t_{k-1}}) - m_i. The cost increases with t, so t is tight at the optimum and the minimum
-    equals that of sum_i log(1 + sum_{j in D(q, i)} e^{m_j - m_i}). (The direct form with one log_sum_exp per
-    row over all of D(q, i) is larger, and Clarabel certifies it less reliably.)
+    Epigraph form with one variable per layer (the rows of a query with one label value): t_k >= log sum_{j in
+    layers <= k of its query} e^{m_j}, imposed recursively as sum_{j in layer k} e^{m_j - t_k} + e^{t_{k-1} - t_k}
+    <= 1 (the second term only above the lowest layer); each row i of a layer k above the lowest costs
+    log(e^{m_i} + e^{t_{k-1}}) - m_i = logistic(t_{k-1} - m_i). The cost increases with t, so t is tight at the
+    optimum and the minimum equals that of sum_i log(1 + sum_{j in D(q, i)} e^{m_j - m_i}). Every term is one
+    vectorised cvxpy atom (exp and logistic over all rows, sparse sums per layer), so compiling costs
+    O(rows) whatever the number of queries.
     """
     X = _dense(X)
     n, d = X.shape
@@ -75,26 +76,38 @@ def solve(X, y, qid=None, offset=None, penalty="l2", alpha=1.0, l1_ratio=0.5, bi
     labels = (y > 0).astype(np.float64) if binary else y
     qid = np.zeros(n, np.int64) if (qid is None or not group_by_query) else np.asarray(qid)
     o = np.zeros(n) if offset is None else np.asarray(offset, dtype=np.float64)
+    # layers: runs of (query, label) in sorted order; keep the queries with at least two layers
+    q_index = np.unique(qid, return_inverse=True)[1]
+    order = np.lexsort((labels, q_index))
+    qs, ls = q_index[order], labels[order]
+    new_layer = np.r_[True, (qs[1:] != qs[:-1]) | (ls[1:] != ls[:-1])] if n else np.zeros(0, bool)
+    layer_q = qs[new_layer]
+    keep_layer = np.bincount(layer_q)[layer_q] >= 2
+    sorted_layer = np.cumsum(new_layer) - 1
+    keep_row = keep_layer[sorted_layer]
+    rows = order[keep_row]
+    layer = (np.cumsum(keep_layer) - 1)[sorted_layer[keep_row]]           # layer of each kept row
+    layer_q = layer_q[keep_layer]
+    n_layers = layer_q.size
+    has_prev = np.r_[False, layer_q[1:] == layer_q[:-1]]                  # a lower layer in the same query
+
     w = cp.Variable(d)
-    m = X @ w - o
-    losses, constraints = [], []
-    for q in np.unique(qid):
-        rows = np.flatnonzero(qid == q)
-        levels = np.unique(labels[rows])
-        if levels.size < 2:
-            continue
-        t_below = None  # t of the layers below the current one
-        for level in levels:
-            G = rows[labels[rows] == level]
-            if t_below is not None:
-                pairs = cp.vstack([m[G], cp.hstack([t_below] * G.size)])
-                losses.append(cp.sum(cp.log_sum_exp(pairs, axis=0)) - cp.sum(m[G]))
-            t = cp.Variable()
-            members = m[G] if t_below is None else cp.hstack([m[G], t_below])
-            constraints.append(t >= cp.log_sum_exp(members))
-            t_below = t
+    expr = cp.Constant(0.0)
+    constraints = []
+    if n_layers:
+        t = cp.Variable(n_layers)
+        m = X[rows] @ w - o[rows]
+        one_hot = lambda idx, cols: sp.csr_matrix((np.ones(idx.size), (np.arange(idx.size), idx)),
+                                                  shape=(idx.size, cols))
+        row_layer = one_hot(layer, n_layers)                              # kept row -> its layer
+        upper = np.flatnonzero(has_prev)                                  # layers k with a layer k - 1
+        up = one_hot(upper, n_layers)
+        below = one_hot(upper - 1, n_layers)
+        terms = row_layer.T @ cp.exp(m - row_layer @ t) + up.T @ cp.exp(below @ t - up @ t)
+        constraints.append(terms <= 1)
+        dom = np.flatnonzero(has_prev[layer])                             # rows above the lowest layer
+        expr = cp.sum(cp.logistic(one_hot(layer[dom] - 1, n_layers) @ t - m[dom]))
     lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
-    expr = cp.sum(cp.hstack(losses)) if losses else cp.Constant(0.0)
     if lam1 > 0:
         expr = expr + lam1 * cp.norm1(w)
     if lam2 > 0:

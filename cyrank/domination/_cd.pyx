@@ -57,7 +57,8 @@ cdef extern from *:
     """
     void prefetch "CYRANK_PREFETCH"(const void* p) noexcept nogil
 
-# Entries ahead of the current one whose row state is prefetched (sparse columns hit random rows).
+# Entries ahead of the current one whose row state is prefetched (sparse columns hit random rows; dense
+# columns read the rows in order, which the hardware prefetches by itself).
 cdef intp_t PREFETCH_AHEAD = 8
 
 # Rescale a query once a margin exceeds its shift by this much (e_j <= e^30: sums stay far from overflow).
@@ -324,7 +325,7 @@ cdef inline double coord_grad(Work* s, const floating* data, const index_t* indi
     cdef const Layer* L
     cdef double g = 0.0
     for p in range(nnz):
-        if p + PREFETCH_AHEAD < nnz:
+        if not dense and p + PREFETCH_AHEAD < nnz:
             prefetch(&s.rows[idx[p + PREFETCH_AHEAD]])
             prefetch(&s.layers[s.rows[idx[p + PREFETCH_AHEAD // 2]].layer])
         R = &s.rows[idx[p]]
@@ -349,7 +350,7 @@ cdef void apply_step(Work* s, const floating* data, const index_t* indices, cons
     cdef bint rescale = False, direct = nnz >= DIRECT_SHARE * s.n
     cdef const Layer* ahead
     for p in range(nnz):
-        if p + PREFETCH_AHEAD < nnz:  # row state 8 entries ahead, its layer 4 ahead, power sums 2 ahead
+        if not dense and p + PREFETCH_AHEAD < nnz:  # row state 8 ahead, its layer 4 ahead, power sums 2 ahead
             prefetch(&s.rows[idx[p + PREFETCH_AHEAD]])
             prefetch(&s.layers[s.rows[idx[p + PREFETCH_AHEAD // 2]].layer])
             ahead = &s.layers[s.rows[idx[p + PREFETCH_AHEAD // 4]].layer]

@@ -1,7 +1,8 @@
 """MLR benchmarks (issue 5; results in bench/RESULTS.md, section "MLR").
 
     python bench/bench_mlr.py accuracy  [--splits 50]   kNN test error on Wine / WDBC (paper Table 2 protocol)
-    python bench/bench_mlr.py timing    [--repeat 5]    training time at C = 1e5 vs the MATLAB code under Octave
+    python bench/bench_mlr.py timing    [--repeat 5] [--stabilization A] [--losses auc,map]
+                                                        training time at C = 1e5 vs the MATLAB code under Octave
     python bench/bench_mlr.py inner                     inner solver vs projected subgradient vs Clarabel
     python bench/bench_mlr.py throughput                oracle throughput, n = 1e4 points, d = 50
     python bench/bench_mlr.py all --quick               everything, small (a smoke run: seconds)
@@ -120,13 +121,16 @@ def accuracy(args):
 # --------------------------------------------------------------------------------------------- timing
 def timing(args):
     """Training time at C = 1e5, epsilon = 0.01: the 80% training set of split 0 and the whole data set."""
-    print(f"## timing: C = 1e5, epsilon = 0.01, best CPU time of {args.repeat} runs\n")
-    print("| data | loss | points | CPU s | oracle s | inner s | batches | inner iters | objective | Octave s | "
-          "speed-up | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    alpha = MLR().stabilization if args.stabilization is None else args.stabilization
+    print(f"## timing: C = 1e5, epsilon = 0.01, stabilization = {alpha:g}, best CPU time of {args.repeat} runs\n")
+    print("| data | loss | points | CPU s | oracle s | inner s | separations | batches | inner iters | objective | "
+          "gap / (C eps) | Octave s | speed-up | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     cases = [("wine", "auc"), ("wdbc", "auc"), ("wdbc", "map")] + (
         [] if args.quick else [("wine", l) for l in ("map", "mrr", "ndcg", "prec@k")] +
         [("wdbc", l) for l in ("mrr", "ndcg", "prec@k")])
+    if args.losses:
+        cases = [c for c in cases if c[1] in args.losses.split(",")]
     for name, loss in cases:
         X0, y0 = load(name)
         tr, _ = split(len(y0), np.random.default_rng(0))
@@ -136,14 +140,15 @@ def timing(args):
             best = None
             for _ in range(args.repeat):
                 t0 = time.process_time()
-                m = MLR(loss=loss, C=1e5, epsilon=0.01).fit(X, y)
+                m = MLR(loss=loss, C=1e5, epsilon=0.01, stabilization=alpha).fit(X, y)
                 dt = time.process_time() - t0
                 if best is None or dt < best[0]:
                     best = (dt, m)
             dt, m = best
             ref = OCTAVE.get((name, loss))
             print(f"| {name} | {loss} | {len(y)} ({part}) | {dt:.3f} | {m.oracle_time_:.3f} | {m.inner_time_:.3f} | "
-                  f"{m.n_batches_} | {m.n_iter_} | {m.objective_:.6g} | {ref if ref else '-'} | "
+                  f"{m.n_separations_} | {m.n_batches_} | {m.n_iter_} | {m.objective_:.6g} | "
+                  f"{m.gap_ / (1e5 * 0.01):.2f} | {ref if ref else '-'} | "
                   f"{f'{ref / dt:.0f}x' if ref else '-'} | {load_avg():.1f} |")
 
 
@@ -179,7 +184,8 @@ def projected_subgradient(deltas, psis, C, f_star, budget_s, eta0):
 
 
 def inner(args):
-    """Working sets of the Wine and WDBC MLR-AUC runs at C = 1e5 (their last restricted problem)."""
+    """Working sets of the Wine and WDBC MLR-AUC runs at C = 1e5 (their last restricted problem, plain
+    cutting planes: the stabilised runs end with smaller ones)."""
     from reference.mlr import solve_restricted
 
     print("## inner solver on the last restricted problem of MLR-AUC, C = 1e5\n")
@@ -198,7 +204,7 @@ def inner(args):
 
         RestrictedSolver.solve = spy
         try:
-            MLR(loss="auc", C=1e5).fit(X, y)
+            MLR(loss="auc", C=1e5, stabilization=0.0).fit(X, y)      # the Kelley working sets (T = 34 / 80)
         finally:
             RestrictedSolver.solve = orig
         deltas, psis = captured["last"]
@@ -265,6 +271,8 @@ def main():
     ap.add_argument("--splits", type=int, default=50)
     ap.add_argument("--data", choices=("wine", "wdbc", "both"), default="both", help="accuracy: which data set")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--stabilization", type=float, default=None, help="timing: MLR(stabilization=...)")
+    ap.add_argument("--losses", default=None, help="timing: comma-separated losses to run (default: all)")
     ap.add_argument("--quick", action="store_true", help="tiny smoke run")
     args = ap.parse_args()
     if args.quick:

@@ -32,8 +32,11 @@ def engine_parts(X, y, C):
         P = np.array(psis)
         a = cp.Variable(len(deltas))
         sol = solve_problem(cp.Problem(cp.Maximize(a @ deltas - 0.5 * cp.sum_squares(P.T @ a)), [a >= 0, cp.sum(a) <= C]), {"a": a})
-        w = P.T @ sol["a"]
-        return w, max(0.0, float(np.max(deltas - P @ w))), 1
+        a = np.maximum(sol["a"], 0.0)
+        a *= min(1.0, C / max(a.sum(), 1e-300))              # exactly dual feasible, so the bound is valid
+        w = P.T @ a
+        lower = float(a @ deltas) - 0.5 * float(w @ w)
+        return w, max(0.0, float(np.max(deltas - P @ w))), 1, lower
 
     return separate, solve_restricted, lambda w: 0.5 * w @ w
 
@@ -51,6 +54,32 @@ def test_reaches_hinge_svm_optimum(seed, C):
     assert res.objective == pytest.approx(exact, rel=1e-12)
     assert ref.objective - 1e-8 <= res.objective <= ref.objective + C * eps + 1e-8
     assert res.n_batches == len(res.history["objective"]) - 1
+
+
+@pytest.mark.parametrize("alpha", [0.3, 0.7, 0.9])
+@pytest.mark.parametrize("seed, C", [(0, 1.0), (1, 10.0), (3, 100.0)])
+def test_in_out_stabilisation_certifies_the_gap(seed, C, alpha):
+    """stabilize = alpha: the returned w is the best measured point, its objective exact and within C eps of
+    the optimum, certified by the lower bound."""
+    X, y = svm_problem(seed)
+    eps = 1e-4
+    res = cutting_plane(*engine_parts(X, y, C), np.zeros(X.shape[1]), C=C, epsilon=eps, max_iter=200,
+                        stabilize=alpha)
+    w = cp.Variable(X.shape[1])
+    ref = solve_problem(cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C / len(y) * cp.sum(cp.pos(1 - cp.multiply(y, X @ w))))), {"w": w})
+    exact = 0.5 * res.w @ res.w + C * np.mean(np.maximum(0, 1 - y * (X @ res.w)))
+    assert res.converged and res.objective == pytest.approx(exact, rel=1e-12)
+    assert res.objective == min(res.history["objective"])
+    assert res.lower_bound <= ref.objective + 1e-8
+    assert ref.objective - 1e-8 <= res.objective <= res.lower_bound + C * eps
+    assert res.violation == pytest.approx((res.objective - res.lower_bound) / C) and res.violation <= eps
+    assert res.n_separations == len(res.history["objective"]) >= res.n_batches
+
+
+def test_bad_stabilize():
+    X, y = svm_problem(0)
+    with pytest.raises(ValueError, match="stabilize"):
+        cutting_plane(*engine_parts(X, y, 1.0), np.zeros(3), C=1.0, epsilon=1e-3, max_iter=5, stabilize=1.0)
 
 
 def test_warns_on_max_iter():

@@ -35,13 +35,19 @@ def assert_psd(W):
 
 
 # ---------------------------------------------------------------------------------------- exact optimum
-@pytest.mark.parametrize("reg", REGULARIZERS)
-@pytest.mark.parametrize("loss", LOSSES)
-def test_reaches_sdp_optimum(loss, reg):
+# every loss and regularizer stabilised (the default); plain Kelley (alpha = 0) for every loss with the trace and
+# for every regularizer with AUC
+SDP_CASES = [(loss, reg, 0.7) for loss in LOSSES for reg in REGULARIZERS] + [
+    (loss, reg, 0.0) for loss in LOSSES for reg in REGULARIZERS if reg == "trace" or loss == "auc"]
+
+
+@pytest.mark.parametrize("loss, reg, alpha", SDP_CASES)
+def test_reaches_sdp_optimum(loss, reg, alpha):
+    """Both engines: in-out stabilised (certified gap <= C eps) and plain Kelley (alpha = 0)."""
     X, y = tiny()
     C, eps = 10.0, 1e-4
     ref = rm.solve(X, y, loss=loss, k=3, C=C, regularizer=reg)
-    m = MLR(loss=loss, k=3, C=C, regularizer=reg, epsilon=eps).fit(X, y)
+    m = MLR(loss=loss, k=3, C=C, regularizer=reg, epsilon=eps, stabilization=alpha).fit(X, y)
     assert m.converged_ and m.violation_ <= eps
     assert_psd(m.W_)
     if reg == "diagonal":
@@ -50,9 +56,12 @@ def test_reaches_sdp_optimum(loss, reg):
     assert m.objective_ == pytest.approx(rm.objective(m.W_, X, y, loss=loss, k=3, C=C, regularizer=reg), rel=1e-9)
     assert ref.objective - 1e-7 <= m.objective_ <= ref.objective * (1 + 1e-3)
     assert m.objective_ - ref.objective <= C * eps * 1.01 + 1e-9
-    # the certified lower bound really is one, and the reported gap keeps its promise (1.5 C epsilon)
+    # the certified lower bound really is one, and the reported gap keeps its promise (C eps stabilised,
+    # 1.5 C epsilon for Kelley)
     assert m.lower_bound_ <= ref.objective + 1e-7
-    assert m.gap_ == pytest.approx(m.objective_ - m.lower_bound_) and m.gap_ <= 1.5 * C * eps * (1 + 1e-9)
+    promise = (1.0 if alpha > 0 else 1.5) * C * eps
+    assert m.gap_ == pytest.approx(m.objective_ - m.lower_bound_) and m.gap_ <= promise * (1 + 1e-9)
+    assert m.n_separations_ >= m.n_batches_ + (alpha == 0)
 
 
 def test_reaches_optimum_three_classes_and_explicit_sets():
@@ -118,7 +127,12 @@ def test_warns_on_max_iter():
     X, y = tiny()
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
         m = MLR(C=10.0, epsilon=1e-6, max_iter=2).fit(X, y)
-    assert not m.converged_ and m.violation_ > 1e-6 and m.n_batches_ == 2
+    # 2 separations by the engine, then at most one per truncation threshold
+    assert not m.converged_ and m.violation_ > 1e-6 and 2 <= m.n_separations_ <= 5 and 1 <= m.n_batches_ <= 2
+    assert m.violation_ == pytest.approx(m.gap_ / 10.0)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        m = MLR(C=10.0, epsilon=1e-6, max_iter=2, stabilization=0.0).fit(X, y)
+    assert not m.converged_ and m.violation_ > 1e-6 and m.n_batches_ == 2 and m.n_separations_ == 3
 
 
 # ---------------------------------------------------------------------------------------- behaviour
@@ -175,6 +189,25 @@ def test_trace_is_low_rank_and_diagonal_is_diagonal():
     assert np.allclose(d.components_.T @ d.components_, d.W_, rtol=0, atol=1e-8 * d.W_.max())
 
 
+def test_stabilised_solution_is_truncated(monkeypatch):
+    """The stabilised engine returns a convex combination of iterates (full rank); dropping its tiny
+    eigen-components (entries for "diagonal") must lower the rank without raising the exact objective."""
+    import cyrank.mlr.estimator as est
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 8))
+    y = (X[:, 0] + X[:, 1] + 0.3 * rng.normal(size=60) > 0).astype(int)
+    for reg in ("trace", "diagonal"):
+        m = MLR(C=100.0, regularizer=reg).fit(X, y)
+        monkeypatch.setattr(est, "TRUNCATE", ())
+        full = MLR(C=100.0, regularizer=reg).fit(X, y)
+        monkeypatch.undo()
+        assert m.n_separations_ > full.n_separations_
+        assert m.components_.shape[0] < full.components_.shape[0]
+        assert m.objective_ <= full.objective_ and m.gap_ <= m.C * m.epsilon
+        dl, Psi, _ = Separation(X, ("labels", y.astype(np.int64)), "auc", 3)(m.W_)
+        assert m.objective_ == pytest.approx(np.trace(m.W_) + 100.0 * max(0.0, dl - np.vdot(m.W_, Psi)), rel=1e-9)
+
+
 def test_threads_dtypes_and_save_load(tmp_path):
     X, y = tiny()
     a = MLR(loss="ndcg", C=10.0).fit(X, y)
@@ -201,6 +234,8 @@ def test_threads_dtypes_and_save_load(tmp_path):
     ({"epsilon": 0.0}, ValueError, "epsilon must be > 0"),
     ({"max_iter": 0}, ValueError, "max_iter must be >= 1"),
     ({"n_jobs": 0}, ValueError, "n_jobs must be >= 1"),
+    ({"stabilization": 1.0}, ValueError, "stabilization must be < 1"),
+    ({"stabilization": -0.1}, ValueError, "stabilization must be >= 0"),
 ])
 def test_bad_parameters(params, err, match):
     X, y = tiny()

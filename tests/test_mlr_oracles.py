@@ -275,3 +275,49 @@ def test_query_oracle_rejects_bad_input():
         query_oracle("auc", 1, [], [0.0])
     with pytest.raises(ValueError, match="finite"):
         query_oracle("map", 1, [np.nan], [0.0])
+
+
+# ---------------------------------------------------------------------------------------- the sort
+def _key_sets():
+    """Finite doubles that stress the radix sort: ties, -0.0/+0.0, both signs, every magnitude, keys equal in
+    their top 24 bits but not below, one binade (constant digits), sizes around the radix threshold."""
+    rng = np.random.default_rng(11)
+    tiny = np.finfo(float).tiny
+    yield np.zeros(0)
+    yield np.array([0.0, -0.0, 0.0, -0.0, 1.0, -1.0, -0.0])
+    yield np.array([-0.0, 0.0] * 40)
+    yield np.zeros(100)
+    yield np.full(90, -3.5)
+    for n in (1, 2, 63, 64, 65, 100, 1000):
+        yield rng.normal(size=n)
+        yield np.round(rng.normal(size=n), 1)                           # many ties
+        yield rng.integers(-3, 4, size=n).astype(float) * rng.choice([0.0, -0.0, 1.0], size=n)
+    yield 1.0 + rng.integers(0, 50, size=300) * 2.0 ** -45                # equal top bits, distinct low bits
+    yield -(1.0 + rng.integers(0, 50, size=300) * 2.0 ** -45)
+    yield 1.0 + rng.random(300)                                          # one binade: constant top digit
+    yield rng.choice([-1, 1], size=500) * np.exp(rng.uniform(-700, 700, size=500))
+    yield rng.choice([tiny, tiny / 8, -tiny / 8, 5e-324, -5e-324, 1e308, -1e308, 0.0, -0.0], size=400)
+
+
+@pytest.mark.parametrize("radix", [True, False, None])
+def test_sort_matches_numpy(radix):
+    """Both sorts of the oracles order by decreasing key, ties (-0.0 == +0.0) by increasing index."""
+    for keys in _key_sets():
+        expected = np.lexsort((np.arange(keys.size), -keys))
+        got = _oracles.sort_order(keys, radix=radix)
+        assert np.array_equal(got, expected), keys[:10]
+
+
+@pytest.mark.parametrize("loss", [l for l in LOSSES if l != "knn"])
+def test_oracle_on_radix_sorted_sets(loss):
+    """Sets large enough for the radix sort (>= 64 points each), unsorted and full of ties: the oracle's maximum
+    equals the plain dynamic programme on numpy-sorted scores, its orders are numpy's."""
+    rng = np.random.default_rng(300 + LOSSES.index(loss))
+    for _ in range(3):
+        P, N = int(rng.integers(64, 110)), int(rng.integers(64, 110))
+        r, u = random_scores(rng, P), random_scores(rng, N)
+        for k in ((1, 5, 70) if loss in TOPK else (1,)):
+            value, _, _, rel_order, irr_order = query_oracle(loss, k, r, u)
+            assert np.array_equal(rel_order, np.lexsort((np.arange(P), -r)))
+            assert np.array_equal(irr_order, np.lexsort((np.arange(N), -u)))
+            assert value == pytest.approx(plain_dp(loss, k, -np.sort(-r), -np.sort(-u)), abs=1e-11)

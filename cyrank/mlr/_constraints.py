@@ -53,6 +53,9 @@ class Separation:
         self.k = int(k)
         self.n_threads = int(n_threads)
         self.block = max(1, min(n, _BLOCK_DOUBLES // max(n, 1)))
+        # score and coefficient blocks, allocated once: fresh arrays would be page-faulted in at every call
+        self._G = np.empty((self.block, n))
+        self._A = np.empty((self.block, n))
         self.t_oracle = 0.0
         self.t_products = 0.0
         self.n_calls = 0
@@ -70,8 +73,8 @@ class Separation:
         t_oracle = 0.0
         for q0 in range(0, n, self.block):
             q1 = min(n, q0 + self.block)
-            G = XW[q0:q1] @ X.T
-            A = np.empty((q1 - q0, n))
+            G = np.matmul(XW[q0:q1], X.T, out=self._G[: q1 - q0])
+            A = self._A[: q1 - q0]
             t1 = time.perf_counter()
             _oracles.oracle_block(G, rsq, q0, self.mode, self.labels, *self.sets, self.loss, self.k,
                                   A, deltas[q0:q1], values[q0:q1], self.n_threads)

@@ -46,6 +46,12 @@ Ties in scores: items are sorted by decreasing score, equal scores by increasing
 relevant and an irrelevant point changes H by 0 whichever comes first, so every oracle returns a ranking of
 maximal H (the maximising ranking itself is not unique then).
 
+Sorting (most of the oracle time: every query sorts its P + N scores at every separation): below RADIX_MIN
+items a quicksort; above, an LSD radix sort (3 passes of 8 bits, constant digits skipped) on the top 24 bits of
+the order-reversing uint64 image of the doubles, followed by a quicksort of each run of equal top bits (mostly
+runs of one or two items). The result is exactly the order of the quicksort alone: if v(a) < v(b) in the top
+bits then a > b. On WDBC it makes the whole AUC oracle 2.4x faster (bench/RESULTS.md, MLR).
+
 The constraint of a ranking is carried by its coefficients a (one per corpus point, sum a = 0):
 
     psi(q, y*) - psi(q, y) = sum_i a_i phi(q, i),   a_i = (2/(P N)) k_i (relevant),
@@ -55,8 +61,9 @@ from which the estimator forms the d x d batch matrix with matrix products (sect
 """
 from cython.parallel cimport parallel, prange
 from libc.math cimport log2, INFINITY
+from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -64,6 +71,7 @@ from .._typedefs cimport intp_t
 
 
 cdef enum:
+    RADIX_MIN = 64      # at least this many items are sorted by the radix sort (below: quicksort)
     LOSS_AUC = 0
     LOSS_PREC = 1
     LOSS_MAP = 2
@@ -86,7 +94,9 @@ cdef struct Pair:
 
 cdef struct Workspace:
     intp_t cap
-    Pair* pairs       # cap        sort buffer
+    Pair* pairs       # cap        sort buffer (relevant points)
+    Pair* pairs2      # cap        sort buffer (irrelevant points)
+    Pair* tmp         # cap        radix-sort scratch
     double* r         # cap        relevant scores, decreasing
     double* u         # cap        irrelevant scores, decreasing
     intp_t* ridx      # cap        corpus index of each sorted relevant point
@@ -115,6 +125,8 @@ cdef Workspace* _ws_new(intp_t cap) noexcept nogil:
         cap = 1
     ws.cap = cap
     ws.pairs = <Pair*>malloc(cap * sizeof(Pair))
+    ws.pairs2 = <Pair*>malloc(cap * sizeof(Pair))
+    ws.tmp = <Pair*>malloc(cap * sizeof(Pair))
     ws.r = <double*>malloc(cap * sizeof(double))
     ws.u = <double*>malloc(cap * sizeof(double))
     ws.ridx = <intp_t*>malloc(cap * sizeof(intp_t))
@@ -132,8 +144,8 @@ cdef Workspace* _ws_new(intp_t cap) noexcept nogil:
     ws.D2 = <double*>malloc((cap + 1) * sizeof(double))
     ws.arg = NULL
     ws.arg_cap = 0
-    if (ws.pairs == NULL or ws.r == NULL or ws.u == NULL or ws.ridx == NULL or ws.uidx == NULL
-            or ws.kc == NULL or ws.c == NULL or ws.K == NULL or ws.U == NULL or ws.PR == NULL
+    if (ws.pairs == NULL or ws.pairs2 == NULL or ws.tmp == NULL or ws.r == NULL or ws.u == NULL
+            or ws.ridx == NULL or ws.uidx == NULL or ws.kc == NULL or ws.c == NULL or ws.K == NULL or ws.U == NULL or ws.PR == NULL
             or ws.PF == NULL or ws.D1 == NULL or ws.D2 == NULL or ws.stK == NULL or ws.stI == NULL
             or ws.H == NULL):
         _ws_free(ws)
@@ -147,7 +159,8 @@ cdef Workspace* _ws_new(intp_t cap) noexcept nogil:
 cdef void _ws_free(Workspace* ws) noexcept nogil:
     if ws == NULL:
         return
-    free(ws.pairs); free(ws.r); free(ws.u); free(ws.ridx); free(ws.uidx); free(ws.kc); free(ws.c)
+    free(ws.pairs); free(ws.pairs2); free(ws.tmp); free(ws.r); free(ws.u); free(ws.ridx); free(ws.uidx)
+    free(ws.kc); free(ws.c)
     free(ws.K); free(ws.U); free(ws.PR); free(ws.PF); free(ws.D1); free(ws.D2); free(ws.arg)
     free(ws.stK); free(ws.stI); free(ws.H)
     free(ws)
@@ -207,6 +220,64 @@ cdef void _sort_pairs(Pair* a, intp_t n) noexcept nogil:
         a[j + 1] = t
 
 
+cdef inline uint32_t _image(double key) noexcept nogil:
+    """Top 24 bits of the order-reversing uint64 image v(x) of a finite double: x > y iff v(x) < v(y), -0.0
+    mapped as +0.0 (so x > y implies _image(x) <= _image(y)). v(x) = bits(x) for x < 0 (larger magnitude,
+    larger bits), bits(x) XOR 0x7FF..F for x >= 0 (so every x >= 0 comes before every x < 0)."""
+    cdef uint64_t b
+    if key == 0.0:
+        key = 0.0
+    memcpy(&b, &key, 8)
+    b ^= ((b >> 63) - 1) >> 1                 # sign bit 0 -> flip the 63 low bits; 1 -> keep
+    return <uint32_t>(b >> 40)
+
+
+cdef Pair* _radix_sort_pairs(Pair* a, Pair* tmp, intp_t n) noexcept nogil:
+    """Sort a[:n] by the order of :func:`_before`; returns a or tmp, whichever holds the result.
+    Stable LSD radix sort on _image (3 passes of 8 bits, a pass whose digit is the same for every item
+    skipped), then every run of equal images is sorted by :func:`_before` (quicksort). 24 bits measured
+    fastest on WDBC (32 bits: 7% slower, 16 bits: 40% slower: longer runs)."""
+    cdef intp_t hist[3][256]
+    cdef intp_t i, j, p, total, c
+    cdef uint32_t h, d
+    cdef Pair* src = a
+    cdef Pair* dst = tmp
+    cdef Pair* t
+    if n < 2:
+        return a
+    memset(hist, 0, sizeof(hist))
+    for i in range(n):
+        h = _image(a[i].key)
+        hist[0][h & 255] += 1
+        hist[1][(h >> 8) & 255] += 1
+        hist[2][h >> 16] += 1
+    for p in range(3):
+        if hist[p][(_image(a[0].key) >> (8 * p)) & 255] == n:
+            continue
+        total = 0
+        for j in range(256):
+            c = hist[p][j]
+            hist[p][j] = total
+            total += c
+        for i in range(n):
+            d = (_image(src[i].key) >> (8 * p)) & 255
+            dst[hist[p][d]] = src[i]
+            hist[p][d] += 1
+        t = src
+        src = dst
+        dst = t
+    i = 0
+    while i < n:
+        h = _image(src[i].key)
+        j = i + 1
+        while j < n and _image(src[j].key) == h:
+            j += 1
+        if j - i > 1:
+            _sort_pairs(src + i, j - i)
+        i = j
+    return src
+
+
 cdef inline intp_t imin(intp_t a, intp_t b) noexcept nogil:
     return a if a < b else b
 
@@ -234,14 +305,17 @@ cdef inline intp_t count_below(const intp_t* c, intp_t P, intp_t J) noexcept nog
     return lo
 
 
-cdef void _prepare(Workspace* ws, intp_t P, intp_t N) noexcept nogil:
-    """Prefix sums U, PR, PF and the unconstrained maximisers c_i (two pointers over the sorted lists)."""
+cdef void _prepare(Workspace* ws, intp_t P, intp_t N, bint full) noexcept nogil:
+    """Prefix sums U, and if ``full`` (every loss but AUC) PR, PF and the unconstrained maximisers c_i (two
+    pointers over the sorted lists)."""
     cdef intp_t i, j
     cdef double* r = ws.r
     cdef double* u = ws.u
     ws.U[0] = 0.0
     for j in range(N):
         ws.U[j + 1] = ws.U[j] + u[j]
+    if not full:
+        return
     j = 0
     ws.PR[0] = 0.0
     ws.PF[0] = 0.0
@@ -477,7 +551,7 @@ cdef int _solve_sorted(Workspace* ws, int loss, intp_t kk, intp_t P, intp_t N,
     """Run the oracle on ws.r[:P], ws.u[:N] (already sorted); set ws.kc, Delta and H = max value."""
     cdef intp_t i
     cdef double acc = 0.0
-    _prepare(ws, P, N)
+    _prepare(ws, P, N, loss != LOSS_AUC)
     if loss == LOSS_AUC:
         _oracle_auc(ws, P, N)
     elif loss == LOSS_PREC or loss == LOSS_KNN:
@@ -496,12 +570,16 @@ cdef int _solve_sorted(Workspace* ws, int loss, intp_t kk, intp_t P, intp_t N,
     return 0
 
 
-cdef void _sort_into(Workspace* ws, intp_t m, double* keys_out, intp_t* idx_out) noexcept nogil:
+cdef void _sort_into(Pair* pairs, Pair* tmp, intp_t m, double* keys_out, intp_t* idx_out) noexcept nogil:
+    """Sort pairs[:m] (tmp: scratch of m items) and copy the keys and indices out, in order."""
     cdef intp_t i
-    _sort_pairs(ws.pairs, m)
+    if m >= RADIX_MIN:
+        pairs = _radix_sort_pairs(pairs, tmp, m)
+    else:
+        _sort_pairs(pairs, m)
     for i in range(m):
-        keys_out[i] = ws.pairs[i].key
-        idx_out[i] = ws.pairs[i].idx
+        keys_out[i] = pairs[i].key
+        idx_out[i] = pairs[i].idx
 
 
 cdef void _coefficients(Workspace* ws, intp_t P, intp_t N, double* arow) noexcept nogil:
@@ -524,11 +602,15 @@ cdef int _process_query(Workspace* ws, const double* g, const double* rsq, intp_
     memset(arow, 0, n * sizeof(double))
     delta[0] = 0.0
     value[0] = 0.0
-    # relevant points: scores s(i) = 2 x_q' W x_i - x_i' W x_i (= -||q - i||_W^2 up to a constant of q)
+    # scores s(i) = 2 x_q' W x_i - x_i' W x_i (= -||q - i||_W^2 up to a constant of q)
     if mode == 0:
         lab = labels[q]
         for i in range(n):
-            if i != q and labels[i] == lab:
+            if labels[i] != lab:
+                ws.pairs2[N].key = 2.0 * g[i] - rsq[i]
+                ws.pairs2[N].idx = i
+                N += 1
+            elif i != q:
                 ws.pairs[P].key = 2.0 * g[i] - rsq[i]
                 ws.pairs[P].idx = i
                 P += 1
@@ -538,22 +620,15 @@ cdef int _process_query(Workspace* ws, const double* g, const double* rsq, intp_
             ws.pairs[P].key = 2.0 * g[idx] - rsq[idx]
             ws.pairs[P].idx = idx
             P += 1
-    _sort_into(ws, P, ws.r, ws.ridx)
-    if mode == 0:
-        for i in range(n):
-            if labels[i] != lab:
-                ws.pairs[N].key = 2.0 * g[i] - rsq[i]
-                ws.pairs[N].idx = i
-                N += 1
-    else:
         for i in range(irr_ptr[q], irr_ptr[q + 1]):
             idx = irr_idx[i]
-            ws.pairs[N].key = 2.0 * g[idx] - rsq[idx]
-            ws.pairs[N].idx = idx
+            ws.pairs2[N].key = 2.0 * g[idx] - rsq[idx]
+            ws.pairs2[N].idx = idx
             N += 1
-    _sort_into(ws, N, ws.u, ws.uidx)
     if P == 0 or N == 0:
         return 0
+    _sort_into(ws.pairs, ws.tmp, P, ws.r, ws.ridx)
+    _sort_into(ws.pairs2, ws.tmp, N, ws.u, ws.uidx)
     if _solve_sorted(ws, loss, kk, P, N, delta, value) != 0:
         return -1
     _coefficients(ws, P, N, arow)
@@ -641,11 +716,11 @@ def query_oracle(loss, intp_t k, rel_scores, irr_scores):
             for i in range(P):
                 ws.pairs[i].key = r[i]
                 ws.pairs[i].idx = i
-            _sort_into(ws, P, ws.r, ws.ridx)
+            _sort_into(ws.pairs, ws.tmp, P, ws.r, ws.ridx)
             for i in range(N):
                 ws.pairs[i].key = u[i]
                 ws.pairs[i].idx = i
-            _sort_into(ws, N, ws.u, ws.uidx)
+            _sort_into(ws.pairs, ws.tmp, N, ws.u, ws.uidx)
             rc = _solve_sorted(ws, code, k, P, N, &delta, &value)
         if rc != 0:
             raise MemoryError()
@@ -655,3 +730,37 @@ def query_oracle(loss, intp_t k, rel_scores, irr_scores):
     finally:
         _ws_free(ws)
     return value, delta, n_before, rel_order, irr_order
+
+
+def sort_order(keys, radix=None):
+    """The permutation that orders ``keys`` (finite doubles) the way the oracles do: decreasing key, equal
+    keys (-0.0 == +0.0) by increasing index. ``radix``: True = the radix sort, False = the quicksort,
+    None = the oracles' rule (radix sort from RADIX_MIN items). (For tests.)"""
+    cdef const double[::1] k = np.ascontiguousarray(keys, dtype=np.float64).ravel()
+    cdef intp_t n = k.shape[0], i
+    if not np.all(np.isfinite(k)):
+        raise ValueError("keys must be finite")
+    cdef bint use_radix = (n >= RADIX_MIN) if radix is None else bool(radix)
+    cdef Pair* a = <Pair*>malloc(max(n, 1) * sizeof(Pair))
+    cdef Pair* tmp = <Pair*>malloc(max(n, 1) * sizeof(Pair))
+    cdef Pair* out
+    order = np.empty(n, dtype=np.int64)
+    cdef intp_t[::1] o = order
+    if a == NULL or tmp == NULL:
+        free(a)
+        free(tmp)
+        raise MemoryError()
+    with nogil:
+        for i in range(n):
+            a[i].key = k[i]
+            a[i].idx = i
+        if use_radix:
+            out = _radix_sort_pairs(a, tmp, n)
+        else:
+            _sort_pairs(a, n)
+            out = a
+        for i in range(n):
+            o[i] = out[i].idx
+    free(a)
+    free(tmp)
+    return order

@@ -98,3 +98,21 @@ def test_module_entry_point(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(cyrank.__file__).resolve().parents[1])}
     r = subprocess.run([sys.executable, "-m", "cyrank", "--help"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert r.returncode == 0 and "demo" in r.stdout and "verify" in r.stdout
+
+
+def test_demo_trains_every_solver_and_matches_the_reference(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    table = {line.split()[0]: line.split() for line in out.splitlines() if line.split()}
+    random_ndcg = float(table["random"][5])  # "random scores", fit_s, -, -, ndcg@10
+    for name in SOLVERS:  # every ranker beats random scores on the test set and converged
+        row = table[name]
+        assert row[3] == "True" and float(row[4]) > random_ndcg + 0.05
+    gaps = [float(line.split("= ")[1].split()[0]) for line in out.splitlines()
+            if line.startswith("relative objective gap")]
+    assert len(gaps) == len(SOLVERS) + 1
+    assert max(gaps[:-1]) < 1e-6  # rankers: solved to tolerance
+    assert gaps[-1] < 1e-4        # MLR: certified gap C * epsilon = 1e-4 (relative to f >= 1)
+    euclid = float(table["euclidean"][-1].rstrip("%"))
+    mlr = [float(row[-1].rstrip("%")) for key, row in table.items() if key.startswith("mlr-")]
+    assert len(mlr) == 3 and max(mlr) < euclid  # the learned metric beats the Euclidean one on Wine

@@ -116,3 +116,14 @@ def test_demo_trains_every_solver_and_matches_the_reference(capsys):
     euclid = float(table["euclidean"][-1].rstrip("%"))
     mlr = [float(row[-1].rstrip("%")) for key, row in table.items() if key.startswith("mlr-")]
     assert len(mlr) == 3 and max(mlr) < euclid  # the learned metric beats the Euclidean one on Wine
+
+
+def test_demo_without_cvxpy_skips_the_reference(monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cvxpy" else real(name, *a))
+    assert main(["demo", "--solvers", "ranksvm,mlr"]) == 0
+    out = capsys.readouterr().out
+    assert "ranksvm" in out and "mlr-auc" in out
+    assert "relative objective gap" not in out and "cvxpy is not installed" in out

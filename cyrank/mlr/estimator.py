@@ -44,8 +44,8 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import ThreadpoolController
 
+from .._threads import one_blas_thread
 from .._validation import check_class_labels, check_option, check_param, check_X
 from ..io import register_model
 from ..optim.cutting_plane import cutting_plane
@@ -268,11 +268,9 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             delta, psi, _ = sep(w)
             return delta, (np.diag(psi).copy() if diagonal else psi)
 
-        blas = ThreadpoolController()
-
         def solve_restricted(deltas, psis, w):
             t0 = time.perf_counter()
-            with blas.limit(limits=1, user_api="blas"):            # tiny matrices: threads only cost
+            with one_blas_thread():                                  # tiny matrices: threads only cost
                 out = inner(deltas, psis, w)
             timing["inner"] += time.perf_counter() - t0
             return out + (inner.last.dual,)

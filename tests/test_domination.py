@@ -472,9 +472,11 @@ def test_predict_score_and_objective_method():
     assert est.score(X, y, qid) > ndcg_score(y, -X @ est.coef_, qid, k=10)
 
 
-def test_pickle_and_safe_save_load(tmp_path):
+@pytest.mark.parametrize("params", [{"penalty": "l1", "alpha": 1.0, "feature_induction": 2},   # cd
+                                    {"penalty": "l2", "alpha": 1.0}])                          # newton
+def test_pickle_and_safe_save_load(tmp_path, params):
     X, y, qid, _ = make_problem(seed=26)
-    est = fit(X, y, qid, penalty="l1", alpha=1.0, feature_induction=2)
+    est = fit(X, y, qid, **params)
     again = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(again.predict(X), est.predict(X))
     save_model(est, tmp_path / "m.npz")
@@ -482,6 +484,7 @@ def test_pickle_and_safe_save_load(tmp_path):
     assert type(loaded) is DominationRank and loaded.get_params() == est.get_params()
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
     np.testing.assert_array_equal(loaded.history_["objective"], est.history_["objective"])
+    assert (loaded.solver_, loaded.n_iter_, loaded.n_cg_iter_) == (est.solver_, est.n_iter_, est.n_cg_iter_)
 
 
 @pytest.mark.parametrize("params, error, match", [

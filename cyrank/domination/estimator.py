@@ -207,7 +207,8 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     solver : {"auto", "cd", "newton"}, default="auto"
         "cd": coordinate descent (every penalty). "newton": trust-region Newton-CG, for a smooth objective only
         (penalty "l2", or "elasticnet" with l1_ratio = 0; no feature induction). "auto": "newton" when it
-        applies, otherwise "cd".
+        applies, otherwise "cd". "cd" keeps per-query shifted exponentials and raises FloatingPointError when
+        the margins inside one query span more than about 640; "newton" works in the log domain, no limit.
     hessian_bound : {"popoviciu", "max_sq"}, default="popoviciu"
         Curvature of the coordinate steps (solver "cd" only).
     max_iter : int >= 1, default=1000

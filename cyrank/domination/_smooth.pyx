@@ -31,7 +31,7 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, log, INFINITY
 
 from cyrank._math cimport log1pexp, sigmoid
-from cyrank._parallel cimport max_threads
+from cyrank._parallel cimport max_threads, sum_threads
 from cyrank._rows cimport block_axpy, block_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 
@@ -151,7 +151,7 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
 
     X holds the layout's rows in sorted order (row p of X is sorted row p): dense C-ordered or CSR.
     """
-    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, p0, p1, tid, j
+    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, p0, p1, tid
     cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
     cdef const double[::1] off = st.offset
     cdef double[::1] u = st.u, E = st.E, s = st.s, g = st.g, rho = st.rho, T = st.T
@@ -177,16 +177,14 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
                 u[p] = u[p] - off[p]
             loss += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &u[0], &E[0], &s[0], &g[0], &rho[0], &T[0])
             block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &g[0], &acc[tid, 0])
-    for q in range(nt):
-        for j in range(d):
-            xg[j] += acc[q, j]
+    sum_threads(acc, xg)
     return loss
 
 
 def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
              intp_t n_features, State st, const double[::1] v, double[::1] out):
     """out = X' H X v, H the Hessian in u at the point of the last fun_grad (X as in fun_grad)."""
-    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p0, p1, tid, j
+    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p0, p1, tid
     cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U, xv = st.xv, h = st.h
     acc_arr = np.zeros((nt, d))
@@ -209,6 +207,4 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
             query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0], &xv[0], &h[0],
                        &V[0], &U[0])
             block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &h[0], &acc[tid, 0])
-    for q in range(nt):
-        for j in range(d):
-            out[j] += acc[q, j]
+    sum_threads(acc, out)

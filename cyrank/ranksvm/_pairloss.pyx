@@ -30,7 +30,7 @@ from cython.parallel cimport parallel, prange, threadid
 
 from cyrank._rows cimport row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
-from cyrank._parallel cimport max_threads
+from cyrank._parallel cimport max_threads, sum_threads
 from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, sort_by_key
 from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
 
@@ -131,7 +131,7 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
     the subgradient l^+ - l^-).
     """
     cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads, L = lay.max_levels + 1
-    cdef intp_t q, k, start, stop, tid, j
+    cdef intp_t q, k, start, stop, tid
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
     cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
     cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
@@ -164,10 +164,7 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
             for k in range(start, stop):
                 if gf[k] != 0.0:
                     row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], gf[k], &acc[tid, 0])
-    for j in range(d):
-        xg[j] = 0.0
-        for q in range(nt):
-            xg[j] += acc[q, j]
+    sum_threads(acc, xg)
     return loss, int(round(act_arr.sum()))
 
 
@@ -176,7 +173,7 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
                 const double[::1] v, double[::1] out):
     """out = X'A'A X v with the active set of the state (f, perm); the Hessian is I + 2C out."""
     cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads
-    cdef intp_t q, k, start, stop, tid, j
+    cdef intp_t q, k, start, stop, tid
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
     cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
     cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
@@ -204,10 +201,7 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
             for k in range(start, stop):
                 if t[k] != 0.0:
                     row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], t[k], &acc[tid, 0])
-    for j in range(d):
-        out[j] = 0.0
-        for q in range(nt):
-            out[j] += acc[q, j]
+    sum_threads(acc, out)
 
 
 # --------------------------------------------------------------------------------------------- given scores

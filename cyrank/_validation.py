@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from . import _sparse_check
+
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
@@ -45,6 +47,94 @@ def _check_not_empty(shape):
         raise ValueError(f"X is empty: 0 feature(s) (shape={shape}) while a minimum of 1 is required.")
 
 
+_STRUCTURE_PROBLEMS = {
+    _sparse_check.BAD_START: "{ptr}[0] is {value}, not 0",
+    _sparse_check.DECREASING: "{ptr} decreases at position {pos} ({ptr}[{pos}] = {value} > {ptr}[{next}] = {after})",
+    _sparse_check.PAST_END: "{ptr}[{pos}] = {value} points past the end of indices (length {nnz})",
+    _sparse_check.INDEX_LOW: "indices[{pos}] = {index} is negative",
+    _sparse_check.INDEX_HIGH: "indices[{pos}] = {index} is out of range for {n_minor} {minor}s",
+}
+
+
+def _as_index_array(a):
+    """A 1-d int32/int64 contiguous view (or copy) of an index array, for the structure scan."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"sparse index arrays must be integers, got dtype {a.dtype}")
+    if a.dtype not in (np.int32, np.int64):
+        a = a.astype(np.int64)
+    return np.ascontiguousarray(a)
+
+
+def check_sparse_structure(X, name="X"):
+    """Return ``X`` as a canonical scipy.sparse matrix (a copy when it was not canonical), or raise ValueError.
+
+    CSR/CSC/BSR: ``indptr`` must have one entry per row (column) plus one, start at 0, never decrease and stay
+    within ``len(indices)``; every index must lie in [0, n_columns) (rows for CSC). The arrays are scanned once in
+    O(nnz) (:mod:`cyrank._sparse_check`) before anything reads them through the indices, and the message names
+    the first bad position. COO: row and column indices inside the shape. Other formats (DOK, LIL, DIA) are
+    built by scipy from checked Python structures and converted to COO first. Duplicate entries (scipy's meaning:
+    summed) are summed and indices sorted on a copy, never in the caller's matrix; stored entries past
+    ``indptr[-1]`` are dropped.
+    """
+    fmt = X.format
+    if fmt not in ("csr", "csc", "bsr", "coo"):
+        X = X.tocoo()
+        fmt = "coo"
+    if fmt == "coo":
+        coords = getattr(X, "coords", None) or (X.row, X.col)
+        for axis, idx in enumerate(coords):
+            idx = np.asarray(idx)
+            if idx.size and (idx.min() < 0 or idx.max() >= X.shape[axis]):
+                what = ("row", "column")[axis]
+                pos = int(np.flatnonzero((idx < 0) | (idx >= X.shape[axis]))[0])
+                raise ValueError(f"{name} is a malformed COO matrix: entry {pos} has {what} index {int(idx[pos])}, "
+                                 f"out of range for {X.shape[axis]} {what}s")
+            if idx.shape[0] != np.shape(X.data)[0]:
+                raise ValueError(f"{name} is a malformed COO matrix: {idx.shape[0]} indices but "
+                                 f"{np.shape(X.data)[0]} values")
+        return X
+    ptr, minor = ("indptr", {"csr": "column", "bsr": "block column", "csc": "row"}[fmt])
+    n_major, n_minor = (X.shape[0], X.shape[1]) if fmt != "csc" else (X.shape[1], X.shape[0])
+    if fmt == "bsr":
+        r, c = X.blocksize
+        n_major, n_minor = n_major // r, n_minor // c
+    indptr, indices = _as_index_array(X.indptr), _as_index_array(X.indices)
+    if indptr.ndim != 1 or indices.ndim != 1 or indptr.shape[0] != n_major + 1:
+        raise ValueError(f"{name} is a malformed {fmt.upper()} matrix: indptr has shape {indptr.shape}, expected "
+                         f"({n_major + 1},) for shape {X.shape}")
+    if np.shape(X.data)[0] != indices.shape[0]:
+        raise ValueError(f"{name} is a malformed {fmt.upper()} matrix: {indices.shape[0]} indices but "
+                         f"{np.shape(X.data)[0]} stored values")
+    if indptr.dtype != indices.dtype:
+        wide = np.promote_types(indptr.dtype, indices.dtype)
+        indptr, indices = indptr.astype(wide), indices.astype(wide)
+    code, pos, is_sorted, unique = _sparse_check.scan_compressed(indptr, indices, n_minor)
+    if code != _sparse_check.OK:
+        detail = _STRUCTURE_PROBLEMS[code].format(
+            ptr=ptr, pos=pos, next=pos + 1, value=int(indptr[min(pos, n_major)]),
+            after=int(indptr[min(pos + 1, n_major)]), nnz=indices.shape[0],
+            index=int(indices[pos]) if code in (_sparse_check.INDEX_LOW, _sparse_check.INDEX_HIGH) else 0,
+            n_minor=n_minor, minor=minor)
+        raise ValueError(f"{name} is a malformed {fmt.upper()} matrix: {detail}; build it with "
+                         "scipy.sparse.csr_matrix((data, indices, indptr), shape=...) from valid arrays, or call "
+                         "X.check_format(full_check=True) to see scipy's own diagnosis")
+    if fmt == "bsr":
+        return X if is_sorted and unique else _canonical_copy(X)
+    if not (is_sorted and unique and indptr[-1] == indices.shape[0]):
+        X = _canonical_copy(X)
+    X.has_sorted_indices = True
+    return X
+
+
+def _canonical_copy(X):
+    """A copy of X with duplicates summed, indices sorted and entries past indptr[-1] dropped."""
+    X = X.copy()
+    X.prune()
+    X.sum_duplicates()
+    return X
+
+
 def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, copy=False):
     """Return X as a finite float32/float64 2-d array or a CSR/CSC matrix with sorted indices.
 
@@ -61,15 +151,13 @@ def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, 
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d, got {X.ndim} dimensions")
         _check_kind(np.empty(0, X.dtype), "X")
+        X = check_sparse_structure(X, "X")  # before scipy's own conversions read the index arrays
         fmt = X.format if X.format in accept_sparse else accept_sparse[0]
         X = X.asformat(fmt, copy=copy)
         if X.dtype not in dtypes:
             X = X.astype(dtypes[0])
         _check_not_empty(X.shape)
         _check_finite(X.data, "X")
-        if not X.has_sorted_indices:
-            X = X.copy()  # never reorder the caller's matrix in place
-            X.sort_indices()
         if X.indices.dtype != X.indptr.dtype:  # scipy may mix widths; kernels take one
             wide = np.promote_types(X.indices.dtype, X.indptr.dtype)
             X = X.copy()
@@ -175,10 +263,15 @@ def check_qid(qid, n):
             raise ValueError("qid values exceed the int64 range")
         return qid.astype(np.int64, copy=False)
     _check_finite(qid, "qid")
+    too_big = np.abs(qid) >= 2.0**63  # float64 holds -2**63 exactly, nothing larger than int64 in the other end
+    if np.any(too_big & (qid != -(2.0**63))):
+        bad = qid[too_big & (qid != -(2.0**63))][0]
+        raise ValueError(f"qid value {float(bad)!r} is out of the int64 range [-2**63, 2**63 - 1]; query ids must be "
+                         "64-bit integers")
     as_int = qid.astype(np.int64)
     if not np.array_equal(as_int, qid):
         bad = qid[as_int != qid][0]
-        raise ValueError(f"qid must hold integer query ids; found non-integer value {bad!r}")
+        raise ValueError(f"qid must hold integer query ids; found non-integer value {float(bad)!r}")
     return as_int
 
 
@@ -215,6 +308,21 @@ def check_param(name, value, *, low=None, high=None, low_open=False, high_open=F
     if high is not None and (value > high or (high_open and value == high)):
         raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value!r}")
     return int(value) if integer else float(value)
+
+
+def check_random_state(random_state):
+    """Return a ``numpy.random.RandomState`` from None, an int seed or a RandomState/Generator's state holder,
+    with scikit-learn's semantics (:func:`sklearn.utils.check_random_state`); anything else is a ValueError
+    naming the parameter."""
+    from sklearn.utils import check_random_state as sklearn_check
+
+    if isinstance(random_state, (bool, np.bool_)):
+        raise ValueError(f"random_state must be None, an int or a numpy RandomState; got {random_state!r}")
+    try:
+        return sklearn_check(random_state)
+    except ValueError:
+        raise ValueError(f"random_state must be None, an int in [0, 2**32 - 1] or a numpy RandomState; got "
+                         f"{random_state!r} ({type(random_state).__name__})") from None
 
 
 def check_option(name, value, options):

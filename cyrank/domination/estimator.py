@@ -16,13 +16,13 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import LinearRankerMixin
 from .._queries import QueryGroups
 from .._threads import one_blas_thread
-from .._validation import check_option, check_param, check_ranking_data, check_row_weights, warn_if_no_pairs
+from .._validation import (check_option, check_param, check_random_state, check_ranking_data, check_row_weights,
+                           warn_if_no_pairs)
 from ..io import register_model
 from ..optim.tron import tron
 from . import _cd, _smooth
@@ -284,6 +284,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         check_param("max_iter", self.max_iter, low=1, integer=True)
         check_param("tol", self.tol, low=0.0, low_open=True)
         check_param("verbose", self.verbose, low=0, integer=True)
+        check_random_state(self.random_state)
         return lam
 
     def _solver(self, lam1):

@@ -50,6 +50,8 @@ def metric_function(spec):
     from . import metrics
 
     name, _, k = spec.lower().partition("@")
+    if k and not (k.isdigit() and int(k) >= 1):
+        raise ValueError(f"-m/--metric {spec!r}: the cut-off after '@' must be a positive integer, as in ndcg@10")
     k = int(k) if k else None
     table = {
         "ndcg": lambda y, s, q: metrics.ndcg_score(y, s, q, k=k),
@@ -257,6 +259,10 @@ def model_scores(model_path, data_path):
     from .io import load_model
 
     est = load_model(model_path)
+    if not callable(getattr(est, "predict", None)):
+        raise ValueError(f"{model_path} holds a model of class {type(est).__name__}, which gives no ranking scores (MLR "
+                         "learns a metric: use its transform in Python); predict and eval need a ranker such as "
+                         "DominationRank or RankSVM")
     X, y, qid = load_data(data_path, n_features=getattr(est, "n_features_in_", None))
     return est.predict(X), y, qid
 
@@ -275,6 +281,9 @@ def cmd_predict(args):
 def cmd_eval(args):
     if (args.model is None) == (args.scores is None):
         raise ValueError("give exactly one of --model and --scores")
+    specs = args.metric or list(DEFAULT_METRICS)
+    for spec in specs:  # a misspelt metric is reported before any work
+        metric_function(spec)
     if args.model:
         scores, y, qid = model_scores(args.model, args.data)
     else:
@@ -282,7 +291,6 @@ def cmd_eval(args):
         scores = np.loadtxt(args.scores, dtype=np.float64, ndmin=1)
         if scores.shape[0] != y.shape[0]:
             raise ValueError(f"{args.scores} has {scores.shape[0]} scores but {args.data} has {y.shape[0]} rows")
-    specs = args.metric or list(DEFAULT_METRICS)
     print_table(["metric", "value"], [[k, v] for k, v in evaluate(y, scores, qid, specs).items()])
     return 0
 
@@ -352,6 +360,13 @@ def main(argv=None):
     except (ValueError, TypeError, OSError) as exc:
         print(f"cyrank {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:
+        print(f"cyrank {args.command}: error: out of memory ({exc or 'allocation failed'}); use a smaller problem "
+              "or a machine with more memory", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"cyrank {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

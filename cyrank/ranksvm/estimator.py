@@ -204,7 +204,19 @@ def kernel_matrix(A, B, kernel, gamma, degree, coef0, out=None, B_sqnorm=None):
         _kernel.rbf_from_gram(out, _row_sqnorm(A), np.ascontiguousarray(b2, dtype=np.float64), float(gamma))
     elif kernel == "poly":
         _kernel.poly_from_gram(out, float(gamma), float(coef0), int(degree))
+    if not np.isfinite(out).all():
+        scale = max(_max_abs(A), _max_abs(B))
+        raise ValueError(
+            f"the {kernel} kernel overflows float64 (non-finite entries in K) with gamma={gamma:g}"
+            + (f", degree={degree}, coef0={coef0:g}" if kernel == "poly" else "")
+            + f" and features up to |x| = {scale:.3g}; scale X (e.g. sklearn.preprocessing.StandardScaler) or lower "
+            + ("gamma or degree" if kernel == "poly" else "gamma"))
     return out
+
+
+def _max_abs(A):
+    data = A.data if sp.issparse(A) else A
+    return float(np.max(np.abs(data))) if data.size else 0.0
 
 
 def _row_sqnorm(A):
@@ -539,6 +551,10 @@ class RankSVM(RankerMixin, BaseEstimator):
             self._fit_linear(X, layout, n_pairs)
         else:
             self._fit_kernel(X, layout, n_pairs)
+        if not np.isfinite(self.objective_):
+            del self.objective_  # leaves the estimator unfitted
+            raise ValueError(f"RankSVM: the objective overflowed float64 (features up to |x| = {_max_abs(X):.3g}, "
+                             f"C={self.C:g}); scale X (e.g. sklearn.preprocessing.StandardScaler) or lower C")
         return self
 
     def _fit_linear(self, X, layout, n_pairs):

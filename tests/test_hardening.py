@@ -1,0 +1,213 @@
+"""Hostile input through the shared validation: malformed sparse structure, duplicate entries, overflowing
+kernels, bad random_state/qid, and command-line errors. Each case gives a clear error or the answer of the
+canonical input; none may crash the process or return a non-finite model."""
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cyrank import DominationRank, RankSVM
+from cyrank._validation import check_qid, check_sparse_structure, check_X
+
+RNG = np.random.default_rng(0)
+N, D = 60, 5
+X_DENSE = RNG.normal(size=(N, D))
+X_DENSE[RNG.random((N, D)) < 0.3] = 0.0
+Y = RNG.integers(0, 3, N).astype(float)
+QID = np.repeat(np.arange(6), 10)
+X_CSR = sp.csr_matrix(X_DENSE)
+
+ESTIMATORS = {
+    "domination-cd-l1": lambda: DominationRank(solver="cd", penalty="l1", alpha=0.1, tol=1e-10, max_iter=5000),
+    "domination-newton": lambda: DominationRank(solver="newton", tol=1e-10),
+    "ranksvm-squared": lambda: RankSVM(C=0.1, tol=1e-10),
+    "ranksvm-hinge": lambda: RankSVM(C=0.1, loss="hinge", tol=1e-8),
+    "ranksvm-rbf": lambda: RankSVM(C=0.1, kernel="rbf", tol=1e-10),
+    "ranksvm-poly": lambda: RankSVM(C=0.1, kernel="poly", degree=2, tol=1e-10),
+}
+
+
+def _malformed(kind, fmt="csr", index_dtype=np.int32):
+    """X_CSR (or its CSC form) with one structural defect, built as a user would from their own arrays."""
+    X = X_CSR if fmt == "csr" else X_CSR.tocsc()
+    data, indices, indptr = X.data.copy(), X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+    n_minor = X.shape[1] if fmt == "csr" else X.shape[0]
+    if kind == "index=n":
+        indices[7] = n_minor
+    elif kind == "index huge":
+        indices[7] = 10**8 if index_dtype == np.int32 else 2**40
+    elif kind == "index negative":
+        indices[7] = -3
+    elif kind == "indptr decreasing":
+        indptr[4] = indptr[2]
+    cls = sp.csr_matrix if fmt == "csr" else sp.csc_matrix
+    return cls((data, indices, indptr), shape=X.shape)
+
+
+MALFORMED = ["index=n", "index huge", "index negative", "indptr decreasing"]
+
+
+@pytest.mark.parametrize("kind", MALFORMED)
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_malformed_structure_named(kind, fmt, index_dtype):
+    with pytest.raises(ValueError, match=f"malformed {fmt.upper()} matrix: (indices|indptr)(\\[\\d+\\]| decreases at position \\d+)"):
+        check_X(_malformed(kind, fmt, index_dtype))
+
+
+@pytest.mark.parametrize("kind", MALFORMED)
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_estimators_refuse_malformed_sparse(kind, name):
+    with pytest.raises(ValueError, match="malformed CSR matrix"):
+        ESTIMATORS[name]().fit(_malformed(kind), Y, qid=QID)
+
+
+@pytest.mark.parametrize("name", ["domination-newton", "ranksvm-squared", "ranksvm-rbf"])
+def test_predict_refuses_malformed_sparse(name):
+    model = ESTIMATORS[name]().fit(X_CSR, Y, qid=QID)
+    for kind in MALFORMED:
+        with pytest.raises(ValueError, match="malformed CSR matrix"):
+            model.predict(_malformed(kind))
+
+
+def test_malformed_coo_and_mutated_attributes():
+    coo = sp.coo_matrix(X_DENSE)
+    coo.col = coo.col.copy()
+    coo.col[3] = D + 2
+    with pytest.raises(ValueError, match="malformed COO matrix: entry 3 has column index 7"):
+        check_X(coo)
+    X = X_CSR.copy()
+    X.indptr = X.indptr[:-1]  # indptr one short of the rows, set after construction
+    with pytest.raises(ValueError, match="indptr has shape"):
+        check_X(X)
+
+
+def _with_duplicates(X, copies, rng):
+    """The same matrix as X with each stored entry split into ``copies`` summands, in shuffled order per row."""
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    parts = rng.dirichlet(np.ones(copies), size=X.nnz)  # summands of each entry
+    r = np.repeat(rows, copies)
+    c = np.repeat(X.indices, copies)
+    v = (X.data[:, None] * parts).ravel()
+    order = np.lexsort((rng.random(r.size), r))
+    indptr = np.r_[0, np.cumsum(np.bincount(r, minlength=X.shape[0]))]
+    return sp.csr_matrix((v[order], c[order], indptr), shape=X.shape)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_duplicate_entries_mean_their_sum(name):
+    """scipy's meaning of a duplicate entry is the sum: the fit equals the fit on the canonical matrix, and the
+    caller's matrix is left exactly as it was."""
+    Xdup = _with_duplicates(X_CSR, 20, np.random.default_rng(1))
+    before = (Xdup.data.copy(), Xdup.indices.copy(), Xdup.indptr.copy())
+    want = ESTIMATORS[name]().fit(X_CSR, Y, qid=QID).objective_
+    got = ESTIMATORS[name]().fit(Xdup, Y, qid=QID).objective_
+    assert got == pytest.approx(want, rel=1e-9)
+    assert all(np.array_equal(a, b) for a, b in zip(before, (Xdup.data, Xdup.indices, Xdup.indptr)))
+
+
+@st.composite
+def compressed_arrays(draw):
+    """Random (data, indices, indptr, shape): valid, unsorted, duplicated or broken in any way."""
+    n, d = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    counts = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    indptr = np.r_[0, np.cumsum(counts)]
+    if draw(st.booleans()):  # perturb the pointers
+        i = draw(st.integers(0, n))
+        indptr[i] += draw(st.integers(-3, 3))
+    nnz = int(counts and sum(counts))
+    indices = np.array(draw(st.lists(st.integers(-2, d + 1), min_size=nnz, max_size=nnz)), dtype=np.int64)
+    if draw(st.booleans()):  # mostly in range
+        indices = np.clip(indices, 0, d - 1)
+    data = np.array(draw(st.lists(st.floats(-5, 5), min_size=nnz, max_size=nnz)), dtype=np.float64)
+    return data, indices, indptr, (n, d)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(compressed_arrays(), st.sampled_from([np.int32, np.int64]))
+def test_any_compressed_structure(arrays, index_dtype):
+    """Whatever arrays scipy lets through, check_X gives the matrix they mean (duplicates summed, computed here
+    entry by entry) when the structure is valid, and a ValueError naming the defect otherwise."""
+    data, indices, indptr, shape = arrays
+    try:
+        X = sp.csr_matrix((data, indices.astype(index_dtype), indptr.astype(index_dtype)), shape=shape)
+    except (ValueError, IndexError):
+        return  # scipy refused it already
+    ptr, idx = X.indptr, X.indices
+    valid = (ptr[0] == 0 and np.all(np.diff(ptr) >= 0) and ptr[-1] <= idx.shape[0]
+             and all(0 <= idx[k] < shape[1] for k in range(ptr[-1])))
+    try:
+        out = check_X(X)
+    except ValueError as exc:
+        assert not valid and "malformed CSR matrix" in str(exc)
+        return
+    assert valid
+    want = np.zeros(shape)
+    for i in range(shape[0]):
+        for k in range(ptr[i], ptr[i + 1]):
+            want[i, idx[k]] += X.data[k]
+    assert out.has_canonical_format
+    assert np.all(np.diff(out.indices[out.indptr[0]:out.indptr[1]]) > 0)
+    np.testing.assert_allclose(out.toarray(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_structure_check_leaves_canonical_matrix_alone():
+    assert check_sparse_structure(X_CSR) is X_CSR
+
+
+@pytest.mark.parametrize("params, X, match", [
+    ({"kernel": "poly", "degree": 1000}, X_DENSE * 10, "poly kernel overflows float64"),
+    ({"kernel": "poly", "gamma": 1e200}, X_DENSE, "poly kernel overflows float64"),
+    ({"kernel": "rbf"}, X_DENSE * 1e300, "rbf kernel overflows float64"),
+    ({"kernel": "rbf", "kernel_memory_mb": 0.001}, X_DENSE * 1e300, "rbf kernel overflows float64"),
+    ({"C": 1e307}, X_DENSE, "objective overflowed float64"),
+    ({"C": 1e307, "loss": "hinge"}, X_DENSE, "objective overflowed float64"),
+])
+def test_ranksvm_refuses_overflow(params, X, match):
+    model = RankSVM(**params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(ValueError, match=match):
+            model.fit(X, Y, qid=QID)
+    assert not hasattr(model, "objective_")
+
+
+def test_random_state_and_qid_range():
+    with pytest.raises(ValueError, match="random_state must be None, an int"):
+        DominationRank(random_state="abc").fit(X_DENSE, Y, qid=QID)
+    with pytest.raises(ValueError, match="out of the int64 range"):
+        check_qid(np.array([1e19, 1.0]), 2)
+    assert check_qid(np.array([-(2.0**63), 3.0]), 2)[0] == np.iinfo(np.int64).min
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "cyrank", *map(str, args)], capture_output=True, text=True, cwd=cwd)
+
+
+def test_cli_user_errors_are_one_line(tmp_path):
+    from sklearn.datasets import load_wine
+
+    from cyrank import MLR
+    from cyrank.io import dump_svmlight, save_model
+
+    X, y = load_wine(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    save_model(MLR(C=1.0).fit(X, y), tmp_path / "mlr.npz")
+    dump_svmlight(X[:20], y[:20], tmp_path / "wine.svm", qid=np.repeat([0, 1], 10))
+    (tmp_path / "big.svm").write_text("1 qid:1 1:0.5 1099511627776:1\n0 qid:1 2:0.3\n")
+    cases = [
+        (("predict", tmp_path / "mlr.npz", tmp_path / "wine.svm"), "gives no ranking scores"),
+        (("eval", tmp_path / "wine.svm", "--model", tmp_path / "mlr.npz", "-m", "ndcg@abc"),
+         "cut-off after '@' must be a positive integer"),
+        (("fit", "ranksvm", tmp_path / "big.svm"), "1099511627776"),
+    ]
+    for args, message in cases:
+        res = _cli(*args, cwd=tmp_path)
+        assert res.returncode == 2, res.stderr
+        assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
+        assert res.stderr.startswith(f"cyrank {args[0]}: error:") and message in res.stderr, res.stderr

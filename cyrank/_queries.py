@@ -50,12 +50,12 @@ class QueryGroups:
     def from_data(cls, y, qid=None):
         """Groups for labels ``y`` and ids ``qid`` (None: one query of every row)."""
         y = check_y(y)
-        return cls(check_qid(qid, y.shape[0]), y)
+        return cls(check_qid(qid, y.shape[0], of="y"), y)
 
     def set_labels(self, y):
         """Record the (query, label) runs and per query the number of label levels and of preference pairs
         {(i, j): y_i > y_j}."""
-        y = check_y(y, self.n_samples)
+        y = check_y(y, self.n_samples, of="qid")
         ys = y[self.order]
         self._y_sorted = ys
         qidx = np.repeat(np.arange(self.n_queries, dtype=np.int64), self.sizes)

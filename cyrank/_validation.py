@@ -189,7 +189,8 @@ def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, 
     return X
 
 
-def _as_1d(a, name, n=None):
+def _as_1d(a, name, n=None, of="X"):
+    """``a`` as a 1-d array of length ``n``; a mismatch names ``of``, the argument that set the length."""
     if a is None:
         raise ValueError(f"this estimator requires {name} to be passed, but the target {name} is None")
     a = np.asarray(a)
@@ -201,13 +202,14 @@ def _as_1d(a, name, n=None):
     if a.shape[0] == 0:
         raise ValueError(f"{name} is empty")
     if n is not None and a.shape[0] != n:
-        raise ValueError(f"{name} has {a.shape[0]} entries but X has {n} rows; lengths must match")
+        raise ValueError(f"{name} has {a.shape[0]} entries but {of} has {n} {'rows' if of == 'X' else 'entries'}; "
+                         "lengths must match")
     return a
 
 
-def check_y(y, n=None, *, name="y"):
-    """Return finite float64 relevance labels of length ``n``."""
-    y = _as_1d(y, name, n).astype(np.float64, copy=False)
+def check_y(y, n=None, *, name="y", of="X"):
+    """Return finite float64 relevance labels of length ``n`` (the length of ``of``)."""
+    y = _as_1d(y, name, n, of).astype(np.float64, copy=False)
     _check_finite(y, name)
     return y
 
@@ -250,14 +252,14 @@ def check_class_labels(y, n, *, who="this estimator", min_count=1):
     return classes, labels.astype(np.int64)
 
 
-def check_qid(qid, n):
-    """Return int64 query ids of length ``n`` (all zeros when ``qid`` is None).
+def check_qid(qid, n, of="X"):
+    """Return int64 query ids of length ``n``, the length of ``of`` (all zeros when ``qid`` is None).
 
     Integer arrays are taken as they are; float arrays only if every value is an integer.
     """
     if qid is None:
         return np.zeros(n, dtype=np.int64)
-    qid = _as_1d(qid, "qid", n)
+    qid = _as_1d(qid, "qid", n, of)
     if qid.dtype.kind in "iub":
         if qid.dtype.kind == "u" and qid.dtype.itemsize == 8 and qid.size and qid.max() > np.iinfo(np.int64).max:
             raise ValueError("qid values exceed the int64 range")
@@ -285,8 +287,8 @@ def check_ranking_data(X, y, qid=None, **x_kwargs):
 def check_scores(y_true, y_score, qid=None):
     """Check the inputs of a metric; return float64 ``y_true``, float64 ``y_score`` and int64 ``qid``."""
     y_true = check_y(y_true, name="y_true")
-    y_score = check_y(y_score, y_true.shape[0], name="y_score")
-    return y_true, y_score, check_qid(qid, y_true.shape[0])
+    y_score = check_y(y_score, y_true.shape[0], name="y_score", of="y_true")
+    return y_true, y_score, check_qid(qid, y_true.shape[0], of="y_true")
 
 
 def check_param(name, value, *, low=None, high=None, low_open=False, high_open=False, integer=False, none_ok=False):

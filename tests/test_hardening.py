@@ -211,3 +211,61 @@ def test_cli_user_errors_are_one_line(tmp_path):
         assert res.returncode == 2, res.stderr
         assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
         assert res.stderr.startswith(f"cyrank {args[0]}: error:") and message in res.stderr, res.stderr
+
+
+# ------------------------------------------------------------------------- part 2: converged means converged
+@pytest.mark.parametrize("X", [np.tile(X_DENSE[:1], (N, 1)), np.tile(X_DENSE[:1], (N, 1)) * 1e3,
+                               sp.csr_matrix(np.tile(X_DENSE[:1], (N, 1)))])
+@pytest.mark.parametrize("alpha", [1.0, 1e-8, 0.0])
+def test_identical_rows_converge_at_zero(X, alpha):
+    """Every row the same: the loss does not depend on w, w = 0 is optimal and must be reported as converged
+    with a zero optimality measure (the computed gradient there is rounding noise)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = DominationRank(solver="newton", alpha=alpha).fit(X, Y, qid=QID)
+    assert model.converged_ and model.kkt_violation_ == 0.0
+    assert np.all(model.coef_ == 0.0)
+
+
+def test_length_mismatch_names_the_arguments():
+    from cyrank import QueryGroups, metrics
+
+    with pytest.raises(ValueError, match="y_score has 2 entries but y_true has 3 entries"):
+        metrics.ndcg_score([1, 0, 1], [0.1, 0.2], None)
+    with pytest.raises(ValueError, match="qid has 2 entries but y_true has 3 entries"):
+        metrics.ndcg_score([1, 0, 1], [0.1, 0.2, 0.3], [1, 1])
+    with pytest.raises(ValueError, match="y has 2 entries but qid has 3 entries"):
+        QueryGroups([1, 1, 2], [1, 0])
+    with pytest.raises(ValueError, match="y has 5 entries but X has 60 rows"):
+        RankSVM().fit(X_DENSE, Y[:5], qid=QID)
+
+
+FORK_SCRIPT = """
+import multiprocessing, sys
+import numpy as np
+import joblib
+from cyrank import RankSVM
+rng = np.random.default_rng(0)
+X = rng.normal(size=(1200, 8)); y = rng.integers(0, 3, 1200).astype(float); q = np.repeat(np.arange(12), 100)
+fit = lambda i: RankSVM(C=1e-3, kernel="rbf", tol=1e-6).fit(X, y, qid=q).objective_
+def work(i):
+    return fit(i)
+want = fit(0)  # threaded fit in the parent: OpenMP's worker threads now exist
+with multiprocessing.get_context("fork").Pool(2) as pool:
+    got = pool.map_async(work, range(2)).get(timeout=60)
+assert got == [want, want], (got, want)
+got = joblib.Parallel(n_jobs=2)(joblib.delayed(work)(i) for i in range(2))  # joblib's default backend (loky)
+assert np.allclose(got, want, rtol=1e-12), (got, want)
+print("ok")
+"""
+
+
+def test_fork_after_threaded_fit_does_not_hang(tmp_path):
+    """GNU OpenMP is not fork-safe: a child forked after a threaded fit used to hang in its first parallel
+    region. Children forked from cyrank's process run the kernels on one thread instead."""
+    import os
+
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    res = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=240)
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]

@@ -164,7 +164,7 @@ def test_structure_check_leaves_canonical_matrix_alone():
     ({"kernel": "poly", "degree": 1000}, X_DENSE * 10, "poly kernel overflows float64"),
     ({"kernel": "poly", "gamma": 1e200}, X_DENSE, "poly kernel overflows float64"),
     ({"kernel": "rbf"}, X_DENSE * 1e300, "rbf kernel overflows float64"),
-    ({"kernel": "rbf", "kernel_memory_mb": 0.001}, X_DENSE * 1e300, "rbf kernel overflows float64"),
+    ({"kernel": "rbf", "kernel_memory_mb": 0.01}, X_DENSE * 1e300, "rbf kernel overflows float64"),
     ({"C": 1e307}, X_DENSE, "objective overflowed float64"),
     ({"C": 1e307, "loss": "hinge"}, X_DENSE, "objective overflowed float64"),
 ])
@@ -269,3 +269,59 @@ def test_fork_after_threaded_fit_does_not_hang(tmp_path):
     res = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=240)
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stderr[-2000:]
+
+
+# ------------------------------------------------------------------- part 2: budgets announced before work
+def test_slow_blocked_kernel_refused_before_fitting(monkeypatch):
+    """A kernel matrix recomputed block-wise is timed on its first block; a fit whose products would each take
+    longer than the limit is refused with the estimate and the options (the limit is lowered here so that a
+    small problem exceeds it), and one above the warning threshold is announced."""
+    from cyrank.ranksvm import estimator as ranksvm_estimator
+
+    row_mb = N * 8 / 2**20
+    params = dict(kernel="rbf", kernel_memory_mb=N * D * 8 / 2**20 + 10 * row_mb)
+    monkeypatch.setattr(ranksvm_estimator, "MAX_PRODUCT_SECONDS", 0.0)
+    with pytest.raises(ValueError, match=r"recomputed in 6 blocks at every product: about .* s per product.*"
+                                         r"refused.*raise kernel_memory_mb"):
+        RankSVM(**params).fit(X_DENSE, Y, qid=QID)
+    monkeypatch.setattr(ranksvm_estimator, "MAX_PRODUCT_SECONDS", 60.0)
+    monkeypatch.setattr(ranksvm_estimator, "WARN_PRODUCT_SECONDS", 0.0)
+    with pytest.warns(UserWarning, match="s per product"):
+        RankSVM(**params).fit(X_DENSE, Y, qid=QID)
+
+
+def test_kernel_counts_dense_copy_against_budget():
+    """Sparse rows are densified only within half of kernel_memory_mb, and the kernel matrix gets what remains:
+    peak memory stays within the budget (before: a 57 MB dense copy beside a 69 MB kernel matrix)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(3)
+    n, d = 3000, 2500
+    X = sp.random(n, d, density=0.002, format="csr", random_state=rng)
+    y = rng.integers(0, 3, n).astype(float)
+    qid = np.repeat(np.arange(30), 100)
+    budget_mb = 80
+    tracemalloc.start()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            RankSVM(kernel="rbf", gamma=1.0, max_iter=2, kernel_memory_mb=budget_mb).fit(X, y, qid=qid)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < (budget_mb + 20) * 2**20, peak / 2**20
+
+
+def test_mlr_announces_metric_cost(monkeypatch):
+    """MLR refuses a metric whose d x d working set cannot fit in free memory before allocating it, and warns
+    when there are more features than points."""
+    import cyrank._memory as memory_mod
+    from cyrank import MLR
+
+    X = RNG.normal(size=(12, 30))
+    y = np.arange(12) % 2
+    with pytest.warns(UserWarning, match="30 features for 12 points.*PCA"):
+        MLR(max_iter=3).fit(X, y)
+    monkeypatch.setattr(memory_mod, "available_memory", lambda: 100_000)  # 128 d x d float64 need 0.9 MB
+    with pytest.raises(MemoryError, match="MLR with 30 features .* needs 1 MB but only 0 MB.*diagonal"):
+        MLR().fit(X, y)

@@ -217,10 +217,11 @@ def test_blockwise_kernel_equals_stored_kernel():
 
 
 def test_kernel_matrix_larger_than_free_memory_is_refused_before_allocating(monkeypatch):
+    import cyrank._memory as memory_mod
     import cyrank.ranksvm.estimator as est_mod
 
     X, y, qid = make_problem(seed=23, n=60)
-    monkeypatch.setattr(est_mod, "_available_memory", lambda: 1000)
+    monkeypatch.setattr(memory_mod, "available_memory", lambda: 1000)
     allocated = []
     monkeypatch.setattr(est_mod, "StoredKernel", lambda Q: allocated.append(Q))
     with pytest.raises(MemoryError, match="lower kernel_memory_mb"):

@@ -20,7 +20,8 @@ gradient and Hessian-vector products come from order-statistic sums per query in
   last restricted problem, a certified bound on the distance to the optimum.
 """
 import contextlib
-import os
+import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +29,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import LinearRankerMixin, RankerMixin
+from .._memory import check_memory
 from .._queries import QueryGroups
 from .._threads import one_blas_thread
 from .._validation import check_has_pairs, check_option, check_param, check_ranking_data, check_X
@@ -41,6 +43,8 @@ LOSSES = ("squared_hinge", "hinge")
 KERNELS = ("linear", "rbf", "poly", "precomputed")
 _MB = 1 << 20
 SMALL_KERNEL_ROWS = 5000  # below this, products with Q use one BLAS thread
+MAX_PRODUCT_SECONDS = 60.0  # a blocked kernel product estimated slower than this is refused before the fit
+WARN_PRODUCT_SECONDS = 1.0  # ... and one slower than this is announced with a warning
 
 
 # ---------------------------------------------------------------------------------------------- data layout
@@ -225,21 +229,6 @@ def _row_sqnorm(A):
     return np.einsum("ij,ij->i", A, A)
 
 
-def _available_memory():
-    """Bytes of memory available for a new allocation (Linux MemAvailable; None where the OS does not say)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def _check_symmetric(K, block=1024):
     """ValueError unless the square matrix K is symmetric (to 1e-8 of its largest entry), checked in blocks."""
     n = K.shape[0]
@@ -274,44 +263,64 @@ class BlockedKernel:
         n = X.shape[0]
         self._buf = np.empty((min(self.block_rows, n), n))
 
+    def block_product(self, start, v):
+        """Rows start:start + block_rows of Q v (the block of Q recomputed)."""
+        stop = min(self.X.shape[0], start + self.block_rows)
+        K = kernel_matrix(self.X[start:stop], self.X, self.kernel, self.gamma, self.degree, self.coef0,
+                          out=self._buf[: stop - start], B_sqnorm=self.sqnorm)
+        return K @ v
+
     def matvec(self, v):
         self.n_matvec += 1
         n = self.X.shape[0]
         out = np.empty(n)
         for start in range(0, n, self.block_rows):
-            stop = min(n, start + self.block_rows)
-            K = kernel_matrix(self.X[start:stop], self.X, self.kernel, self.gamma, self.degree, self.coef0,
-                              out=self._buf[: stop - start], B_sqnorm=self.sqnorm)
-            out[start:stop] = K @ v
+            out[start:start + self.block_rows] = self.block_product(start, v)
         return out
 
 
 def _kernel_operator(Xk, kernel, gamma, degree, coef0, memory_mb, verbose):
-    """StoredKernel when Q fits in ``memory_mb`` (and in free memory), else BlockedKernel; clear errors first."""
+    """StoredKernel when Q fits in ``memory_mb`` (and in free memory), else BlockedKernel; clear errors first.
+
+    ``memory_mb`` is what remains of ``kernel_memory_mb`` after the training rows (``Xk``, dense or sparse).
+    A blocked Q costs a full recomputation per product: the first block is timed, and when one product is
+    estimated above MAX_PRODUCT_SECONDS the fit is refused before any further work, with the estimate and the
+    options; otherwise the estimate is given in a warning.
+    """
     n = Xk.shape[0]
     budget = memory_mb * _MB
     need = n * n * 8
     row_bytes = n * 8
     if row_bytes > budget:
         raise ValueError(
-            f"kernel_memory_mb={memory_mb} cannot hold even one row of the {n} x {n} kernel matrix "
-            f"({row_bytes / _MB:.3g} MB per row); increase kernel_memory_mb")
+            f"kernel_memory_mb leaves {memory_mb:.3g} MB after the training rows, not even one row of the {n} x {n} "
+            f"kernel matrix ({row_bytes / _MB:.3g} MB per row); increase kernel_memory_mb")
     if need <= budget:
-        avail = _available_memory()
-        if avail is not None and need > avail:
-            raise MemoryError(
-                f"the {n} x {n} kernel matrix needs {need / _MB:.0f} MB but only {avail / _MB:.0f} MB of memory "
-                f"is available; lower kernel_memory_mb to recompute it block-wise instead")
+        check_memory(need, f"the {n} x {n} kernel matrix",
+                     "lower kernel_memory_mb to recompute it block-wise instead")
         Q = np.empty((n, n))
         kernel_matrix(Xk, Xk, kernel, gamma, degree, coef0, out=Q)
         if verbose:
             print(f"RankSVM: kernel matrix {n} x {n} stored ({need / _MB:.0f} MB)")
         return StoredKernel(Q)
-    block = max(1, budget // row_bytes)
+    block = int(max(1, budget // row_bytes))
+    op = BlockedKernel(Xk, kernel, gamma, degree, coef0, block)
+    t0 = time.perf_counter()
+    op.block_product(0, np.zeros(n))
+    per_product = (time.perf_counter() - t0) * -(-n // block)
+    estimate = (f"the {n} x {n} kernel matrix ({need / _MB:.3g} MB) exceeds the kernel memory left "
+                f"({memory_mb:.3g} MB), so it is recomputed in {-(-n // block)} blocks at every product: about "
+                f"{per_product:.3g} s per product, and a fit takes tens to hundreds of products")
+    options = ("raise kernel_memory_mb (to at least the matrix size, if the machine has it), fit on a subsample "
+               "of the queries, or use kernel='linear'")
+    if per_product > MAX_PRODUCT_SECONDS:
+        raise ValueError(f"RankSVM: {estimate}; refused (over {MAX_PRODUCT_SECONDS:g} s per product). Options: "
+                         f"{options}")
+    if per_product > WARN_PRODUCT_SECONDS:
+        warnings.warn(f"RankSVM: {estimate}. To go faster: {options}", UserWarning, stacklevel=4)
     if verbose:
-        print(f"RankSVM: kernel matrix {n} x {n} ({need / _MB:.0f} MB) exceeds kernel_memory_mb={memory_mb}: "
-              f"recomputed in blocks of {block} rows at every product")
-    return BlockedKernel(Xk, kernel, gamma, degree, coef0, block)
+        print(f"RankSVM: {estimate}")
+    return op
 
 
 # ------------------------------------------------------------------------------------------ hinge: 1-slack
@@ -612,14 +621,14 @@ class RankSVM(RankerMixin, BaseEstimator):
             if sp.issparse(Xk):
                 # dense BLAS is far faster than a sparse product for the Gram blocks: densify when the dense rows
                 # take no more memory than Q itself (d <= n) or fit in kernel_memory_mb
+                # rows and not the budget: a dense copy is made only within half of kernel_memory_mb
                 dense_bytes = Xk.shape[0] * Xk.shape[1] * 8
-                if Xk.shape[1] <= Xk.shape[0] or dense_bytes <= self.kernel_memory_mb * _MB:
-                    Xk = Xk.toarray()
-                else:
-                    Xk = sp.csr_matrix(Xk)
+                Xk = Xk.toarray() if dense_bytes <= 0.5 * self.kernel_memory_mb * _MB else sp.csr_matrix(Xk)
             self.gamma_ = self._gamma(X)
+            rows_mb = (Xk.nbytes if not sp.issparse(Xk) else
+                       Xk.data.nbytes + Xk.indices.nbytes + Xk.indptr.nbytes) / _MB
             Qop = _kernel_operator(Xk, self.kernel, self.gamma_, self.degree, self.coef0,
-                                   self.kernel_memory_mb, self.verbose)
+                                   self.kernel_memory_mb - rows_mb, self.verbose)
         obj = KernelSquaredHinge(Qop, klay, self.C)
         # products with Q are memory bound: extra BLAS threads only add synchronisation below a few thousand
         # rows (and hurt badly when other jobs share the cores)

@@ -189,6 +189,23 @@ def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, 
     return X
 
 
+# Largest and smallest non-zero |x| a solver accepts: the objectives square products of features and weights
+# (|x|^2 |w|^2 terms, ||w||^2 with |w| ~ 1 / |x|), which leave float64's range (1e-308 .. 1e308) well before
+# |x| reaches 1e154 or 1e-154; beyond these limits a fit would return a wrong answer reported as converged.
+FEATURE_SCALE = (1e-100, 1e100)
+
+
+def check_feature_scale(X, who):
+    """ValueError when the largest |x| of X lies outside FEATURE_SCALE (all-zero X is accepted)."""
+    data = X.data if sp.issparse(X) else X
+    top = float(np.max(np.abs(data))) if data.size else 0.0
+    low, high = FEATURE_SCALE
+    if top > high or 0.0 < top < low:
+        raise ValueError(f"{who}: the features of X reach |x| = {top:.3g}, outside [{low:g}, {high:g}], where the "
+                         "objective's squared terms leave float64's range and the solution would be wrong; scale X "
+                         "first (e.g. sklearn.preprocessing.StandardScaler or MaxAbsScaler)")
+
+
 def _as_1d(a, name, n=None, of="X"):
     """``a`` as a 1-d array of length ``n``; a mismatch names ``of``, the argument that set the length."""
     if a is None:

@@ -21,8 +21,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import LinearRankerMixin
 from .._queries import QueryGroups
 from .._threads import one_blas_thread
-from .._validation import (check_option, check_param, check_random_state, check_ranking_data, check_row_weights,
-                           warn_if_no_pairs)
+from .._validation import (check_feature_scale, check_option, check_param, check_random_state, check_ranking_data,
+                           check_row_weights, warn_if_no_pairs)
 from ..io import register_model
 from ..optim.tron import tron
 from . import _cd, _smooth
@@ -310,6 +310,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
 
     def _problem(self, X, y, qid, offset, *, sample):
         X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csc", "csr"), dtype=(np.float64, np.float32))
+        check_feature_scale(X, "DominationRank")
         offset = check_row_weights(offset, X.shape[0], name="offset")
         layout, mask = _layout(y, qid, offset, binary=self.binary, group_by_query=self.group_by_query,
                                neg_sample=self.neg_sample if sample else None, random_state=self.random_state)

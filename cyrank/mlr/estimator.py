@@ -48,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._memory import check_memory
 from .._threads import one_blas_thread
-from .._validation import check_class_labels, check_option, check_param, check_X
+from .._validation import check_class_labels, check_feature_scale, check_option, check_param, check_X
 from ..io import register_model
 from ..optim.cutting_plane import cutting_plane
 from ._constraints import Separation
@@ -278,6 +278,7 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         X = check_X(X, accept_sparse=False)
         X = np.ascontiguousarray(X, dtype=np.float64)
         n, d = X.shape
+        check_feature_scale(X, "MLR")
         if reg != "diagonal":
             _check_metric_budget(n, d)
         rel, classes = self._relevance(X, y, relevance, irrelevant)

@@ -32,7 +32,8 @@ from .._base import LinearRankerMixin, RankerMixin
 from .._memory import check_memory
 from .._queries import QueryGroups
 from .._threads import one_blas_thread
-from .._validation import check_has_pairs, check_option, check_param, check_ranking_data, check_X
+from .._validation import (check_feature_scale, check_has_pairs, check_option, check_param, check_ranking_data,
+                           check_X)
 from ..io import register_model
 from ..optim._simplex_qp import solve_simplex_qp
 from ..optim.cutting_plane import cutting_plane
@@ -551,6 +552,7 @@ class RankSVM(RankerMixin, BaseEstimator):
             self.__dict__.pop(attr, None)
         precomputed = self.kernel == "precomputed"
         X, y, qid = check_ranking_data(X, y, qid, accept_sparse=False if precomputed else ("csr", "csc"))
+        check_feature_scale(X, "RankSVM")
         if precomputed and X.shape[0] != X.shape[1]:
             raise ValueError(f"kernel='precomputed' needs the square training kernel matrix; got shape {X.shape}")
         layout, n_pairs = make_layout(y, qid)

@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
 
 from cyrank import DominationRank, RankSVM
 from cyrank._validation import check_qid, check_sparse_structure, check_X
@@ -335,3 +336,18 @@ def test_features_outside_float64_scale_refused(scale, make):
     range, instead of a wrong answer."""
     with pytest.raises(ValueError, match=r"features of X reach \|x\| = .* scale X first"):
         make().fit(X_DENSE * scale, Y, qid=QID)
+
+
+def test_mlr_tight_epsilon_is_honoured():
+    """MLR(C=1, epsilon=1e-8) on Wine used to raise LinAlgError from its interior-point inner solver when W lost
+    positive definiteness in floating point; the inner solver now keeps its best certified iterate."""
+    from sklearn.datasets import load_wine
+
+    from cyrank import MLR
+
+    X, y = load_wine(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = MLR(C=1.0, epsilon=1e-8).fit(X, y)
+    assert model.converged_ and 0 <= model.gap_ <= 1e-8

@@ -220,13 +220,19 @@ def _ipm(deltas, psis, C, diagonal, tol, max_iter, start=None, theta=0.01):
 
         WZ = W * Z if diagonal else W @ Z
         dWa, dxa, dya, dZa, dzla = direction(-WZ, -x * zl)                  # predictor (sigma = 0)
-        ap, ad = steps(dWa, dxa, dZa, dzla)
+        try:
+            ap, ad = steps(dWa, dxa, dZa, dzla)
+        except LinAlgError:  # W or Z is no longer positive definite in floating point: keep the best iterate
+            break
         ap, ad = min(1.0, ap), min(1.0, ad)
         mu_a = (float(np.vdot(W + ap * dWa, Z + ad * dZa)) + float((x + ap * dxa) @ (zl + ad * dzla))) / nu
         sigma = min(1.0, max(0.0, mu_a / mu)) ** 3
         K = sigma * mu * eye - WZ - (dWa * dZa if diagonal else dWa @ dZa)   # corrector
         dW, dx, dy, dZ, dzl = direction(K, sigma * mu - x * zl - dxa * dzla)
-        ap, ad = steps(dW, dx, dZ, dzl)
+        try:
+            ap, ad = steps(dW, dx, dZ, dzl)
+        except LinAlgError:
+            break
         ap, ad = min(1.0, 0.98 * ap), min(1.0, 0.98 * ad)
         W = W + ap * dW
         if not diagonal:

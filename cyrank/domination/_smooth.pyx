@@ -23,7 +23,9 @@ V_{k+1} = rho_k V_k + sum_{j in layer k} E_j v_j) and t_i = p.v over S_i = (1 - 
 Every factor is a probability or a ratio <= 1, so margins of any size are safe. The linear model's gradient
 and Hessian product are X' g and X' H X v. X holds the sorted rows (a copy made once), so each query is a
 contiguous block: X_q w, the query sweep, then X_q' z while the block is in cache (dense float64 blocks by
-BLAS dgemv, otherwise row loops); queries in parallel (OpenMP), each thread with its own share of X'z.
+BLAS dgemv, otherwise row loops); queries in parallel (OpenMP) in a fixed partition of contiguous chunks balanced
+by rows (cyrank/_parallel.pxd), each chunk with its own share of X'z and of the loss, summed in chunk order: the
+same input gives bit-identical results whichever thread runs which chunk.
 """
 import numpy as np
 
@@ -31,7 +33,8 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, log, INFINITY
 
 from cyrank._math cimport log1pexp, sigmoid
-from cyrank._parallel cimport max_threads, sum_threads
+from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_count,
+                              interrupt_init, keep_going, max_threads, sum_chunks, sum_ordered)
 from cyrank._rows cimport block_axpy, block_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 
@@ -126,8 +129,9 @@ cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* 
 # ------------------------------------------------------------------------------------------ linear model
 cdef class State:
     """Layout arrays (see the module docstring), the per-row / per-layer state of the last gradient
-    (u, E, s, g; rho, T) and the scratch of hess_vec (xv = X v, h = H xv; V, U)."""
-    cdef public object q_ptr, lay_ptr, offset
+    (u, E, s, g; rho, T) and the scratch of hess_vec (xv = X v, h = H xv; V, U). q_rows[q]: first sorted row of
+    query q (the work measure of the chunk partition)."""
+    cdef public object q_ptr, lay_ptr, offset, q_rows
     cdef public intp_t n_rows, n_layers, n_queries, n_threads
     cdef public object u, E, s, g, rho, T, xv, h, V, U
 
@@ -138,11 +142,23 @@ cdef class State:
         self.n_rows = self.offset.shape[0]
         self.n_layers = self.lay_ptr.shape[0] - 1
         self.n_queries = self.q_ptr.shape[0] - 1
+        self.q_rows = np.ascontiguousarray(self.lay_ptr[self.q_ptr], dtype=np.int64)
         self.n_threads = 1 if self.n_rows < PARALLEL_MIN_ROWS else max(1, min(max_threads(), self.n_queries))
         for name in ("u", "E", "s", "g", "xv", "h"):
             setattr(self, name, np.zeros(self.n_rows))
         for name in ("rho", "T", "V", "U"):
             setattr(self, name, np.zeros(self.n_layers + 1))
+
+
+cdef intp_t _chunks(State st, const index_t[::1] indptr, bint dense, intp_t d, intp_t* rw,
+                    intp_t* bounds) except -1:
+    """Fixed partition of the queries (bounds) for accumulators of d doubles; rw: entries of an average row."""
+    cdef intp_t n_ch, nnz = st.n_rows * d if dense else indptr[indptr.shape[0] - 1]
+    cdef const intp_t[::1] q_rows = st.q_rows
+    rw[0] = max(1, nnz // max(1, st.n_rows))
+    n_ch = chunk_count(st.n_queries, d, nnz, st.n_threads)
+    balanced_chunks(&q_rows[0], st.n_queries, n_ch, bounds)
+    return n_ch
 
 
 def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
@@ -151,13 +167,13 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
 
     X holds the layout's rows in sorted order (row p of X is sorted row p): dense C-ordered or CSR.
     """
-    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, p0, p1, tid
+    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, p0, p1, tid, c, n_ch, rw
     cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
     cdef const double[::1] off = st.offset
     cdef double[::1] u = st.u, E = st.E, s = st.s, g = st.g, rho = st.rho, T = st.T
-    acc_arr = np.zeros((nt, d))
-    cdef double[:, ::1] acc = acc_arr
-    cdef double loss = 0.0
+    cdef intp_t bounds[MAX_CHUNKS + 1]
+    cdef double loss_c[MAX_CHUNKS]
+    cdef Interrupt intr
     cdef const floating* X = &data[0] if data.shape[0] else NULL
     cdef const index_t* ind_p = &indices[0] if indices.shape[0] else NULL
     cdef const index_t* ptr_p = &indptr[0]
@@ -166,29 +182,38 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
     xg[:] = 0.0
     if nq == 0:
         return 0.0
+    n_ch = _chunks(st, indptr, dense, d, &rw, bounds)
+    cdef double[:, ::1] acc = np.zeros((n_ch, d))
+    interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
-        for q in prange(nq, schedule="dynamic"):
-            p0 = lay_ptr[q_ptr[q]]
-            p1 = lay_ptr[q_ptr[q + 1]]
-            block_dot(X, ind_p, ptr_p, dense, d, p0, p1, &w[0], &u[0])
-            for p in range(p0, p1):
-                u[p] = u[p] - off[p]
-            loss += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &u[0], &E[0], &s[0], &g[0], &rho[0], &T[0])
-            block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &g[0], &acc[tid, 0])
-    sum_threads(acc, xg)
-    return loss
+        for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            loss_c[c] = 0.0
+            for q in range(bounds[c], bounds[c + 1]):
+                p0 = lay_ptr[q_ptr[q]]
+                p1 = lay_ptr[q_ptr[q + 1]]
+                if not keep_going(&intr, tid, (p1 - p0) * rw):
+                    break
+                block_dot(X, ind_p, ptr_p, dense, d, p0, p1, &w[0], &u[0])
+                for p in range(p0, p1):
+                    u[p] = u[p] - off[p]
+                loss_c[c] += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &u[0], &E[0], &s[0], &g[0], &rho[0],
+                                        &T[0])
+                block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &g[0], &acc[c, 0])
+    check_interrupt(&intr)
+    sum_chunks(acc, xg)
+    return sum_ordered(loss_c, n_ch)
 
 
 def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
              intp_t n_features, State st, const double[::1] v, double[::1] out):
     """out = X' H X v, H the Hessian in u at the point of the last fun_grad (X as in fun_grad)."""
-    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p0, p1, tid
+    cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p0, p1, tid, c, n_ch, rw
     cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U, xv = st.xv, h = st.h
-    acc_arr = np.zeros((nt, d))
-    cdef double[:, ::1] acc = acc_arr
+    cdef intp_t bounds[MAX_CHUNKS + 1]
+    cdef Interrupt intr
     cdef const floating* X = &data[0] if data.shape[0] else NULL
     cdef const index_t* ind_p = &indices[0] if indices.shape[0] else NULL
     cdef const index_t* ptr_p = &indptr[0]
@@ -197,14 +222,21 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
     out[:] = 0.0
     if nq == 0:
         return
+    n_ch = _chunks(st, indptr, dense, d, &rw, bounds)
+    cdef double[:, ::1] acc = np.zeros((n_ch, d))
+    interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
-        for q in prange(nq, schedule="dynamic"):
-            p0 = lay_ptr[q_ptr[q]]
-            p1 = lay_ptr[q_ptr[q + 1]]
-            block_dot(X, ind_p, ptr_p, dense, d, p0, p1, &v[0], &xv[0])
-            query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0], &xv[0], &h[0],
-                       &V[0], &U[0])
-            block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &h[0], &acc[tid, 0])
-    sum_threads(acc, out)
+        for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            for q in range(bounds[c], bounds[c + 1]):
+                p0 = lay_ptr[q_ptr[q]]
+                p1 = lay_ptr[q_ptr[q + 1]]
+                if not keep_going(&intr, tid, (p1 - p0) * rw):
+                    break
+                block_dot(X, ind_p, ptr_p, dense, d, p0, p1, &v[0], &xv[0])
+                query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0], &xv[0], &h[0],
+                           &V[0], &U[0])
+                block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &h[0], &acc[c, 0])
+    check_interrupt(&intr)
+    sum_chunks(acc, out)

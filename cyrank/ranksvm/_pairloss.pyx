@@ -22,7 +22,9 @@ rank[k] is the dense label rank of position k inside its query. X itself is neve
 State. A function evaluation sorts every query by score and keeps that order (``perm``) and the centered
 scores (``f``); Hessian-vector products at the same point reuse both, so a CG step costs one pass over X
 (the rows of one query are read while in cache: X v for them, the sweep, then X' for them) plus
-O(l log n_levels). Queries are processed in parallel (OpenMP), each thread accumulating its own share of X'z.
+O(l log n_levels). Queries are processed in parallel (OpenMP) in a fixed partition of contiguous chunks
+balanced by positions (cyrank/_parallel.pxd), each chunk accumulating its own share of X'z and of the loss,
+summed in chunk order: the same input gives bit-identical results whichever thread runs which chunk.
 """
 import numpy as np
 
@@ -30,7 +32,8 @@ from cython.parallel cimport parallel, prange, threadid
 
 from cyrank._rows cimport row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
-from cyrank._parallel cimport max_threads, sum_threads
+from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_count,
+                              interrupt_init, keep_going, max_threads, sum_chunks, sum_ordered)
 from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, sort_by_key
 from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
 
@@ -122,6 +125,15 @@ cdef class Layout:
 
 
 # --------------------------------------------------------------------------------------------- linear model
+cdef intp_t _row_work(const index_t[::1] indptr, bint dense, intp_t d, intp_t n_data_rows) noexcept nogil:
+    """Entries of an average row: the work unit of a position in the chunk balance and the signal checks."""
+    cdef intp_t nnz
+    if dense:
+        return d if d > 0 else 1
+    nnz = indptr[indptr.shape[0] - 1] // (n_data_rows if n_data_rows > 0 else 1)
+    return nnz if nnz > 0 else 1
+
+
 def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
                     intp_t n_features, Layout lay, const double[::1] w, bint squared,
                     double[::1] f, intp_t[::1] perm, double[::1] xg):
@@ -130,17 +142,16 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
     Returns (loss, number of active pairs). ``squared`` selects the squared hinge, else the hinge (with
     the subgradient l^+ - l^-).
     """
-    cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads, L = lay.max_levels + 1
-    cdef intp_t q, k, start, stop, tid
+    cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads
+    cdef intp_t q, k, start, stop, tid, c, n_ch, rw
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
     cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
     cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
     cdef KeyIndex[::1] scratch = lay.scratch
-    acc_arr = np.zeros((nt, d), dtype=np.float64)
-    act_arr = np.zeros(nt, dtype=np.float64)
-    cdef double[:, ::1] acc = acc_arr
-    cdef double[::1] act = act_arr
-    cdef double loss = 0.0
+    cdef intp_t bounds[MAX_CHUNKS + 1]
+    cdef double loss_c[MAX_CHUNKS]
+    cdef double act_c[MAX_CHUNKS]
+    cdef Interrupt intr
     cdef double* gf
     cdef const index_t* ind_p = &indices[0]
     cdef const index_t* ptr_p = &indptr[0]
@@ -149,23 +160,34 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
     if nq == 0:
         xg[:] = 0.0
         return 0.0, 0
+    rw = _row_work(indptr, dense, d, lay.n_data_rows)
+    n_ch = chunk_count(nq, d, lay.n_positions * rw, nt)
+    balanced_chunks(&offsets[0], nq, n_ch, bounds)
+    cdef double[:, ::1] acc = np.zeros((n_ch, d), dtype=np.float64)
+    interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
-        for q in prange(nq, schedule="dynamic"):
-            start = offsets[q]
-            stop = offsets[q + 1]
-            for k in range(start, stop):
-                f[k] = row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &w[0])
-            gf = &work[4, 0]
-            loss += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
-                                &fen_cnt[tid, 0], &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0],
-                                &work[3, 0], gf, &act[tid], &scratch[0])
-            for k in range(start, stop):
-                if gf[k] != 0.0:
-                    row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], gf[k], &acc[tid, 0])
-    sum_threads(acc, xg)
-    return loss, int(round(act_arr.sum()))
+        for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            loss_c[c] = 0.0
+            act_c[c] = 0.0
+            for q in range(bounds[c], bounds[c + 1]):
+                start = offsets[q]
+                stop = offsets[q + 1]
+                if not keep_going(&intr, tid, (stop - start) * rw):
+                    break
+                for k in range(start, stop):
+                    f[k] = row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &w[0])
+                gf = &work[4, 0]
+                loss_c[c] += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
+                                         &fen_cnt[tid, 0], &fen_sum[tid, 0], &work[0, 0], &work[1, 0],
+                                         &work[2, 0], &work[3, 0], gf, &act_c[c], &scratch[0])
+                for k in range(start, stop):
+                    if gf[k] != 0.0:
+                        row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], gf[k], &acc[c, 0])
+    check_interrupt(&intr)
+    sum_chunks(acc, xg)
+    return sum_ordered(loss_c, n_ch), int(round(sum_ordered(act_c, n_ch)))
 
 
 def linear_hess(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
@@ -173,12 +195,12 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
                 const double[::1] v, double[::1] out):
     """out = X'A'A X v with the active set of the state (f, perm); the Hessian is I + 2C out."""
     cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads
-    cdef intp_t q, k, start, stop, tid
+    cdef intp_t q, k, start, stop, tid, c, n_ch, rw
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
     cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
     cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
-    acc_arr = np.zeros((nt, d), dtype=np.float64)
-    cdef double[:, ::1] acc = acc_arr
+    cdef intp_t bounds[MAX_CHUNKS + 1]
+    cdef Interrupt intr
     cdef double* t
     cdef const index_t* ind_p = &indices[0]
     cdef const index_t* ptr_p = &indptr[0]
@@ -187,81 +209,113 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
     if nq == 0:
         out[:] = 0.0
         return
+    rw = _row_work(indptr, dense, d, lay.n_data_rows)
+    n_ch = chunk_count(nq, d, lay.n_positions * rw, nt)
+    balanced_chunks(&offsets[0], nq, n_ch, bounds)
+    cdef double[:, ::1] acc = np.zeros((n_ch, d), dtype=np.float64)
+    interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
-        for q in prange(nq, schedule="dynamic"):
-            start = offsets[q]
-            stop = offsets[q + 1]
-            t = &work[4, 0]
-            for k in range(start, stop):
-                t[k] = row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &v[0])
-            _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0], &fen_sum[tid, 0],
-                        &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
-            for k in range(start, stop):
-                if t[k] != 0.0:
-                    row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], t[k], &acc[tid, 0])
-    sum_threads(acc, out)
+        for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            for q in range(bounds[c], bounds[c + 1]):
+                start = offsets[q]
+                stop = offsets[q + 1]
+                if not keep_going(&intr, tid, (stop - start) * rw):
+                    break
+                t = &work[4, 0]
+                for k in range(start, stop):
+                    t[k] = row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &v[0])
+                _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0],
+                            &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
+                for k in range(start, stop):
+                    if t[k] != 0.0:
+                        row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], t[k], &acc[c, 0])
+    check_interrupt(&intr)
+    sum_chunks(acc, out)
 
 
 # --------------------------------------------------------------------------------------------- given scores
+# work units charged per position by the signal checks of the score kernels (a sort and a sweep)
+cdef intp_t SCORE_WORK = 16
+
+
 def scores_fun_grad(const double[::1] scores, Layout lay, bint squared, double[::1] f, intp_t[::1] perm,
                     double[::1] gf_out):
     """Loss L(scores) and gf_out = dL/dscores (indexed like ``scores``, i.e. by data row; rows outside the
     layout get 0); f, perm receive the state. Returns (loss, number of active pairs)."""
-    cdef intp_t nq = lay.n_queries, nt = lay.n_threads, q, k, start, stop, tid
+    cdef intp_t nq = lay.n_queries, nt = lay.n_threads, q, k, start, stop, tid, c, n_ch
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
     cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
     cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
     cdef KeyIndex[::1] scratch = lay.scratch
-    act_arr = np.zeros(nt, dtype=np.float64)
-    cdef double[::1] act = act_arr
-    cdef double loss = 0.0
+    cdef intp_t bounds[MAX_CHUNKS + 1]
+    cdef double loss_c[MAX_CHUNKS]
+    cdef double act_c[MAX_CHUNKS]
+    cdef Interrupt intr
     cdef double* gf
     if scores.shape[0] != lay.n_data_rows or gf_out.shape[0] != lay.n_data_rows or f.shape[0] != lay.n_positions:
         raise ValueError("scores_fun_grad: wrong array sizes")
     gf_out[:] = 0.0
     if nq == 0:
         return 0.0, 0
+    n_ch = chunk_count(nq, 0, 0, nt)
+    balanced_chunks(&offsets[0], nq, n_ch, bounds)
+    interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
-        for q in prange(nq, schedule="dynamic"):
-            start = offsets[q]
-            stop = offsets[q + 1]
-            for k in range(start, stop):
-                f[k] = scores[rows[k]]
-            gf = &work[4, 0]
-            loss += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
-                                &fen_cnt[tid, 0], &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0],
-                                &work[3, 0], gf, &act[tid], &scratch[0])
-            for k in range(start, stop):
-                gf_out[rows[k]] = gf[k]
-    return loss, int(round(act_arr.sum()))
+        for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            loss_c[c] = 0.0
+            act_c[c] = 0.0
+            for q in range(bounds[c], bounds[c + 1]):
+                start = offsets[q]
+                stop = offsets[q + 1]
+                if not keep_going(&intr, tid, (stop - start) * SCORE_WORK):
+                    break
+                for k in range(start, stop):
+                    f[k] = scores[rows[k]]
+                gf = &work[4, 0]
+                loss_c[c] += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
+                                         &fen_cnt[tid, 0], &fen_sum[tid, 0], &work[0, 0], &work[1, 0],
+                                         &work[2, 0], &work[3, 0], gf, &act_c[c], &scratch[0])
+                for k in range(start, stop):
+                    gf_out[rows[k]] = gf[k]
+    check_interrupt(&intr)
+    return sum_ordered(loss_c, n_ch), int(round(sum_ordered(act_c, n_ch)))
 
 
 def scores_hess(const double[::1] t_in, Layout lay, const double[::1] f, const intp_t[::1] perm, double[::1] out):
     """out = A'A t_in (indexed by data row; rows outside the layout get 0) with the active set of (f, perm)."""
-    cdef intp_t nq = lay.n_queries, nt = lay.n_threads, q, k, start, stop, tid
+    cdef intp_t nq = lay.n_queries, nt = lay.n_threads, q, k, start, stop, tid, c, n_ch
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
     cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
     cdef double[:, ::1] fen_sum = lay.fen_sum, work = lay.work
+    cdef intp_t bounds[MAX_CHUNKS + 1]
+    cdef Interrupt intr
     cdef double* t
     if t_in.shape[0] != lay.n_data_rows or out.shape[0] != lay.n_data_rows or f.shape[0] != lay.n_positions:
         raise ValueError("scores_hess: wrong array sizes")
     out[:] = 0.0
     if nq == 0:
         return
+    n_ch = chunk_count(nq, 0, 0, nt)
+    balanced_chunks(&offsets[0], nq, n_ch, bounds)
+    interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
-        for q in prange(nq, schedule="dynamic"):
-            start = offsets[q]
-            stop = offsets[q + 1]
-            t = &work[4, 0]
-            for k in range(start, stop):
-                t[k] = t_in[rows[k]]
-            _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0], &fen_sum[tid, 0],
-                        &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
-            for k in range(start, stop):
-                out[rows[k]] = t[k]
+        for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            for q in range(bounds[c], bounds[c + 1]):
+                start = offsets[q]
+                stop = offsets[q + 1]
+                if not keep_going(&intr, tid, (stop - start) * SCORE_WORK):
+                    break
+                t = &work[4, 0]
+                for k in range(start, stop):
+                    t[k] = t_in[rows[k]]
+                _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0],
+                            &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
+                for k in range(start, stop):
+                    out[rows[k]] = t[k]
+    check_interrupt(&intr)

@@ -35,6 +35,10 @@ at least 1/8 of the rows sum the layers they touch row by row instead (cheaper f
 Sweeps are cyclic. Every 6 sweeps the Anderson extrapolation of the last 6 iterates is tried (as in skglm)
 and kept only if it lowers the objective.
 
+Ctrl-C: the column loops (sweeps, gradients, margin recomputation) charge their entries to a signal check
+(cyrank/_parallel.pxd, about every 50 ms); once a handler raises, every loop returns at once and the entry
+point propagates the exception (KeyboardInterrupt) with w left at the last step taken.
+
 State is stored as arrays of small structs (Row, Layer, Query) so that one random access brings in all
 the state of a row or of a layer: on sparse data the kernel is bound by cache misses.
 """
@@ -44,6 +48,7 @@ from libc.stdlib cimport qsort
 
 from cyrank._typedefs cimport floating, index_t, intp_t
 from cyrank._math cimport soft_threshold, fmax2, fmin2
+from cyrank._parallel cimport Interrupt, check_interrupt, interrupt_init, interrupted
 
 import numpy as np
 
@@ -131,6 +136,12 @@ cdef struct Work:
     double lam1
     double lam2
     int underflow
+    Interrupt intr        # signal check of the column loops (intr.raised: stop, the exception is set)
+
+
+cdef inline bint stopped(const Work* s) noexcept nogil:
+    """Underflow or a signal handler raised: every loop returns at once."""
+    return s.underflow != 0 or s.intr.raised != 0
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -298,6 +309,8 @@ cdef void recompute_margins(Work* s, const floating* data, const index_t* indice
             continue
         start = indptr[r]
         nnz = indptr[r + 1] - start
+        if interrupted(&s.intr, nnz + 1):
+            return
         idx = indices if dense else indices + start
         for p in range(nnz):
             s.rows[idx[p]].m += wr * data[start + p]
@@ -308,6 +321,8 @@ cdef void recompute_all(Work* s, const floating* data, const index_t* indices, c
     cdef intp_t q
     recompute_margins(s, data, indices, indptr, dense, d)
     for q in range(s.n_queries):
+        if interrupted(&s.intr, s.layers[s.queries[q].last - 1].stop - s.layers[s.queries[q].first].start + 1):
+            return
         recompute_query(s, q)
 
 
@@ -414,6 +429,8 @@ cdef double sweep(Work* s, const floating* data, const index_t* indices, const i
     cdef double g, w_new, viol = 0.0
     for t in range(n_feats):
         r = feats[t]
+        if interrupted(&s.intr, indptr[r + 1] - indptr[r] + 1):
+            break
         g = coord_grad(s, data, indices, indptr, dense, r)
         viol = fmax2(viol, kkt_dist(g, s.w[r], s.lam1, s.lam2))
         w_new = prox_step(s.w[r], g, s.beta[r], s.lam1, s.lam2)
@@ -432,6 +449,8 @@ cdef double max_violation(Work* s, const floating* data, const index_t* indices,
     cdef double viol = 0.0
     for t in range(n_feats):
         r = feats[t]
+        if interrupted(&s.intr, indptr[r + 1] - indptr[r] + 1):
+            break
         grad[r] = coord_grad(s, data, indices, indptr, dense, r)
         viol = fmax2(viol, kkt_dist(grad[r], s.w[r], s.lam1, s.lam2))
     return viol
@@ -588,6 +607,8 @@ cdef double extrapolate(Work* s, const floating* data, const index_t* indices, c
             acc += z[t] / zsum * W[(t + 1) * d + r]
         s.w[r] = acc
     recompute_margins(s, data, indices, indptr, dense, d)
+    if stopped(s):
+        return obj
     new_obj = loss_from_margins(s) + penalty(s.w, d, s.lam1, s.lam2)
     if new_obj < obj:
         for q in range(s.n_queries):
@@ -654,6 +675,7 @@ cdef Work make_work(state) except *:
     s.beta = &beta[0] if beta.shape[0] else NULL
     s.lam1, s.lam2 = state.lam
     s.underflow = 0
+    interrupt_init(&s.intr)
     for i in range(s.n):
         s.rows[i].layer = row_qk[i]
     for k in range(state.n_layers):
@@ -687,12 +709,16 @@ def hessian_bounds(const floating[::1] data, const index_t[::1] indices, const i
     cdef const index_t* idx
     cdef const floating* vals
     cdef double lo, hi, x, t, xmax
+    cdef Interrupt intr
     if data.shape[0] == 0:
         return out
+    interrupt_init(&intr)
     with nogil:
         for r in range(d):
             start = indptr[r]
             nnz = indptr[r + 1] - start
+            if interrupted(&intr, nnz + 1):
+                break
             idx = &indices[0] if dense else &indices[0] + start
             vals = &data[0] + start
             p = 0
@@ -734,6 +760,7 @@ def hessian_bounds(const floating[::1] data, const index_t[::1] indices, const i
                         pl += cnt
                     beta[r] += 0.25 * t
                 p = pe
+    check_interrupt(&intr)
     return out
 
 
@@ -750,6 +777,7 @@ def objective(const floating[::1] data, const index_t[::1] indices, const index_
         recompute_margins(&s, X, &indices[0], &indptr[0], dense, d)
         loss = loss_from_margins(&s)
         pen = penalty(s.w, d, lam1, lam2)
+    check_interrupt(&s.intr)
     return loss, pen
 
 
@@ -767,6 +795,7 @@ def gradient(const floating[::1] data, const index_t[::1] indices, const index_t
         recompute_all(&s, X, &indices[0], &indptr[0], dense, d)
         for r in range(d):
             g[r] = coord_grad(&s, X, &indices[0], &indptr[0], dense, r)
+    check_interrupt(&s.intr)
     if s.underflow:
         raise FloatingPointError(UNDERFLOW_MESSAGE)
     return grad
@@ -799,6 +828,8 @@ def incremental_gradient(const floating[::1] data, const index_t[::1] indices, c
             for r in range(d):
                 g_inc[t, r] = coord_grad(&s, X, &indices[0], &indptr[0], dense, r)
                 g_exact[t, r] = coord_grad(&e, X, &indices[0], &indptr[0], dense, r)
+    check_interrupt(&s.intr)
+    check_interrupt(&e.intr)
     if s.underflow or e.underflow:
         raise FloatingPointError(UNDERFLOW_MESSAGE)
     return incremental, exact
@@ -860,6 +891,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
             s.w[r] = 0.0
         recompute_all(&s, X, ind, ptr, dense, d)
         for t in range(n_useful):
+            if interrupted(&s.intr, ptr[useful[t] + 1] - ptr[useful[t]] + 1):
+                break
             scale = fmax2(scale, fabs(coord_grad(&s, X, ind, ptr, dense, useful[t])))
         for r in range(d):
             s.w[r] = w0[r]
@@ -880,11 +913,11 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
                     in_active[useful[t]] = 1
                     n_active += 1
 
-        while not s.underflow:
+        while not stopped(&s):
             if induction_step > 0:
                 # rank the inactive features by the decrease one bound-minimising step guarantees (Alg. 7)
                 viol = max_violation(&s, X, ind, ptr, dense, &useful[0], n_useful, grad)
-                if viol <= tol_abs or ep >= max_iter:
+                if viol <= tol_abs or ep >= max_iter or stopped(&s):
                     break
                 # the round's active set is solved to a fraction of the current violation (as working-set
                 # solvers do): exact enough to rank the next candidates, and tightened as viol shrinks
@@ -908,9 +941,11 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
             # train the active features to convergence (all useful features without induction)
             converged = False
             n_stored = 0
-            while ep < max_iter and not s.underflow:
+            while ep < max_iter and not stopped(&s):
                 viol = sweep(&s, X, ind, ptr, dense, &active[0], n_active)
                 recompute_all(&s, X, ind, ptr, dense, d)
+                if s.intr.raised:
+                    break
                 obj = loss_from_margins(&s) + penalty(s.w, d, lam1, lam2)
                 for r in range(d):
                     W[n_stored * d + r] = s.w[r]
@@ -922,6 +957,8 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
                         viol = INFINITY  # the sweep's violation no longer describes w
                 if n_stored == ANDERSON_M + 1:
                     n_stored = 0
+                if s.intr.raised:
+                    break
                 hist_obj[ep] = obj
                 hist_nnz[ep] = count_nonzero(s.w, d)
                 ep += 1
@@ -931,13 +968,14 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
                               f"nonzeros {hist_nnz[ep - 1]}, sweep violation {viol / scale:.3e}")
                 if viol <= inner_tol:
                     viol = max_violation(&s, X, ind, ptr, dense, &active[0], n_active, grad)
-                    if viol <= inner_tol:
+                    if viol <= inner_tol and not s.intr.raised:
                         converged = True
                         break
             if induction_step <= 0 or not converged:
                 break
         # final, exact violation over every useful feature
-        if not s.underflow:
+        if not stopped(&s):
             viol = max_violation(&s, X, ind, ptr, dense, &useful[0], n_useful, grad)
             converged = viol <= tol_abs
+    check_interrupt(&s.intr)
     return ep, bool(converged), viol, scale, bool(s.underflow)

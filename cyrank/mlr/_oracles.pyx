@@ -59,7 +59,7 @@ The constraint of a ranking is carried by its coefficients a (one per corpus poi
 
 from which the estimator forms the d x d batch matrix with matrix products (section 3.2).
 """
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport log2, INFINITY
 from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
@@ -67,6 +67,7 @@ from libc.string cimport memcpy, memset
 
 import numpy as np
 
+from .._parallel cimport Interrupt, check_interrupt, interrupt_init, keep_going
 from .._typedefs cimport intp_t
 
 
@@ -645,12 +646,14 @@ def oracle_block(const double[:, ::1] G, const double[::1] rsq, intp_t q0, int m
     relevant = same label except q) or MODE_SETS (CSR lists ``rel_ptr/rel_idx`` and ``irr_ptr/irr_idx``,
     indexed by q). Writes A[b] (the coefficients a of the ranking; zero for a query with no relevant or no
     irrelevant point), delta[b] = Delta and value[b] = H = max_y Delta + <W, psi(y) - psi(y*)>.
-    Queries are shared among ``n_threads`` OpenMP threads.
+    Queries are shared among ``n_threads`` OpenMP threads; each writes only its own outputs, so the result does
+    not depend on the threads. Ctrl-C stops the block within a query or so (KeyboardInterrupt).
     """
     cdef intp_t B = G.shape[0], n = G.shape[1], b
     cdef Workspace* ws = NULL
-    cdef int failed = 0
+    cdef int failed = 0, tid
     cdef int* failp = &failed
+    cdef Interrupt intr
     if rsq.shape[0] != n or A.shape[0] != B or A.shape[1] != n or delta.shape[0] < B or value.shape[0] < B:
         raise ValueError("oracle_block: inconsistent array shapes")
     if mode == 0 and labels.shape[0] != n:
@@ -671,16 +674,21 @@ def oracle_block(const double[:, ::1] G, const double[::1] rsq, intp_t q0, int m
     cdef const intp_t* ri_p = &rel_idx[0] if mode != 0 and rel_idx.shape[0] > 0 else NULL
     cdef const intp_t* ip_p = &irr_ptr[0] if mode != 0 else NULL
     cdef const intp_t* ii_p = &irr_idx[0] if mode != 0 and irr_idx.shape[0] > 0 else NULL
+    interrupt_init(&intr)
+    tid = 0
     with nogil, parallel(num_threads=n_threads):
+        tid = threadid()
         ws = _ws_new(n)
         if ws == NULL:
             failp[0] = 1
         for b in prange(B, schedule="dynamic"):
-            if ws != NULL:
+            # a query sorts its n scores: charged 16 n to the signal check; after Ctrl-C the rest are skipped
+            if ws != NULL and keep_going(&intr, tid, 16 * n):
                 if _process_query(ws, &G[b, 0], &rsq[0], n, q0 + b, mode, lab_p, rp_p, ri_p, ip_p, ii_p,
                                   loss, kk, &A[b, 0], &delta[b], &value[b]) != 0:
                     failp[0] = 1
         _ws_free(ws)
+    check_interrupt(&intr)
     if failed:
         raise MemoryError("MLR oracle: out of memory")
 

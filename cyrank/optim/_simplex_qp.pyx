@@ -13,10 +13,11 @@ this solver runs SMO: minimise h(lam) = C lam'G lam / 2 - lam'Delta by moving ma
 smallest gradient and the coordinate of largest gradient among those with positive mass, with an exact line
 search. It stops when that gradient gap (the KKT violation on the simplex) is <= tol; since
 h(lam) - min h <= gap, the dual value is then within C * tol of the restricted optimum.
-Each step costs O(K). Used by cyrank.ranksvm for the hinge loss.
+Each step costs O(K). Used by cyrank.ranksvm for the hinge loss. Ctrl-C stops the steps (KeyboardInterrupt).
 """
 import numpy as np
 
+from cyrank._parallel cimport Interrupt, check_interrupt, interrupt_init, interrupted
 from cyrank._typedefs cimport intp_t
 
 
@@ -40,6 +41,8 @@ def solve_simplex_qp(const double[:, ::1] G, const double[::1] delta, double C, 
         raise ValueError("sum(lam) must be <= 1")
     grad_arr = np.empty(K, dtype=np.float64)
     cdef double[::1] grad = grad_arr
+    cdef Interrupt intr
+    interrupt_init(&intr)
     with nogil:
         lam0 = 1.0 - s
         if lam0 < 0.0:
@@ -63,7 +66,7 @@ def solve_simplex_qp(const double[:, ::1] G, const double[::1] delta, double C, 
                     gj = grad[k]
                     j = k
             gap = gj - gi
-            if gap <= tol or steps >= max_steps or i == j:
+            if gap <= tol or steps >= max_steps or i == j or interrupted(&intr, 2 * K + 1):
                 break
             steps += 1
             Gii = G[i, i] if i >= 0 else 0.0
@@ -87,6 +90,7 @@ def solve_simplex_qp(const double[:, ::1] G, const double[::1] delta, double C, 
                     lam0 = 0.0
             for k in range(K):
                 grad[k] += C * t * ((G[k, i] if i >= 0 else 0.0) - (G[k, j] if j >= 0 else 0.0))
+    check_interrupt(&intr)
     # dual value D = C (lam'Delta - C lam'G lam / 2), recomputed from scratch (no drift of the updates)
     lam_np = np.asarray(lam)
     G_np = np.asarray(G)

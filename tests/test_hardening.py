@@ -351,3 +351,42 @@ def test_mlr_tight_epsilon_is_honoured():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = MLR(C=1.0, epsilon=1e-8).fit(X, y)
     assert model.converged_ and 0 <= model.gap_ <= 1e-8
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3, 1e6])
+def test_hinge_certificate_holds_at_any_feature_scale(scale):
+    """RankSVM hinge on X times 1e6 used to stop 'converged' at objective 2688 with duality_gap_ 2688, while the
+    unscaled solution divided by 1e6 scores 553 on the same problem. Now: the reported gap is a true bound
+    (objective_ - duality_gap_ <= the value of any point), and converged_ implies the certified tolerance."""
+    from cyrank.ranksvm.estimator import LinearSquaredHinge, make_layout
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 8))
+    y = rng.integers(0, 3, 600).astype(float)
+    qid = np.repeat(np.arange(20), 30)
+    C, tol = 0.1, 1e-3
+    base = RankSVM(C=C, loss="hinge", tol=1e-9).fit(X, y, qid=qid)
+    w_ref = base.coef_ / scale  # feasible point of the scaled problem, with the optimal value when scale = 1
+    layout, n_pairs = make_layout(y, qid)
+    loss, _ = LinearSquaredHinge(X * scale, layout, C).loss(w_ref, squared=False)
+    f_ref = 0.5 * float(w_ref @ w_ref) + C * loss
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RankSVM(C=C, loss="hinge", tol=tol, max_iter=300 if scale == 1 else 60).fit(X * scale, y, qid=qid)
+    assert model.objective_ - model.duality_gap_ <= f_ref * (1 + 1e-9)
+    if model.converged_:
+        assert model.duality_gap_ <= tol * C * n_pairs
+        assert model.objective_ <= f_ref + tol * C * n_pairs
+    if scale == 1.0:
+        assert model.converged_
+
+
+def test_hinge_tiny_tolerance_is_honoured():
+    """tol=1e-14 used to fail inside the restricted solver ('sum(lam) must be <= 1': rounding drift of its
+    simplex weights); it now certifies a gap of tol * C |P|."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 8))
+    y = rng.integers(0, 3, 300).astype(float)
+    qid = np.repeat(np.arange(10), 30)
+    model = RankSVM(loss="hinge", tol=1e-14).fit(X, y, qid=qid)
+    assert model.converged_ and model.duality_gap_ <= 1e-14 * model.n_pairs_

@@ -21,14 +21,20 @@ from cyrank._parallel cimport Interrupt, check_interrupt, interrupt_init, interr
 from cyrank._typedefs cimport intp_t
 
 
+# multiple of the float64 epsilon in the gradient's rounding floor (see solve_simplex_qp)
+cdef double GRAD_ROUNDING = 16 * 2.220446049250313e-16
+
+
 def solve_simplex_qp(const double[:, ::1] G, const double[::1] delta, double C, double[::1] lam, double tol,
                      intp_t max_steps):
     """SMO on the dual above, warm-started from ``lam`` (modified in place; must be feasible).
 
-    Returns ``(n_steps, gap, dual_value)``; ``gap <= tol`` unless ``max_steps`` was reached.
+    Returns ``(n_steps, gap, dual_value)``; ``gap <= tol`` unless ``max_steps`` was reached. A ``tol`` below the
+    gradient's rounding error (16 eps C max_k G_kk) is raised to it. ``lam`` summing to at most 1 + 1e-6 (rounding
+    drift) is scaled back onto the simplex.
     """
     cdef intp_t K = delta.shape[0], k, i, j, steps = 0
-    cdef double lam0, t, curv, gi, gj, gap, s = 0.0, Gii, Gjj, Gij
+    cdef double lam0, t, curv, gi, gj, gap, s = 0.0, Gii, Gjj, Gij, Gmax = 0.0
     if G.shape[0] != K or G.shape[1] != K or lam.shape[0] != K:
         raise ValueError("G must be K x K and lam of length K")
     if C <= 0:
@@ -37,8 +43,18 @@ def solve_simplex_qp(const double[:, ::1] G, const double[::1] delta, double C, 
         if lam[k] < 0:
             raise ValueError("lam must be >= 0")
         s += lam[k]
-    if s > 1.0 + 1e-12:
-        raise ValueError("sum(lam) must be <= 1")
+    if s > 1.0 + 1e-6:
+        raise ValueError(f"sum(lam) must be <= 1, got {s!r}")
+    if s > 1.0:  # rounding drift of a previous solve's many small steps: back onto the simplex
+        for k in range(K):
+            lam[k] /= s
+        s = 1.0
+    # the gradient C G lam - Delta is computed with an absolute error of about eps C max|G_kk| (sum(lam) <= 1):
+    # a smaller gap cannot be certified, so it is not asked for (it would only burn max_steps)
+    for k in range(K):
+        if G[k, k] > Gmax:
+            Gmax = G[k, k]
+    tol = max(tol, GRAD_ROUNDING * C * Gmax)
     grad_arr = np.empty(K, dtype=np.float64)
     cdef double[::1] grad = grad_arr
     cdef Interrupt intr

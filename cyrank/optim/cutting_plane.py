@@ -20,7 +20,9 @@ Every separation call measures f exactly at its query point: xi(w) = max(0, Delt
 ``stabilize = 0`` (default): Kelley's method, as in the seed. The query point is the restricted solution w_k;
 stop when the new constraint is violated by at most ``epsilon`` more than the working set allows,
 Delta - <w_k, Psi> <= xi_k + epsilon. Then f(w_k) exceeds the restricted objective (a lower bound on the optimum
-when the restricted problem is solved exactly) by at most C * epsilon.
+when the restricted problem is solved exactly) by at most C * epsilon. When ``solve_restricted`` returns a lower
+bound L, the stop also requires the certified gap f(w_k) - L <= C * epsilon, so that an inexact restricted
+solve (badly scaled data: large C |x|^2) never passes for a certified one.
 
 ``stabilize = alpha`` in (0, 1): in-out separation (Ben-Ameur & Neto 2007), which damps Kelley's
 oscillation. With c the best point so far (the stability centre, f(c) = min of the measured f), the query point
@@ -105,7 +107,8 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             delta, psi, xi, objective = measure(w)
             violation = xi - xi_restricted
             record(objective, xi, violation, objective - lower)
-            if violation <= epsilon:
+            certified = lower == -np.inf or objective - lower <= C * epsilon  # -inf: no lower bound returned
+            if violation <= epsilon and certified:
                 converged = True
                 break
             deltas.append(delta)
@@ -137,7 +140,9 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
         violation = (objective - lower) / C
     if not converged:
         what = "constraints with violation" if stabilize == 0.0 else "separations with gap / C"
-        warnings.warn(f"cutting plane stopped after max_iter={max_iter} {what} {violation:.3g} > "
+        certificate = (f" and certified gap / C {(objective - lower) / C:.3g}"
+                       if stabilize == 0.0 and lower > -np.inf else "")
+        warnings.warn(f"cutting plane stopped after max_iter={max_iter} {what} {violation:.3g}{certificate} > "
                       f"epsilon={epsilon:g}; increase max_iter or epsilon", ConvergenceWarning, stacklevel=2)
     return CuttingPlaneResult(
         w=w, objective=objective, xi=xi, xi_restricted=float(xi_restricted), violation=float(violation),

@@ -428,7 +428,7 @@ def _one_slack(separate, gram_row, combine, m, C, n_pairs, tol, max_iter, verbos
         state["dual"], state["inner_gap"] = dual, gap
         w_new, w_dot_psi = combine(Ce * lam, ws)
         xi = max(0.0, float(np.max(delta - w_dot_psi)))
-        return w_new, xi, steps
+        return w_new, xi, steps, dual  # the dual value of any feasible lam bounds the optimum from below
 
     return cutting_plane(sep, solve_restricted, regularizer, w0, C=Ce, epsilon=tol, max_iter=max_iter,
                          verbose=verbose), state

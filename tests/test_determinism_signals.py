@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 
@@ -58,12 +59,16 @@ def _env(threads):
     return dict(os.environ, OMP_NUM_THREADS=str(threads))
 
 
+# children run outside the source tree, so that they import the installed (built) cyrank, not the sources
+OUTSIDE_SOURCE = tempfile.gettempdir()
+
+
 def test_same_fit_twice_is_bit_identical():
     """Each solver fitted twice on the same data gives np.array_equal models, with 2 threads and with 1; the
     chunk partition does not depend on the thread count, so RankSVM and DominationRank are also identical
     between 1 and 2 threads (MLR's BLAS products may round differently with more BLAS threads)."""
     procs = {t: subprocess.Popen([sys.executable, "-c", DETERMINISM], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env=_env(t)) for t in (2, 1)}
+                                 stderr=subprocess.PIPE, text=True, env=_env(t), cwd=OUTSIDE_SOURCE) for t in (2, 1)}
     res = {}
     for t, p in procs.items():
         out, err = p.communicate(timeout=120)
@@ -123,7 +128,7 @@ LATENCY = 1.5
 def test_ctrl_c_stops_long_fits_within_a_second():
     names = ["cd", "hinge", "squared_hinge", "mlr"]
     proc = subprocess.Popen([sys.executable, "-c", INTERRUPTIBLE, *names], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=_env(2))
+                            stderr=subprocess.PIPE, text=True, env=_env(2), cwd=OUTSIDE_SOURCE)
     try:
         for name in names:
             assert proc.stdout.readline().split() == ["FIT", name], proc.stderr.read()

@@ -195,10 +195,15 @@ def check_X(X, *, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES, order=None, 
 FEATURE_SCALE = (1e-100, 1e100)
 
 
+def max_abs(X):
+    """max |x| over the stored entries of X (dense or sparse; 0 for none), without an |X| temporary."""
+    data = X.data if sp.issparse(X) else X
+    return max(float(data.max()), -float(data.min())) if data.size else 0.0
+
+
 def check_feature_scale(X, who):
     """ValueError when the largest |x| of X lies outside FEATURE_SCALE (all-zero X is accepted)."""
-    data = X.data if sp.issparse(X) else X
-    top = float(np.max(np.abs(data))) if data.size else 0.0
+    top = max_abs(X)
     low, high = FEATURE_SCALE
     if top > high or 0.0 < top < low:
         raise ValueError(f"{who}: the features of X reach |x| = {top:.3g}, outside [{low:g}, {high:g}], where the "

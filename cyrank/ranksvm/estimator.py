@@ -33,7 +33,7 @@ from .._memory import check_memory
 from .._queries import QueryGroups
 from .._threads import one_blas_thread
 from .._validation import (check_feature_scale, check_has_pairs, check_option, check_param, check_ranking_data,
-                           check_X)
+                           check_X, max_abs)
 from ..io import register_model
 from ..optim._simplex_qp import solve_simplex_qp
 from ..optim.cutting_plane import cutting_plane
@@ -210,18 +210,13 @@ def kernel_matrix(A, B, kernel, gamma, degree, coef0, out=None, B_sqnorm=None):
     elif kernel == "poly":
         _kernel.poly_from_gram(out, float(gamma), float(coef0), int(degree))
     if not np.isfinite(out).all():
-        scale = max(_max_abs(A), _max_abs(B))
+        scale = max(max_abs(A), max_abs(B))
         raise ValueError(
             f"the {kernel} kernel overflows float64 (non-finite entries in K) with gamma={gamma:g}"
             + (f", degree={degree}, coef0={coef0:g}" if kernel == "poly" else "")
             + f" and features up to |x| = {scale:.3g}; scale X (e.g. sklearn.preprocessing.StandardScaler) or lower "
             + ("gamma or degree" if kernel == "poly" else "gamma"))
     return out
-
-
-def _max_abs(A):
-    data = A.data if sp.issparse(A) else A
-    return float(np.max(np.abs(data))) if data.size else 0.0
 
 
 def _row_sqnorm(A):
@@ -564,7 +559,7 @@ class RankSVM(RankerMixin, BaseEstimator):
             self._fit_kernel(X, layout, n_pairs)
         if not np.isfinite(self.objective_):
             del self.objective_  # leaves the estimator unfitted
-            raise ValueError(f"RankSVM: the objective overflowed float64 (features up to |x| = {_max_abs(X):.3g}, "
+            raise ValueError(f"RankSVM: the objective overflowed float64 (features up to |x| = {max_abs(X):.3g}, "
                              f"C={self.C:g}); scale X (e.g. sklearn.preprocessing.StandardScaler) or lower C")
         return self
 

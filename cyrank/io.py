@@ -17,19 +17,19 @@ numeric arrays: no pickle anywhere, so opening a model file never runs code. Onl
 """
 import bz2
 import gzip
-import importlib
 import json
 import locale
 import numbers
 import os
 import re
+import tempfile
 import zipfile
 import zlib
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_option, check_param, check_ranking_data
+from ._validation import check_option, check_param, check_ranking_data, check_sparse_structure
 
 __all__ = ["load_svmlight", "dump_svmlight", "save_model", "load_model", "register_model"]
 
@@ -55,20 +55,58 @@ def _check_zero_based(zero_based):
     raise ValueError(f"zero_based must be True, False or 'auto'; got {zero_based!r}")
 
 
-def _decompress(raw, name):
-    """gzip/bz2 data (by file extension or magic bytes) -> bytes; plain text is returned as it is."""
+# Bounds on what a data file may expand to or imply (both can be raised by the caller):
+# a compressed file may expand to DECOMPRESS_RATIO times its size, and to DECOMPRESS_MIN bytes whatever its size
+# (LETOR text compresses 3-10 times; a few megabytes expanding to gigabytes is a decompression bomb);
+# a feature index may imply at most MAX_FEATURES columns (a dense float64 vector of 2**28 entries, such as a
+# linear model's coef_, is 2 GiB, and a solver keeps several).
+DECOMPRESS_RATIO = 64
+DECOMPRESS_MIN = 1 << 30
+MAX_FEATURES = 1 << 28
+_CHUNK = 1 << 24
+
+
+def _decompress_stream(raw, make, limit, name):
+    """Every member of a gzip/bz2 stream, expanded chunk by chunk; ValueError past ``limit`` bytes."""
+    out, total = [], 0
+    while raw:
+        d = make()
+        data = raw
+        while True:
+            piece = d.decompress(data, _CHUNK)
+            total += len(piece)
+            if total > limit:
+                raise ValueError(f"{name}: expands to more than {limit / 2**20:.0f} MB (a {len(raw) / 2**20:.1f} MB "
+                                 "compressed file); refused as a possible decompression bomb. Pass "
+                                 "max_bytes=... to load_svmlight for a genuine larger file")
+            out.append(piece)
+            if d.eof:
+                break
+            data = getattr(d, "unconsumed_tail", b"")
+            if not data and getattr(d, "needs_input", True):
+                raise ValueError(f"{name}: could not decompress (the compressed stream is truncated)")
+        raw = d.unused_data
+    return b"".join(out)
+
+
+def _decompress(raw, name, max_bytes=None):
+    """gzip/bz2 data (by file extension or magic bytes) -> bytes, at most ``max_bytes`` of them (default:
+    DECOMPRESS_RATIO times the compressed size, at least DECOMPRESS_MIN); plain text is returned as it is."""
     lower = name.lower()
+    if lower.endswith(".gz") or raw[:2] == b"\x1f\x8b":
+        make = lambda: zlib.decompressobj(wbits=31)  # noqa: E731  (one gzip member)
+    elif lower.endswith(".bz2") or raw[:3] == b"BZh":
+        make = bz2.BZ2Decompressor
+    else:
+        return raw
+    limit = max(DECOMPRESS_RATIO * len(raw), DECOMPRESS_MIN) if max_bytes is None else max_bytes
     try:
-        if lower.endswith(".gz") or raw[:2] == b"\x1f\x8b":
-            return gzip.decompress(raw)
-        if lower.endswith(".bz2") or raw[:3] == b"BZh":
-            return bz2.decompress(raw)
-    except (OSError, EOFError, ValueError, zlib.error) as exc:
+        return _decompress_stream(bytes(raw), make, limit, name)
+    except (OSError, EOFError, zlib.error) as exc:
         raise ValueError(f"{name}: could not decompress ({exc})") from None
-    return raw
 
 
-def _read_bytes(source):
+def _read_bytes(source, max_bytes=None):
     """Return ``(bytes, name)`` from a path (str / PathLike) or a binary file object; decompress .gz/.bz2."""
     if hasattr(source, "read"):
         raw = source.read()
@@ -83,7 +121,35 @@ def _read_bytes(source):
             raw = fh.read()
     else:
         raise TypeError(f"expected a path or a binary file object, got {type(source).__name__}")
-    return bytes(_decompress(raw, name)), name
+    return _decompress(raw, name, max_bytes), name
+
+
+def _data_line_number(raw, row):
+    """The 1-based line number of data row ``row`` of the text (blank and comment-only lines skipped, as the
+    reader does). Slow (a Python pass over the lines): for error messages only."""
+    count, pos, lineno = -1, 0, 0
+    while pos <= len(raw):
+        end = raw.find(b"\n", pos)
+        end = len(raw) if end < 0 else end
+        lineno += 1
+        if raw[pos:end].split(b"#", 1)[0].strip():
+            count += 1
+            if count == row:
+                return lineno
+        pos = end + 1
+    return lineno
+
+
+def _check_feature_count(X, raw, name, max_features):
+    """ValueError naming the index and its line when X's column count exceeds ``max_features``."""
+    if X.shape[1] <= max_features:
+        return
+    k = int(np.argmax(X.indices >= max_features))
+    row = int(np.searchsorted(X.indptr, k, side="right")) - 1
+    index = int(X.indices[k])
+    raise ValueError(f"{name}, line {_data_line_number(raw, row)}: feature index {index} implies {X.shape[1]} "
+                     f"features, more than max_features={max_features} (one dense float64 vector of them would take "
+                     f"{8 * X.shape[1] / 2**30:.3g} GiB); pass max_features=... to load_svmlight if this is intended")
 
 
 def _decimal_point():
@@ -153,25 +219,33 @@ def _load_sklearn(raw, name, n_features, dtype, zero_based):
     return X, np.asarray(y, dtype=np.float64), np.asarray(qid, dtype=np.int64)
 
 
-def _load_bytes(raw, name, *, n_features=None, dtype=np.float64, zero_based="auto", engine="auto"):
+def _load_bytes(raw, name, *, n_features=None, dtype=np.float64, zero_based="auto", engine="auto",
+                max_features=MAX_FEATURES):
     """:func:`load_svmlight` on text already in memory (``name`` prefixes error messages)."""
     dtype = _check_dtype(dtype)
     zero_based = _check_zero_based(zero_based)
     engine = check_option("engine", engine, ("auto", "cyrank", "sklearn"))
+    max_features = check_param("max_features", max_features, low=1, integer=True)
     if n_features is not None:
         n_features = check_param("n_features", n_features, low=1, integer=True)
+        max_features = max(max_features, n_features)  # asked for explicitly
     if engine != "sklearn":
         reader, dp = _cython_reader(), _decimal_point()
         if reader is not None and dp is not None:
-            return _load_cyrank(raw, name, n_features, dtype, zero_based, reader, dp)
+            X, y, qid = _load_cyrank(raw, name, n_features, dtype, zero_based, reader, dp)
+            _check_feature_count(X, raw, name, max_features)
+            return X, y, qid
         if engine == "cyrank":
             why = ("the compiled extension cyrank._svmlight is missing (build it: python setup.py build_ext "
                    "--inplace)" if reader is None else "the C locale's decimal point is not a single byte")
             raise RuntimeError(f"engine='cyrank' is unavailable: {why}; use engine='sklearn'")
-    return _load_sklearn(raw, name, n_features, dtype, zero_based)
+    X, y, qid = _load_sklearn(raw, name, n_features, dtype, zero_based)
+    _check_feature_count(X, raw, name, max_features)
+    return X, y, qid
 
 
-def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto", engine="auto"):
+def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto", engine="auto",
+                  max_features=MAX_FEATURES, max_bytes=None):
     """Read a LETOR/SVMlight file into ``(X, y, qid)``.
 
     Format (one example per line; ``#`` starts a comment; blank lines are skipped)::
@@ -188,6 +262,11 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
     zero_based : True, False or "auto". With "auto" (scikit-learn's rule) indices are one-based and shifted
         down by 1, unless some index is 0 (or the file has no feature at all).
     engine : "auto" (cyrank's Cython reader when built, else scikit-learn), "cyrank" or "sklearn".
+    max_features : int, default 2**28. A feature index implying more columns is refused, naming the index and
+        its line (a dense float64 vector of 2**28 features, such as a linear model's coef_, is 2 GiB).
+        ``n_features``, when given, raises the limit to itself.
+    max_bytes : int, optional. The most bytes a .gz/.bz2 file may expand to, checked while it is decompressed
+        chunk by chunk; default 64 times the compressed size and at least 1 GiB.
 
     Returns
     -------
@@ -202,8 +281,11 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
     query_id=True, ...)`` for every file both accept (ours refuses ``_`` inside numbers and any ``qid...:``
     token other than ``qid:<int>`` right after the label).
     """
-    raw, name = _read_bytes(path)
-    return _load_bytes(raw, name, n_features=n_features, dtype=dtype, zero_based=zero_based, engine=engine)
+    if max_bytes is not None:
+        max_bytes = check_param("max_bytes", max_bytes, low=1, integer=True)
+    raw, name = _read_bytes(path, max_bytes)
+    return _load_bytes(raw, name, n_features=n_features, dtype=dtype, zero_based=zero_based, engine=engine,
+                       max_features=max_features)
 
 
 # ------------------------------------------------------------------------------------------------ writing
@@ -224,14 +306,48 @@ def _format_rows_py(values, indices, indptr, labels, qid, has_qid, offset, start
     return "".join(lines).encode("ascii")
 
 
-def _open_for_writing(path):
-    name = os.fspath(path)
-    lower = name.lower() if isinstance(name, str) else os.fsdecode(name).lower()
+def atomic_write(path, write):
+    """Call ``write(fh)`` on a new temporary file beside ``path``, flush and fsync it, then move it over ``path``
+    (``os.replace``, atomic on POSIX and Windows): an existing file is never left truncated by a failure or an
+    interrupt mid-write, and the temporary file is removed on any exception (KeyboardInterrupt included).
+    A missing or read-only directory is an ``OSError`` naming it. The new file keeps the mode of the file it
+    replaces (else the usual mode under the process umask)."""
+    path = os.fsdecode(os.fspath(path))
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise OSError(f"cannot write {path}: the directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise OSError(f"cannot write {path}: the directory {directory} is not writable (permission denied)")
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".part", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _compressor(name, fh):
+    """A writer compressing into ``fh`` by the extension of ``name`` (.gz, .bz2), else ``fh`` itself."""
+    lower = name.lower()
     if lower.endswith(".gz"):
-        return gzip.open(name, "wb")
+        return gzip.GzipFile(filename=os.path.basename(name)[:-3], mode="wb", fileobj=fh)
     if lower.endswith(".bz2"):
-        return bz2.open(name, "wb")
-    return open(name, "wb")
+        return bz2.BZ2File(fh, "wb")
+    return None
 
 
 def dump_svmlight(X, y, path, qid=None, zero_based=False):
@@ -242,7 +358,8 @@ def dump_svmlight(X, y, path, qid=None, zero_based=False):
     its exact float64 value), so :func:`load_svmlight` returns the same arrays. Indices are one-based
     unless ``zero_based=True``; read a zero-based file back with ``zero_based=True``, and pass
     ``n_features`` when the last columns are all zero. ``path``: str/PathLike (``.gz``/``.bz2`` compress) or a
-    binary file object. ``qid=None`` writes no qid.
+    binary file object. ``qid=None`` writes no qid. A path is written atomically (:func:`atomic_write`): an
+    existing file is replaced only once the new one is complete.
     """
     has_qid = qid is not None
     X, y, qid = check_ranking_data(X, y, qid)
@@ -260,15 +377,25 @@ def dump_svmlight(X, y, path, qid=None, zero_based=False):
     reader = _cython_reader()
     fmt = reader.format_rows if reader is not None else _format_rows_py
     offset = 0 if zero_based else 1
-    own = not hasattr(path, "write")
-    fh = _open_for_writing(path) if own else path
-    try:
+
+    def write(fh):
         n, chunk = X.shape[0], 4096
         for start in range(0, n, chunk):
             fh.write(fmt(values, indices, indptr, y, qid, has_qid, offset, start, min(n, start + chunk)))
-    finally:
-        if own:
-            fh.close()
+
+    if hasattr(path, "write"):
+        write(path)
+        return
+
+    def write_file(fh):
+        packed = _compressor(os.fsdecode(os.fspath(path)), fh)
+        if packed is None:
+            write(fh)
+            return
+        with packed:
+            write(packed)
+
+    atomic_write(path, write_file)
 
 
 # ------------------------------------------------------------------------------------------- model files
@@ -426,7 +553,7 @@ class _Decoder:
             parts = [self._array(node.get(p) or {}) for p in ("data", "indices", "indptr")]
             cls = {"csr": (sp.csr_array, sp.csr_matrix), "csc": (sp.csc_array, sp.csc_matrix)}[fmt]
             try:
-                m = cls[0](tuple(parts), shape=tuple(shape))
+                m = check_sparse_structure(cls[0](tuple(parts), shape=tuple(shape)), "a stored sparse matrix")
             except (ValueError, TypeError) as exc:
                 raise self.bad(f"bad sparse matrix: {exc}") from None
             return cls[1](m, copy=False) if node.get("matrix") else m
@@ -453,7 +580,8 @@ def save_model(est, path):
     Saved: ``get_params(deep=False)`` and every public attribute ending in ``_``. Allowed values: numeric/bool/str
     numpy arrays (object arrays only if all str), numpy scalars, CSR/CSC matrices, int, float, bool, str,
     None, and lists/tuples/dicts (str keys) of these. Anything else raises ``TypeError``, as does an
-    unregistered class. ``path`` is used exactly as given (no ``.npz`` is appended).
+    unregistered class. ``path`` is used exactly as given (no ``.npz`` is appended) and written atomically
+    (:func:`atomic_write`): an existing model file is replaced only once the new one is complete.
     """
     cls = type(est)
     if _MODEL_REGISTRY.get(cls.__name__) is not cls:
@@ -479,8 +607,7 @@ def save_model(est, path):
         "arrays": sorted(enc.arrays),
     }
     blob = np.frombuffer(json.dumps(header, allow_nan=False).encode("utf-8"), dtype=np.uint8)
-    with open(os.fspath(path), "wb") as fh:
-        np.savez(fh, **{_HEADER_KEY: blob}, **enc.arrays)
+    atomic_write(path, lambda fh: np.savez(fh, **{_HEADER_KEY: blob}, **enc.arrays))
 
 
 def _read_header(npz, path):
@@ -508,24 +635,150 @@ def _read_header(npz, path):
 
 
 def _registered_class(header):
-    """The registered class named in the header. If it is missing and the header names a module inside the
-    cyrank package, that module is imported first (it registers its estimators); nothing else is imported."""
-    name, module = header.get("class"), header.get("module")
-    if not isinstance(name, str):
+    """The class named in the header, looked up in the registry (a name-to-class table) and nowhere else: no
+    module named in a file is ever imported. Importing cyrank registers every estimator of the package."""
+    import cyrank  # noqa: F401  (registers DominationRank, RankSVM, MLR)
+
+    name = header.get("class")
+    return _MODEL_REGISTRY.get(name) if isinstance(name, str) else None
+
+
+# ------------------------------------------------------------------------------------ model-file schema
+# A registered class may declare ``_model_schema``: fitted attribute name -> rule. A rule is a spec string (the
+# attribute is required in a fitted model) or a function of the parameters returning the spec, or None when the
+# attribute must be absent for those parameters. A spec ending in "?" may be absent. Specs:
+#   "float", "int", "bool", "str", optionally ">= v" / "> v" (scalars, finite)
+#   "float[d]", "int[m, d]", "bool[*]", "any[c]": arrays (float arrays finite; any = numbers or strings); each
+#       dimension is a number, "*", or a symbol bound on first use and equal everywhere after it ("d" is
+#       n_features_in_); "or csr" also admits a CSR matrix (structure checked); "in [0, d)" bounds the values
+#   "dict": str keys, 1-d numeric arrays as values;  "...|None": None is also allowed
+_SPEC = re.compile(r"(?P<kind>float|int|bool|str|any|dict)(?:\[(?P<dims>[^\]]*)\])?(?P<csr> or csr)?"
+                   r"(?: *(?P<op>>=|>) *(?P<low>[-+.\de]+))?(?: in \[0, (?P<high>\w+)\))?"
+                   r"(?P<none>\|None)?(?P<optional>\?)?$")
+_ARRAY_KIND = {"float": "f", "int": "iu", "bool": "b", "any": "biufU"}
+
+
+def _schema_rules(cls, params):
+    """{name: (spec match, optional)} of ``cls`` for these parameters (None: the class declares no schema)."""
+    schema = getattr(cls, "_model_schema", None)
+    if schema is None:
         return None
-    if name not in _MODEL_REGISTRY and isinstance(module, str) and re.fullmatch(r"cyrank(\.[A-Za-z_]\w*)+", module):
+    rules = {}
+    for name, rule in schema.items():
+        spec = rule(params) if callable(rule) else rule
+        if spec is not None:
+            m = _SPEC.match(spec)
+            if m is None:
+                raise TypeError(f"{cls.__name__}._model_schema[{name!r}]: bad spec {spec!r}")
+            rules[name] = m
+    return rules
+
+
+def _check_attribute(name, value, m, dims, bad):
+    """Check one loaded attribute against its spec match ``m``; ``dims`` binds the dimension symbols."""
+    kind = m["kind"]
+    if value is None:
+        if m["none"]:
+            return
+        raise bad(f"attribute {name} is None")
+    if kind == "dict":
+        if not (isinstance(value, dict) and all(isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "biuf"
+                                                for v in value.values())):
+            raise bad(f"attribute {name} must be a dict of 1-d numeric arrays")
+        return
+    if m["dims"] is None:  # scalar
+        ok = {"float": lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+                      and np.isfinite(v),
+              "int": lambda v: isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)),
+              "bool": lambda v: isinstance(v, (bool, np.bool_)),
+              "str": lambda v: isinstance(v, str)}[kind]
+        if not ok(value):
+            raise bad(f"attribute {name} = {value!r:.60} is not a{'n' if kind == 'int' else ''} {kind}")
+        values = np.asarray([value], dtype=np.float64) if kind in ("float", "int") else None
+    else:
+        if sp.issparse(value):
+            if not m["csr"] or value.format != "csr":
+                raise bad(f"attribute {name} is a sparse {value.format} matrix; expected {m.string.rstrip('?')}")
+            try:
+                check_sparse_structure(value, f"attribute {name}")
+            except ValueError as exc:
+                raise bad(str(exc)) from None
+            values = value.data
+        elif isinstance(value, np.ndarray):
+            if value.dtype.kind not in _ARRAY_KIND[kind]:
+                raise bad(f"attribute {name} has dtype {value.dtype}; expected {kind} values")
+            values = value
+        else:
+            raise bad(f"attribute {name} is a {type(value).__name__}; expected an array")
+        shape = [t.strip() for t in m["dims"].split(",")]
+        if len(shape) != value.ndim:
+            raise bad(f"attribute {name} has shape {value.shape}; expected [{m['dims']}]")
+        for axis, (sym, size) in enumerate(zip(shape, value.shape)):
+            want = int(sym) if sym.isdigit() else dims.setdefault(sym, size) if sym != "*" else size
+            if size != want:
+                raise bad(f"attribute {name} has shape {value.shape}: axis {axis} ({sym}) should be {want}, as in "
+                          "the other attributes")
+        if kind == "float" and not np.all(np.isfinite(values)):
+            raise bad(f"attribute {name} holds NaN or infinity")
+    if m["low"] is not None and values is not None and values.size:
+        low = float(m["low"])
+        if np.any(values < low) or (m["op"] == ">" and np.any(values == low)):
+            raise bad(f"attribute {name} must be {m['op']} {m['low']}")
+    if m["high"] is not None and values is not None and values.size:
+        high = dims.get(m["high"])
+        if high is None or np.any(values < 0) or np.any(values >= high):
+            raise bad(f"attribute {name} must lie in [0, {m['high']}) = [0, {high})")
+
+
+def _check_against_schema(est, values, path):
+    """Refuse a model whose parameters are invalid or whose attributes do not fit the class's schema."""
+    cls = type(est)
+
+    def bad(msg):
+        return ValueError(f"{path}: not a valid {cls.__name__} model file ({msg})")
+
+    check = getattr(est, "_check_params", None)
+    if callable(check):
         try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
-    return _MODEL_REGISTRY.get(name)
+            check()
+        except (ValueError, TypeError) as exc:
+            raise bad(f"invalid parameter: {exc}") from None
+    rules = _schema_rules(cls, est.get_params(deep=False))
+    if rules is None or not values:  # no schema declared, or an unfitted estimator
+        return
+    extra = sorted(set(values) - set(rules))
+    if extra:
+        raise bad(f"unknown attribute(s) {', '.join(extra)} for these parameters")
+    missing = sorted(n for n, m in rules.items() if n not in values and not m["optional"])
+    if missing:
+        raise bad(f"missing attribute(s) {', '.join(missing)}")
+    dims = {}
+    if "n_features_in_" in values:
+        _check_attribute("n_features_in_", values["n_features_in_"], rules["n_features_in_"], dims, bad)
+        dims["d"] = int(values["n_features_in_"])
+    for name, value in values.items():
+        _check_attribute(name, value, rules[name], dims, bad)
 
 
-def load_model(path):
+def _size_limit(path, max_bytes):
+    """The most uncompressed bytes a model file may declare: ``max_bytes``, or by default 16 times the file's
+    size and at least 256 MB (save_model stores arrays uncompressed, so a genuine file declares about its own
+    size; a few megabytes declaring gigabytes is a decompression bomb)."""
+    if max_bytes is not None:
+        return check_param("max_bytes", max_bytes, low=1, integer=True)
+    return max(16 * os.path.getsize(path), 256 << 20)
+
+
+def load_model(path, *, max_bytes=None):
     """Load an estimator saved by :func:`save_model` (``np.load(allow_pickle=False)``, registered classes only).
 
     Raises ``ValueError`` for a file that is not an ``.npz`` archive, is truncated or corrupt, is a foreign
-    ``.npz``, has an unknown format version, names a class that is not registered, or holds object arrays.
+    ``.npz``, has an unknown format version, names a class that is not registered (classes are found in the
+    registry only; no module named in a file is imported), holds object arrays, declares more than
+    ``max_bytes`` of arrays (default: 16 times the file's size, at least 256 MB; checked before any array is
+    read), or does not fit the class: invalid parameters, unknown or missing attributes, wrong dtypes, shapes
+    inconsistent with ``n_features_in_`` and with each other, non-finite values, malformed sparse matrices
+    (the class's ``_model_schema``).
     """
     path = os.fspath(path)
     with open(path, "rb") as fh:
@@ -539,6 +792,12 @@ def load_model(path):
     with npz:
         if not isinstance(npz, np.lib.npyio.NpzFile):
             raise ValueError(f"{path}: not a cyrank model file (not an .npz archive)")
+        declared = sum(info.file_size for info in npz.zip.infolist())
+        limit = _size_limit(path, max_bytes)
+        if declared > limit:
+            raise ValueError(f"{path}: the archive declares {declared / 2**20:.1f} MB of arrays, more than the limit "
+                             f"of {limit / 2**20:.0f} MB for a {os.path.getsize(path) / 2**20:.1f} MB file; refused "
+                             "before reading (pass load_model(..., max_bytes=...) for a genuine larger model)")
         header = _read_header(npz, path)
         dec = _Decoder(npz, path)
         name = header.get("class")
@@ -567,6 +826,7 @@ def load_model(path):
     except TypeError as exc:
         raise ValueError(f"{path}: the saved parameters do not fit {cls.__name__} ({exc}); "
                          f"saved by cyrank {header.get('cyrank_version')}") from None
+    _check_against_schema(est, dict(values), path)
     for attr, value in values:
         setattr(est, attr, value)
     return est

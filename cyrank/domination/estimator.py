@@ -259,6 +259,13 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    # what a model file may hold (checked by cyrank.io.load_model; the spec language is documented there)
+    _model_schema = {
+        "n_features_in_": "int>=1", "coef_": "float[d]", "objective_": "float", "kkt_violation_": "float>=0",
+        "n_iter_": "int>=0", "n_cg_iter_": "int>=0", "converged_": "bool", "solver_": "str", "history_": "dict",
+        "sample_mask_": "bool[*]|None",
+    }
+
     def __init__(self, penalty="l2", alpha=1.0, l1_ratio=0.5, *, binary=False, group_by_query=True,
                  feature_induction=None, neg_sample=None, solver="auto", hessian_bound="popoviciu", max_iter=1000,
                  tol=1e-6, warm_start=False, random_state=None, verbose=0):

@@ -183,6 +183,14 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    # what a model file may hold (checked by cyrank.io.load_model; the spec language is documented there)
+    _model_schema = {
+        "n_features_in_": "int>=1", "W_": "float[d, d]", "components_": "float[*, d]", "classes_": "any[*]?",
+        "objective_": "float", "xi_": "float>=0", "lower_bound_": "float", "gap_": "float", "violation_": "float",
+        "n_batches_": "int>=0", "n_separations_": "int>=0", "n_iter_": "int>=0", "n_queries_": "int>=0",
+        "converged_": "bool", "oracle_time_": "float>=0", "inner_time_": "float>=0",
+    }
+
     def __init__(self, loss="auc", k=3, C=1.0, regularizer="trace", epsilon=0.01, max_iter=1000,
                  stabilization=STABILIZATION, n_jobs=None, verbose=0):
         self.loss = loss

@@ -496,6 +496,21 @@ class RankSVM(RankerMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    # what a model file may hold (checked by cyrank.io.load_model; the spec language is documented there)
+    _model_schema = {
+        "n_features_in_": "int>=1", "objective_": "float", "n_iter_": "int>=0", "converged_": "bool",
+        "n_pairs_": "int>=0", "n_active_pairs_": "int>=0",
+        "grad_norm_": lambda p: "float>=0" if p["loss"] == "squared_hinge" else None,
+        "n_cg_iter_": lambda p: "int>=0" if p["loss"] == "squared_hinge" else None,
+        "duality_gap_": lambda p: "float" if p["loss"] == "hinge" else None,
+        "coef_": lambda p: "float[d]" if p["kernel"] == "linear" else None,
+        "beta_": lambda p: None if p["kernel"] == "linear" else "float[m]",
+        "support_": lambda p: {"linear": None, "precomputed": "int[m] in [0, d)"}.get(p["kernel"], "int[m]>=0"),
+        "support_vectors_": lambda p: "float[m, d] or csr" if p["kernel"] in ("rbf", "poly") else None,
+        "gamma_": lambda p: "float>0" if p["kernel"] in ("rbf", "poly") else None,
+        "n_kernel_products_": lambda p: None if p["kernel"] == "linear" else "int>=0",
+    }
+
     def __init__(self, C=1.0, loss="squared_hinge", kernel="linear", *, gamma="scale", degree=3, coef0=1.0,
                  tol=1e-3, max_iter=1000, kernel_memory_mb=1024, verbose=0):
         self.C = C

@@ -648,7 +648,8 @@ def _registered_class(header):
 # attribute is required in a fitted model) or a function of the parameters returning the spec, or None when the
 # attribute must be absent for those parameters. A spec ending in "?" may be absent. Specs:
 #   "float", "int", "bool", "str", optionally ">= v" / "> v" (scalars, finite)
-#   "float[d]", "int[m, d]", "bool[*]", "any[c]": arrays (float arrays finite; any = numbers or strings); each
+#   "float[d]", "int[m, d]", "bool[*]", "any[c]": arrays (float arrays float64 and finite; any = numbers or
+#       strings); each
 #       dimension is a number, "*", or a symbol bound on first use and equal everywhere after it ("d" is
 #       n_features_in_); "or csr" also admits a CSR matrix (structure checked); "in [0, d)" bounds the values
 #   "dict": str keys, 1-d numeric arrays as values;  "...|None": None is also allowed
@@ -705,8 +706,9 @@ def _check_attribute(name, value, m, dims, bad):
                 raise bad(str(exc)) from None
             values = value.data
         elif isinstance(value, np.ndarray):
-            if value.dtype.kind not in _ARRAY_KIND[kind]:
-                raise bad(f"attribute {name} has dtype {value.dtype}; expected {kind} values")
+            if value.dtype.kind not in _ARRAY_KIND[kind] or (kind == "float" and value.dtype != np.float64):
+                raise bad(f"attribute {name} has dtype {value.dtype}; expected {kind}"
+                          f"{'64' if kind == 'float' else ''} values")
             values = value
         else:
             raise bad(f"attribute {name} is a {type(value).__name__}; expected an array")
@@ -760,13 +762,17 @@ def _check_against_schema(est, values, path):
         _check_attribute(name, value, rules[name], dims, bad)
 
 
+MODEL_SIZE_RATIO = 16
+MODEL_SIZE_MIN = 256 << 20
+
+
 def _size_limit(path, max_bytes):
     """The most uncompressed bytes a model file may declare: ``max_bytes``, or by default 16 times the file's
     size and at least 256 MB (save_model stores arrays uncompressed, so a genuine file declares about its own
     size; a few megabytes declaring gigabytes is a decompression bomb)."""
     if max_bytes is not None:
         return check_param("max_bytes", max_bytes, low=1, integer=True)
-    return max(16 * os.path.getsize(path), 256 << 20)
+    return max(MODEL_SIZE_RATIO * os.path.getsize(path), MODEL_SIZE_MIN)
 
 
 def load_model(path, *, max_bytes=None):

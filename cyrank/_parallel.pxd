@@ -96,8 +96,16 @@ cdef inline void balanced_chunks(const intp_t* cum, intp_t n_items, intp_t n_chu
     bounds[n_chunks] = n_items
 
 
+cdef inline intp_t padded_width(intp_t width) noexcept nogil:
+    """Row length of the chunk accumulators for ``width`` values: a whole number of 64-byte cache lines plus one,
+    so that two threads adding into adjacent chunks' rows never write the same cache line (false sharing made
+    the RankSVM products 30-60% slower in half of the processes, by where the rows fell)."""
+    return ((width + 7) // 8) * 8 + 8
+
+
 cdef inline void sum_chunks(const double[:, ::1] acc, double[::1] out) noexcept nogil:
-    """out = sum of the rows of acc (one accumulator per chunk), added in chunk order: deterministic."""
+    """out = sum of the rows of acc (one accumulator per chunk; the first len(out) entries of each row), added in
+    chunk order: deterministic."""
     cdef Py_ssize_t c, j
     for j in range(out.shape[0]):
         out[j] = 0.0

@@ -34,7 +34,8 @@ from libc.math cimport exp, log, INFINITY
 
 from cyrank._math cimport log1pexp, sigmoid
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_count,
-                              interrupt_init, keep_going, max_threads, sum_chunks, sum_ordered)
+                              interrupt_init, keep_going, max_threads, padded_width, sum_chunks,
+                              sum_ordered)
 from cyrank._rows cimport block_axpy, block_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 
@@ -183,7 +184,7 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
     if nq == 0:
         return 0.0
     n_ch = _chunks(st, indptr, dense, d, &rw, bounds)
-    cdef double[:, ::1] acc = np.zeros((n_ch, d))
+    cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(d)))
     interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
@@ -223,7 +224,7 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
     if nq == 0:
         return
     n_ch = _chunks(st, indptr, dense, d, &rw, bounds)
-    cdef double[:, ::1] acc = np.zeros((n_ch, d))
+    cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(d)))
     interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):

@@ -33,7 +33,8 @@ from cython.parallel cimport parallel, prange, threadid
 from cyrank._rows cimport row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_count,
-                              interrupt_init, keep_going, max_threads, sum_chunks, sum_ordered)
+                              interrupt_init, keep_going, max_threads, padded_width, sum_chunks,
+                              sum_ordered)
 from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, sort_by_key
 from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
 
@@ -114,8 +115,9 @@ cdef class Layout:
         self.n_queries = self.offsets.shape[0] - 1
         # threads only pay off on large problems (a parallel region costs microseconds, more on a busy machine)
         self.n_threads = 1 if self.n_positions < PARALLEL_MIN_POSITIONS else max(1, min(max_threads(), self.n_queries))
-        self.fen_cnt = np.zeros((self.n_threads, self.max_levels + 1), dtype=np.int64)
-        self.fen_sum = np.zeros((self.n_threads, self.max_levels + 1), dtype=np.float64)
+        # one Fenwick tree per thread, each row on cache lines of its own (padded_width: no false sharing)
+        self.fen_cnt = np.zeros((self.n_threads, padded_width(self.max_levels + 1)), dtype=np.int64)
+        self.fen_sum = np.zeros((self.n_threads, padded_width(self.max_levels + 1)), dtype=np.float64)
         self.work = np.zeros((5, self.n_positions), dtype=np.float64)
         self.scratch = np.zeros(max(1, self.n_positions), dtype=KEY_INDEX_DTYPE)
 
@@ -163,7 +165,7 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
     rw = _row_work(indptr, dense, d, lay.n_data_rows)
     n_ch = chunk_count(nq, d, lay.n_positions * rw, nt)
     balanced_chunks(&offsets[0], nq, n_ch, bounds)
-    cdef double[:, ::1] acc = np.zeros((n_ch, d), dtype=np.float64)
+    cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(d)), dtype=np.float64)
     interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
@@ -212,7 +214,7 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
     rw = _row_work(indptr, dense, d, lay.n_data_rows)
     n_ch = chunk_count(nq, d, lay.n_positions * rw, nt)
     balanced_chunks(&offsets[0], nq, n_ch, bounds)
-    cdef double[:, ::1] acc = np.zeros((n_ch, d), dtype=np.float64)
+    cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(d)), dtype=np.float64)
     interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):

@@ -68,7 +68,7 @@ _CHUNK = 1 << 24
 
 def _decompress_stream(raw, make, limit, name):
     """Every member of a gzip/bz2 stream, expanded chunk by chunk; ValueError past ``limit`` bytes."""
-    out, total = [], 0
+    out, total, size = [], 0, len(raw)
     while raw:
         d = make()
         data = raw
@@ -76,7 +76,7 @@ def _decompress_stream(raw, make, limit, name):
             piece = d.decompress(data, _CHUNK)
             total += len(piece)
             if total > limit:
-                raise ValueError(f"{name}: expands to more than {limit / 2**20:.0f} MB (a {len(raw) / 2**20:.1f} MB "
+                raise ValueError(f"{name}: expands to more than {limit / 2**20:.0f} MB (a {size / 2**20:.1f} MB "
                                  "compressed file); refused as a possible decompression bomb. Pass "
                                  "max_bytes=... to load_svmlight for a genuine larger file")
             out.append(piece)
@@ -121,7 +121,7 @@ def _read_bytes(source, max_bytes=None):
             raw = fh.read()
     else:
         raise TypeError(f"expected a path or a binary file object, got {type(source).__name__}")
-    return _decompress(raw, name, max_bytes), name
+    return bytes(_decompress(raw, name, max_bytes)), name
 
 
 def _data_line_number(raw, row):

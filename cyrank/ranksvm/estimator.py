@@ -631,9 +631,8 @@ class RankSVM(RankerMixin, BaseEstimator):
             Xk = X[rows]
             Xk = Xk.astype(np.float64) if Xk.dtype != np.float64 else Xk
             if sp.issparse(Xk):
-                # dense BLAS is far faster than a sparse product for the Gram blocks: densify when the dense rows
-                # take no more memory than Q itself (d <= n) or fit in kernel_memory_mb
-                # rows and not the budget: a dense copy is made only within half of kernel_memory_mb
+                # dense BLAS is far faster than a sparse product for the Gram blocks, but the dense copy counts
+                # against kernel_memory_mb: densify only within half of it (Q gets what the rows leave)
                 dense_bytes = Xk.shape[0] * Xk.shape[1] * 8
                 Xk = Xk.toarray() if dense_bytes <= 0.5 * self.kernel_memory_mb * _MB else sp.csr_matrix(Xk)
             self.gamma_ = self._gamma(X)

@@ -25,7 +25,7 @@ from ._validation import check_qid, check_y
 class QueryGroups:
     """Rows of a ranking data set grouped by query (see module docstring)."""
 
-    __slots__ = ("order", "offsets", "ids", "n_levels", "n_pairs", "is_sorted", "_y_sorted", "label_order",
+    __slots__ = ("order", "offsets", "ids", "n_levels", "n_pairs", "is_sorted", "label_order",
                  "label_runs", "run_query", "level_sorted")
 
     def __init__(self, qid, y=None):
@@ -40,24 +40,16 @@ class QueryGroups:
         starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if n else np.zeros(0, np.int64)
         self.offsets = np.r_[starts, n].astype(np.int64)
         self.ids = q_sorted[starts]
-        self._y_sorted = None
         self.n_levels = self.n_pairs = self.label_order = self.label_runs = self.run_query = None
         self.level_sorted = None
         if y is not None:
             self.set_labels(y)
-
-    @classmethod
-    def from_data(cls, y, qid=None):
-        """Groups for labels ``y`` and ids ``qid`` (None: one query of every row)."""
-        y = check_y(y)
-        return cls(check_qid(qid, y.shape[0], of="y"), y)
 
     def set_labels(self, y):
         """Record the (query, label) runs and per query the number of label levels and of preference pairs
         {(i, j): y_i > y_j}."""
         y = check_y(y, self.n_samples, of="qid")
         ys = y[self.order]
-        self._y_sorted = ys
         qidx = np.repeat(np.arange(self.n_queries, dtype=np.int64), self.sizes)
         by_label = np.lexsort((ys, qidx))  # query-major, then label
         qs, ls = qidx[by_label], ys[by_label]
@@ -97,11 +89,6 @@ class QueryGroups:
         if self.n_pairs is None:
             raise RuntimeError("QueryGroups has no labels; call set_labels(y) first")
         return int(self.n_pairs.sum())
-
-    @property
-    def y_sorted(self):
-        """Labels in query-sorted order."""
-        return self._y_sorted
 
     def sort(self, a):
         """Rows of ``a`` (array or sparse matrix) in query-sorted order."""

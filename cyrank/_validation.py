@@ -334,6 +334,13 @@ def check_param(name, value, *, low=None, high=None, low_open=False, high_open=F
     return int(value) if integer else float(value)
 
 
+def check_verbose(verbose):
+    """``verbose`` as an int >= 0; True and False count as 1 and 0 (as in scikit-learn)."""
+    if isinstance(verbose, (bool, np.bool_)):
+        return int(verbose)
+    return check_param("verbose", verbose, low=0, integer=True)
+
+
 def check_random_state(random_state):
     """Return a ``numpy.random.RandomState`` from None, an int seed or a RandomState/Generator's state holder,
     with scikit-learn's semantics (:func:`sklearn.utils.check_random_state`); anything else is a ValueError

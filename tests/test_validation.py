@@ -205,3 +205,18 @@ def test_class_labels():
         check_class_labels(np.array(["a", "b"]), 3)
     with pytest.raises(ValueError, match="NaN"):
         check_class_labels([1.0, np.nan, 1.0], 3)
+
+
+def test_verbose_accepts_bools_everywhere(capsys):
+    """verbose=True/False works in every estimator (it raised TypeError in DominationRank and RankSVM)."""
+    from cyrank import MLR, DominationRank, RankSVM
+
+    X = rng.normal(size=(30, 3))
+    y = np.arange(30) % 3
+    for make in (DominationRank, RankSVM, MLR):
+        make(verbose=False).fit(X, y)
+        assert capsys.readouterr().out == ""
+        make(verbose=True).fit(X, y)
+        assert capsys.readouterr().out != ""
+    with pytest.raises(ValueError, match="verbose must be >= 0"):
+        RankSVM(verbose=-1).fit(X, y)

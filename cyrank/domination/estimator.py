@@ -22,7 +22,7 @@ from .._base import LinearRankerMixin
 from .._queries import QueryGroups
 from .._threads import one_blas_thread
 from .._validation import (check_feature_scale, check_option, check_param, check_random_state, check_ranking_data,
-                           check_row_weights, max_abs, warn_if_no_pairs)
+                           check_row_weights, check_verbose, max_abs, warn_if_no_pairs)
 from ..io import register_model
 from ..optim.tron import tron
 from . import _cd, _smooth
@@ -305,7 +305,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         check_param("neg_sample", self.neg_sample, low=0.0, high=1.0, low_open=True, none_ok=True)
         check_param("max_iter", self.max_iter, low=1, integer=True)
         check_param("tol", self.tol, low=0.0, low_open=True)
-        check_param("verbose", self.verbose, low=0, integer=True)
+        check_verbose(self.verbose)
         check_random_state(self.random_state)
         return lam
 

@@ -48,7 +48,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._memory import check_memory
 from .._threads import one_blas_thread
-from .._validation import check_class_labels, check_feature_scale, check_option, check_param, check_X
+from .._validation import (check_class_labels, check_feature_scale, check_option, check_param, check_verbose,
+                           check_X)
 from ..io import register_model
 from ..optim.cutting_plane import cutting_plane
 from ._constraints import Separation
@@ -225,10 +226,7 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             n_jobs = os.cpu_count() or 1
         else:
             n_jobs = check_param("n_jobs", n_jobs, low=1, integer=True)
-        if isinstance(self.verbose, (bool, np.bool_)):
-            verbose = int(self.verbose)
-        else:
-            verbose = check_param("verbose", self.verbose, low=0, integer=True)
+        verbose = check_verbose(self.verbose)
         return loss, reg, k, C, eps, max_iter, alpha, n_jobs, verbose
 
     def _relevance(self, X, y, relevance, irrelevant):

@@ -35,16 +35,10 @@ All counts are int64 (a query of 1e5 documents has up to 5e9 pairs).
 """
 import numpy as np
 
-from cyrank._parallel cimport max_threads
 from cyrank._typedefs cimport intp_t
 
 # numpy dtype of the KeyIndex struct (scratch memory of sort_by_key)
 KEY_INDEX_DTYPE = np.dtype([("key", np.float64), ("index", np.int64)])
-
-
-def openmp_threads():
-    """Number of threads the RankSVM kernels use (OpenMP's max threads; 1 for a serial build)."""
-    return max_threads()
 
 
 # ------------------------------------------------------------------------------------------------ sorting

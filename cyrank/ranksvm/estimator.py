@@ -33,7 +33,7 @@ from .._memory import check_memory
 from .._queries import QueryGroups
 from .._threads import one_blas_thread
 from .._validation import (check_feature_scale, check_has_pairs, check_option, check_param, check_ranking_data,
-                           check_X, max_abs)
+                           check_verbose, check_X, max_abs)
 from ..io import register_model
 from ..optim._simplex_qp import solve_simplex_qp
 from ..optim.cutting_plane import cutting_plane
@@ -538,7 +538,7 @@ class RankSVM(RankerMixin, BaseEstimator):
         check_param("tol", self.tol, low=0.0, low_open=True)
         check_param("max_iter", self.max_iter, low=1, integer=True)
         check_param("kernel_memory_mb", self.kernel_memory_mb, low=0.0, low_open=True)
-        check_param("verbose", self.verbose, low=0, integer=True)
+        check_verbose(self.verbose)
 
     def _gamma(self, X):
         if not isinstance(self.gamma, str):
@@ -584,39 +584,36 @@ class RankSVM(RankerMixin, BaseEstimator):
         if self.loss == "squared_hinge":
             res = tron(obj, np.zeros(d), tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
                        name="RankSVM (TRON)")
-            w = res.x
             self._set_tron_result(res)
             # TRON's last gradient was taken at res.x, with res.fun computed there by the same pass
-            self.coef_ = w
+            self.coef_ = res.x
             self.objective_ = float(res.fun)
             self.n_active_pairs_ = int(obj.n_active)
             return
-        else:
-            parts = obj.parts
+        parts = obj.parts
 
-            def separate(w):
-                f, perm = layout.new_state()
-                xg = np.empty(d)
-                _, n_active = _pairloss.linear_fun_grad(*parts, layout, w, False, f, perm, xg)
-                return n_active, -xg
+        def separate(w):
+            f, perm = layout.new_state()
+            xg = np.empty(d)
+            _, n_active = _pairloss.linear_fun_grad(*parts, layout, w, False, f, perm, xg)
+            return n_active, -xg
 
-            def gram(psi_new, ws):
-                return np.r_[ws.rows[: ws.K] @ psi_new, psi_new @ psi_new]
+        def gram(psi_new, ws):
+            return np.r_[ws.rows[: ws.K] @ psi_new, psi_new @ psi_new]
 
-            def combine(a, ws):
-                w = a @ ws.rows[: ws.K]
-                return w, ws.rows[: ws.K] @ w
+        def combine(a, ws):
+            w = a @ ws.rows[: ws.K]
+            return w, ws.rows[: ws.K] @ w
 
-            res, state = _one_slack(separate, gram, combine, d, self.C, n_pairs, self.tol, self.max_iter,
-                                    self.verbose, regularizer=lambda w: 0.5 * float(w @ w), w0=np.zeros(d))
-            w = res.w
-            dual = self._set_cutting_plane_result(res, state)
-        loss, n_active = obj.loss(w, squared=self.loss == "squared_hinge")
+        res, state = _one_slack(separate, gram, combine, d, self.C, n_pairs, self.tol, self.max_iter,
+                                self.verbose, regularizer=lambda w: 0.5 * float(w @ w), w0=np.zeros(d))
+        w = res.w
+        dual = self._set_cutting_plane_result(res, state)
+        loss, n_active = obj.loss(w, squared=False)
         self.coef_ = w
         self.objective_ = 0.5 * float(w @ w) + self.C * loss
         self.n_active_pairs_ = int(n_active)
-        if self.loss == "hinge":
-            self.duality_gap_ = self.objective_ - dual
+        self.duality_gap_ = self.objective_ - dual
 
     def _fit_kernel(self, X, layout, n_pairs):
         rows = layout.rows

@@ -52,20 +52,12 @@ def main():
     print("|---|---:|:---:|")
 
     layout, _ = make_layout(y, qid)
-    svm = LinearSquaredHinge(X, layout, 1.0)
-    svm.grad(w)
-    rows = [("RankSVM pair loss + gradient", lambda: (svm.fun(w), svm._g_pending.copy()), 30),
+    svm = LinearSquaredHinge(X, layout, 1.0)  # fun + grad: one pass (grad commits the state of fun)
+    rows = [("RankSVM pair loss + gradient", lambda: (svm.fun(w), svm.grad(w)), 30),
             ("RankSVM Hessian-vector product", lambda: svm.hess_vec(v), 30)]
     lay, _ = domination._layout(y, qid, np.zeros(n), binary=False, group_by_query=True)
     newton = domination._NewtonProblem(domination._rows_of(X, lay.rows), lay, 0.5, d)
-    newton.fun(w)
-    newton.grad(w)
-
-    def newton_fun_grad():
-        out = newton.fun(w)
-        return out, newton._xg_trial.copy()
-
-    rows += [("Newton loss + gradient", newton_fun_grad, 30),
+    rows += [("Newton loss + gradient", lambda: (newton.fun(w), newton.grad(w)), 30),
              ("Newton Hessian-vector product", lambda: newton.hess_vec(v), 30),
              ("RankSVM(squared_hinge, tol=1e-6) fit", lambda: RankSVM(C=1.0, tol=1e-6).fit(X, y, qid).coef_, 5),
              ("DominationRank(newton, tol=1e-8) fit",

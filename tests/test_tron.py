@@ -3,75 +3,85 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+from cyrank.optim.smooth import SmoothProblem
 from cyrank.optim.tron import tron
 
 
-class Quadratic:
+class Quadratic(SmoothProblem):
     """f(x) = x'Ax / 2 - b'x: minimiser A^-1 b."""
 
     def __init__(self, A, b):
         self.A, self.b = A, b
         self.n_fun = self.n_grad = 0
+        super().__init__()
 
-    def fun(self, x):
+    def new_state(self):
+        return None
+
+    def evaluate(self, x, Mx, state):
         self.n_fun += 1
-        return 0.5 * x @ self.A @ x - self.b @ x
+        return 0.5 * x @ self.A @ x - self.b @ x, self.A @ x - self.b
 
     def grad(self, x):
         self.n_grad += 1
-        return self.A @ x - self.b
+        return super().grad(x)
 
-    def hess_vec(self, v):
+    def hessian_product(self, state, v, Mv):
         return self.A @ v
 
 
-class Logistic:
+class Logistic(SmoothProblem):
     """f(w) = ||w||^2 / 2 + C sum log(1 + exp(-y_i x_i.w)), its gradient and Hessian products at the last grad."""
 
     def __init__(self, X, y, C):
         self.X, self.y, self.C = X, y, C
-        self._D = None
         self.grad_points = []
+        super().__init__()
 
-    def fun(self, w):
-        z = self.y * (self.X @ w)
-        return 0.5 * w @ w + self.C * np.logaddexp(0, -z).sum()
+    def new_state(self):
+        return {}
 
-    def grad(self, w):
+    def evaluate(self, w, Mw, state):
         z = self.y * (self.X @ w)
         s = 1 / (1 + np.exp(z))
-        self._D = s * (1 - s)
-        self.grad_points.append(w.copy())
-        return w - self.C * self.X.T @ (self.y * s)
+        state["D"], state["w"] = s * (1 - s), w.copy()
+        return 0.5 * w @ w + self.C * np.logaddexp(0, -z).sum(), w - self.C * self.X.T @ (self.y * s)
 
-    def hess_vec(self, v):
-        return v + self.C * self.X.T @ (self._D * (self.X @ v))
+    def grad(self, w):
+        g = super().grad(w)
+        self.grad_points.append(self.state["w"])
+        return g
+
+    def hessian_product(self, state, v, Mv):
+        return v + self.C * self.X.T @ (state["D"] * (self.X @ v))
 
 
-class KernelLogistic:
+class KernelLogistic(SmoothProblem):
     """g(beta) = beta'Q beta / 2 + C sum log(1 + exp(-y_i (Q beta)_i)) in the inner product a'Qb (metric)."""
 
     def __init__(self, Q, y, C):
         self.Q, self.y, self.C = Q, y, C
         self.n_metric = 0
+        super().__init__()
 
     def metric(self, v):
         self.n_metric += 1
         return self.Q @ v
 
-    def fun(self, beta, Qbeta):
+    def new_state(self):
+        return {}
+
+    def evaluate(self, beta, Qbeta, state):
         assert np.allclose(Qbeta, self.Q @ beta, atol=1e-9)   # TRON's recurrences keep M x exact
         z = self.y * Qbeta
-        self._s = 1 / (1 + np.exp(z))
-        return 0.5 * beta @ Qbeta + self.C * np.logaddexp(0, -z).sum()
+        s = 1 / (1 + np.exp(z))
+        state["D"] = s * (1 - s)
+        # representative: Q (beta - C y s) is the gradient
+        return 0.5 * beta @ Qbeta + self.C * np.logaddexp(0, -z).sum(), beta - self.C * self.y * s
 
-    def grad(self, beta):  # representative: Q (beta - C y s) is the gradient
-        self._D = self._s * (1 - self._s)
-        return beta - self.C * self.y * self._s
-
-    def hess_vec(self, v, Qv):
+    def hessian_product(self, state, v, Qv):
         assert np.allclose(Qv, self.Q @ v, atol=1e-9)
-        return v + self.C * self._D * Qv
+        return v + self.C * state["D"] * Qv
 
 
 def spd(rng, n, cond):
@@ -147,3 +157,25 @@ def test_already_optimal_start_does_nothing():
     prob = Quadratic(A, b)
     res = tron(prob, b.copy(), tol=1e-3, grad_norm0=1.0)
     assert res.converged and res.n_iter == 0 and prob.n_fun == 1
+
+
+def test_a_rejected_trial_point_never_changes_the_hessian():
+    """SmoothProblem's protocol: fun at a trial point fills the trial state only; grad commits it."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 3))
+    prob = Logistic(X, np.sign(rng.normal(size=40)), C=3.0)
+    w, v = rng.normal(size=3), rng.normal(size=3)
+    prob.fun(w)
+    prob.grad(w)
+    before = prob.hess_vec(v)
+    prob.fun(10 * rng.normal(size=3))       # rejected: no grad call
+    np.testing.assert_array_equal(prob.hess_vec(v), before)
+    z = 10 * rng.normal(size=3)
+    prob.fun(z)
+    prob.grad(z)                            # accepted
+    assert not np.allclose(prob.hess_vec(v), before)
+
+
+def test_tron_refuses_an_object_outside_the_contract():
+    with pytest.raises(TypeError, match="SmoothProblem"):
+        tron(object(), np.zeros(2))

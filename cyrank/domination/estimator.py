@@ -24,6 +24,7 @@ from .._threads import one_blas_thread
 from .._validation import (check_feature_scale, check_option, check_param, check_random_state, check_ranking_data,
                            check_row_weights, check_verbose, max_abs, warn_if_no_pairs)
 from ..io import register_model
+from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
 from . import _cd, _smooth
 
@@ -146,35 +147,32 @@ def _rows_of(X, rows):
     return np.ascontiguousarray(X[rows]).ravel(), np.zeros(1, np.int64), np.zeros(1, np.int64), True
 
 
-class _NewtonProblem:
-    """L(Xw) + lam2 ||w||_2^2 for cyrank.optim.tron: fun / grad / hess_vec from _smooth.pyx.
+class _NewtonState:
+    """The log-domain state of _smooth.pyx at one point and the loss gradient X'c there."""
 
-    fun computes the loss gradient in the same pass, into a trial state; grad (which TRON calls right after
-    fun at a point it accepts) makes that state current, and hess_vec uses the current state, so a rejected
-    trial point never changes the Hessian. Gradient 2 lam2 w + X'g, Hessian 2 lam2 I + X'H X.
-    """
+    def __init__(self, layout, d):
+        self.smooth = _smooth.State(layout)
+        self.xg = np.zeros(d)
+
+
+class _NewtonProblem(SmoothProblem):
+    """L(Xw) + lam2 ||w||_2^2 for cyrank.optim.tron: loss and gradient 2 lam2 w + X'g in one pass of _smooth.pyx,
+    Hessian products 2 lam2 v + X'H X v from the state of the last accepted point (SmoothProblem's protocol)."""
 
     def __init__(self, rows, layout, lam2, d):
-        self.rows, self.lam2, self.d = rows, lam2, d
-        self.state, self._trial = _smooth.State(layout), _smooth.State(layout)
-        self._xg, self._xg_trial = np.zeros(d), np.zeros(d)
-        self._pending = False
+        self.rows, self.layout, self.lam2, self.d = rows, layout, lam2, d
+        super().__init__()
 
-    def fun(self, w):
-        loss = _smooth.fun_grad(*self.rows, self.d, self._trial, w, self._xg_trial)
-        self._pending = True
-        return loss + self.lam2 * float(w @ w)
+    def new_state(self):
+        return _NewtonState(self.layout, self.d)
 
-    def grad(self, w):
-        if self._pending:
-            self.state, self._trial = self._trial, self.state
-            self._xg, self._xg_trial = self._xg_trial, self._xg
-            self._pending = False
-        return self._xg + 2.0 * self.lam2 * w
+    def evaluate(self, w, Mw, state):
+        loss = _smooth.fun_grad(*self.rows, self.d, state.smooth, w, state.xg)
+        return loss + self.lam2 * float(w @ w), state.xg + 2.0 * self.lam2 * w
 
-    def hess_vec(self, v):
+    def hessian_product(self, state, v, Mv):
         out = np.empty(self.d)
-        _smooth.hess_vec(*self.rows, self.d, self.state, v, out)
+        _smooth.hess_vec(*self.rows, self.d, state.smooth, v, out)
         return out + 2.0 * self.lam2 * v
 
 
@@ -381,8 +379,9 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         problem = _NewtonProblem(_rows_of(X, layout.rows), layout, lam2, d)
         nnz = []
         with one_blas_thread():  # the products call BLAS on small blocks, possibly from OpenMP threads
-            problem.fun(np.zeros(d))
-            scale = float(np.max(np.abs(problem.grad(np.zeros(d))), initial=0.0))
+            zero = np.zeros(d)
+            problem.fun(zero)
+            scale = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
             noise = _gradient_rounding(X, layout, scale)
             if scale <= noise:
                 # the loss gradient at 0 is rounding noise (e.g. every row the same: the loss does not depend on

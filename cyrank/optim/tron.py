@@ -26,17 +26,9 @@ the kernel rankSVM in beta with M = Q is Newton's method in the feature space (|
 Hessian I + 2C Q^1/2 A'A Q^1/2 is well conditioned whatever the spectrum of Q, and every CG step costs one
 product with M (TRON keeps M x, M s and M d up to date by the same recurrences as x, s and d).
 
-The problem object provides
-
-    fun(x)          -> float       objective at x                      [fun(x, Mx) when metric is defined]
-    grad(x)         -> ndarray     gradient at x; always called right after fun(x) at the same x, so it
-                                   may reuse work cached by fun
-    hess_vec(v)     -> ndarray     (generalised) Hessian at the x of the last grad call, times v
-                                                                       [hess_vec(v, Mv) when metric is defined]
-    metric(v)       -> ndarray     optional: M v
-
-Only fun is evaluated at trial points that may be rejected, so an implementation can keep the state needed
-by hess_vec (e.g. the active pairs) from the last grad call.
+The problem is a :class:`cyrank.optim.smooth.SmoothProblem`, which owns the trial/commit protocol: f is
+evaluated at trial points that may be rejected (``fun(x, Mx)``), ``grad(x)`` commits the state of an accepted
+point, and ``hess_vec(v, Mv)`` multiplies by the Hessian of the last committed point; ``metric(v) = M v``.
 """
 import math
 import warnings
@@ -44,6 +36,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+
+from .smooth import SmoothProblem
 
 # acceptance and radius-update constants of Lin & Moré (1999)
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
@@ -71,25 +65,6 @@ class TronResult:
     @property
     def rel_grad_norm(self):
         return self.grad_norm / self.grad_norm0 if self.grad_norm0 > 0 else 0.0
-
-
-class _Euclidean:
-    """Calls of a problem without ``metric``: M = I, so every M-image is the vector itself."""
-
-    def __init__(self, problem):
-        self.p = problem
-
-    def fun(self, x, Mx):
-        return self.p.fun(x)
-
-    def grad(self, x):
-        return self.p.grad(x)
-
-    def hess_vec(self, v, Mv):
-        return self.p.hess_vec(v)
-
-    def metric(self, v):
-        return v
 
 
 def _truncated_cg(problem, g, Mg, delta, max_cg):
@@ -146,7 +121,9 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
     ``max_iter`` Newton iterations do not reach the tolerance, or when no step can decrease f any more.
     ``callback(x)`` is called after every accepted step.
     """
-    p = problem if hasattr(problem, "metric") else _Euclidean(problem)
+    if not isinstance(problem, SmoothProblem):
+        raise TypeError(f"tron minimises a cyrank.optim.smooth.SmoothProblem, got {type(problem).__name__}")
+    p = problem
     x = np.array(x0, dtype=np.float64, copy=True)
     Mx = p.metric(x) if np.any(x) else np.zeros_like(x)
     max_cg = int(max_cg or max(1, x.size))

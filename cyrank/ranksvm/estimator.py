@@ -37,6 +37,7 @@ from .._validation import (check_feature_scale, check_has_pairs, check_option, c
 from ..io import register_model
 from ..optim._simplex_qp import solve_simplex_qp
 from ..optim.cutting_plane import cutting_plane
+from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
 from . import _kernel, _pairloss
 
@@ -87,11 +88,19 @@ def _linear_parts(X):
 
 
 # ---------------------------------------------------------------------------------------------- objectives
-class LinearSquaredHinge:
-    """w'w / 2 + C sum_P max(0, 1 - w'(x_i - x_j))^2 for :func:`cyrank.optim.tron.tron` (fun / grad / hess_vec).
+class _PairState:
+    """Scores and their order at one point (for the Hessian products), and the number of active pairs there."""
 
-    fun(w) computes the loss and, in the same pass over X, the gradient; grad(w) returns it and makes w the
-    point whose active pairs hess_vec uses (v + 2C X'A'A X v).
+    def __init__(self, layout):
+        self.f, self.perm = layout.new_state()
+        self.n_active = 0
+
+
+class LinearSquaredHinge(SmoothProblem):
+    """w'w / 2 + C sum_P max(0, 1 - w'(x_i - x_j))^2 for :func:`cyrank.optim.tron.tron`.
+
+    One pass over X gives the loss and the gradient w + C X'dL/df; the state keeps the sorted scores whose active
+    pairs the Hessian-vector product v + 2C X'A'A X v uses.
     """
 
     def __init__(self, X, layout, C):
@@ -99,10 +108,7 @@ class LinearSquaredHinge:
         self.d = self.parts[-1]
         self.layout = layout
         self.C = float(C)
-        self._current = layout.new_state()
-        self._pending = layout.new_state()
-        self._x_pending = None
-        self._g_pending = None
+        super().__init__()
 
     def loss(self, w, squared=True):
         """(loss, number of active pairs) at w."""
@@ -111,30 +117,21 @@ class LinearSquaredHinge:
         return _pairloss.linear_fun_grad(*self.parts, self.layout, np.ascontiguousarray(w, dtype=np.float64),
                                          squared, f, perm, xg)
 
-    def fun(self, w):
-        f, perm = self._pending
+    def new_state(self):
+        return _PairState(self.layout)
+
+    def evaluate(self, w, Mw, state):
         xg = np.empty(self.d)
-        loss, self.n_active_pending = _pairloss.linear_fun_grad(*self.parts, self.layout, w, True, f, perm, xg)
-        self._x_pending = w
-        self._g_pending = w + self.C * xg
-        return 0.5 * float(w @ w) + self.C * loss
+        loss, state.n_active = _pairloss.linear_fun_grad(*self.parts, self.layout, w, True, state.f, state.perm, xg)
+        return 0.5 * float(w @ w) + self.C * loss, w + self.C * xg
 
-    def grad(self, w):
-        if w is not self._x_pending:
-            self.fun(w)
-        self._current, self._pending = self._pending, self._current
-        self._x_pending = None
-        self.n_active = self.n_active_pending  # active pairs at the point of the last grad call
-        return self._g_pending
-
-    def hess_vec(self, s):
-        f, perm = self._current
+    def hessian_product(self, state, s, Ms):
         out = np.empty(self.d)
-        _pairloss.linear_hess(*self.parts, self.layout, f, perm, np.ascontiguousarray(s), out)
+        _pairloss.linear_hess(*self.parts, self.layout, state.f, state.perm, np.ascontiguousarray(s), out)
         return s + 2.0 * self.C * out
 
 
-class KernelSquaredHinge:
+class KernelSquaredHinge(SmoothProblem):
     """beta'Q beta / 2 + C sum_P max(0, 1 - (Q beta)_i + (Q beta)_j)^2 (3.13) for TRON, in the inner product
     <a, b> = a'Q b (``metric``; see cyrank.optim.tron).
 
@@ -149,10 +146,7 @@ class KernelSquaredHinge:
         self.layout = layout
         self.C = float(C)
         self.n = layout.n_data_rows
-        self._current = layout.new_state()
-        self._pending = layout.new_state()
-        self._x_pending = None
-        self._gf_pending = None
+        super().__init__()
 
     def loss(self, beta, squared=True):
         """(loss, number of active pairs) at beta, with Q beta computed afresh."""
@@ -163,25 +157,18 @@ class KernelSquaredHinge:
     def metric(self, v):
         return self.Q.matvec(v)
 
-    def fun(self, beta, Qbeta):
-        f, perm = self._pending
+    def new_state(self):
+        return _PairState(self.layout)
+
+    def evaluate(self, beta, Qbeta, state):
         gf = np.empty(self.n)
-        loss, _ = _pairloss.scores_fun_grad(np.ascontiguousarray(Qbeta), self.layout, True, f, perm, gf)
-        self._x_pending = beta
-        self._gf_pending = gf
-        return 0.5 * float(beta @ Qbeta) + self.C * loss
+        loss, state.n_active = _pairloss.scores_fun_grad(np.ascontiguousarray(Qbeta), self.layout, True, state.f,
+                                                         state.perm, gf)
+        return 0.5 * float(beta @ Qbeta) + self.C * loss, beta + self.C * gf
 
-    def grad(self, beta):
-        if beta is not self._x_pending:
-            self.fun(beta, self.Q.matvec(beta))
-        self._current, self._pending = self._pending, self._current
-        self._x_pending = None
-        return beta + self.C * self._gf_pending
-
-    def hess_vec(self, v, Qv):
-        f, perm = self._current
+    def hessian_product(self, state, v, Qv):
         u = np.empty(self.n)
-        _pairloss.scores_hess(np.ascontiguousarray(Qv), self.layout, f, perm, u)
+        _pairloss.scores_hess(np.ascontiguousarray(Qv), self.layout, state.f, state.perm, u)
         return v + 2.0 * self.C * u
 
 
@@ -588,7 +575,7 @@ class RankSVM(RankerMixin, BaseEstimator):
             # TRON's last gradient was taken at res.x, with res.fun computed there by the same pass
             self.coef_ = res.x
             self.objective_ = float(res.fun)
-            self.n_active_pairs_ = int(obj.n_active)
+            self.n_active_pairs_ = int(obj.state.n_active)
             return
         parts = obj.parts
 

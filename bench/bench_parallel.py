@@ -18,7 +18,7 @@ import cyrank
 from cyrank import DominationRank, RankSVM
 from cyrank._threads import one_blas_thread
 from cyrank.domination import estimator as domination
-from cyrank.ranksvm.estimator import LinearSquaredHinge, make_layout
+from cyrank.ranksvm.problems import LinearSquaredHinge, make_layout
 
 
 def fastest(f, reps):

@@ -37,7 +37,8 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 from cyrank.io import dump_svmlight, load_svmlight  # noqa: E402
 from cyrank.ranksvm import RankSVM  # noqa: E402
 from cyrank.ranksvm import _pairloss  # noqa: E402
-from cyrank.ranksvm.estimator import kernel_matrix, make_layout  # noqa: E402
+from cyrank.ranksvm.kernels import kernel_matrix  # noqa: E402
+from cyrank.ranksvm.problems import make_layout  # noqa: E402
 
 
 def load():

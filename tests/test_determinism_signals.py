@@ -28,7 +28,7 @@ DETERMINISM = textwrap.dedent("""
     import numpy as np
     warnings.simplefilter("ignore")
     from cyrank import MLR, DominationRank, RankSVM
-    from cyrank.ranksvm.estimator import make_layout
+    from cyrank.ranksvm.problems import make_layout
 
     rng = np.random.default_rng(7)
     n, d, size = 24000, 20, 60

@@ -277,16 +277,16 @@ def test_slow_blocked_kernel_refused_before_fitting(monkeypatch):
     """A kernel matrix recomputed block-wise is timed on its first block; a fit whose products would each take
     longer than the limit is refused with the estimate and the options (the limit is lowered here so that a
     small problem exceeds it), and one above the warning threshold is announced."""
-    from cyrank.ranksvm import estimator as ranksvm_estimator
+    from cyrank.ranksvm import kernels as ranksvm_kernels
 
     row_mb = N * 8 / 2**20
     params = dict(kernel="rbf", kernel_memory_mb=N * D * 8 / 2**20 + 10 * row_mb)
-    monkeypatch.setattr(ranksvm_estimator, "MAX_PRODUCT_SECONDS", 0.0)
+    monkeypatch.setattr(ranksvm_kernels, "MAX_PRODUCT_SECONDS", 0.0)
     with pytest.raises(ValueError, match=r"recomputed in 6 blocks at every product: about .* s per product.*"
                                          r"refused.*raise kernel_memory_mb"):
         RankSVM(**params).fit(X_DENSE, Y, qid=QID)
-    monkeypatch.setattr(ranksvm_estimator, "MAX_PRODUCT_SECONDS", 60.0)
-    monkeypatch.setattr(ranksvm_estimator, "WARN_PRODUCT_SECONDS", 0.0)
+    monkeypatch.setattr(ranksvm_kernels, "MAX_PRODUCT_SECONDS", 60.0)
+    monkeypatch.setattr(ranksvm_kernels, "WARN_PRODUCT_SECONDS", 0.0)
     with pytest.warns(UserWarning, match="s per product"):
         RankSVM(**params).fit(X_DENSE, Y, qid=QID)
 
@@ -358,7 +358,7 @@ def test_hinge_certificate_holds_at_any_feature_scale(scale):
     """RankSVM hinge on X times 1e6 used to stop 'converged' at objective 2688 with duality_gap_ 2688, while the
     unscaled solution divided by 1e6 scores 553 on the same problem. Now: the reported gap is a true bound
     (objective_ - duality_gap_ <= the value of any point), and converged_ implies the certified tolerance."""
-    from cyrank.ranksvm.estimator import LinearSquaredHinge, make_layout
+    from cyrank.ranksvm.problems import LinearSquaredHinge, make_layout
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(600, 8))

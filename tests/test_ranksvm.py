@@ -15,7 +15,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from cyrank.io import load_model, save_model
 from cyrank.metrics import ndcg_score
 from cyrank.ranksvm import RankSVM
-from cyrank.ranksvm.estimator import KernelSquaredHinge, LinearSquaredHinge, StoredKernel, make_layout
+from cyrank.ranksvm.kernels import StoredKernel
+from cyrank.ranksvm.problems import KernelSquaredHinge, LinearSquaredHinge, make_layout
 from reference import ranksvm as ref
 
 TIGHT = 1e-9          # squared hinge: relative gradient norm
@@ -218,7 +219,7 @@ def test_blockwise_kernel_equals_stored_kernel():
 
 def test_kernel_matrix_larger_than_free_memory_is_refused_before_allocating(monkeypatch):
     import cyrank._memory as memory_mod
-    import cyrank.ranksvm.estimator as est_mod
+    import cyrank.ranksvm.kernels as est_mod
 
     X, y, qid = make_problem(seed=23, n=60)
     monkeypatch.setattr(memory_mod, "available_memory", lambda: 1000)
@@ -292,7 +293,7 @@ def test_row_order_and_single_level_queries_do_not_matter():
 
 
 def test_sparse_input_dense_enough_is_solved_densely_with_the_same_result():
-    from cyrank.ranksvm.estimator import _linear_parts
+    from cyrank.ranksvm.problems import _linear_parts
 
     X, y, qid = make_problem(seed=22, n=40)
     Xs = sp.csr_matrix(X)

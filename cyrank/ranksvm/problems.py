@@ -1,0 +1,136 @@
+"""RankSVM's smooth problems (squared hinge) for cyrank.optim.tron, and the query layout of the pair kernels.
+
+With preference pairs P = {(i, j): qid_i = qid_j, y_i > y_j} (Kuo, Lee & Lin 2014, "Large-scale kernel
+RankSVM", SDM; eqs. (3.11)-(3.13)), loss, gradient and Hessian-vector products come from order-statistic sums per
+query in O(l log l) (_pairloss.pyx, _ostree.pyx; Appendix B), never from the pairs themselves.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from .._queries import QueryGroups
+from .._validation import check_has_pairs
+from ..optim.smooth import SmoothProblem
+from . import _pairloss
+
+
+# ---------------------------------------------------------------------------------------------- data layout
+def make_layout(y, qid):
+    """The query layout of the kernels (see _pairloss.Layout) and the number of preference pairs.
+
+    Rows are grouped by qid (stable sort), queries with a single label level are left out, and every row
+    gets the dense rank of its label inside its query. ``qid=None``: one query.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    groups = QueryGroups(np.zeros(y.shape[0], np.int64) if qid is None else qid, y)
+    check_has_pairs(groups, "RankSVM")
+    n = groups.n_samples
+    keep_q = groups.n_levels >= 2
+    keep = np.repeat(keep_q, groups.sizes)
+    rows = groups.order[keep]
+    rank = groups.level_sorted[keep]
+    sizes = groups.sizes[keep_q]
+    offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    layout = _pairloss.Layout(rows, offsets, rank, groups.n_levels[keep_q], n)
+    return layout, groups.n_pairs_possible
+
+
+def _linear_parts(X):
+    """(data, indices, indptr, dense, n_features) of X for the linear kernels: CSR or C-ordered dense.
+
+    A sparse X whose dense form takes no more memory than its CSR arrays (e.g. a LETOR file listing every
+    feature) is made dense: a dense row is read without index loads, about twice as fast.
+    """
+    if sp.issparse(X):
+        X = X.tocsr() if X.format != "csr" else X
+        dense_bytes = X.shape[0] * X.shape[1] * X.data.itemsize
+        if dense_bytes > X.nnz * (X.data.itemsize + X.indices.itemsize):
+            return (X.data, X.indices, X.indptr, False, X.shape[1])
+        X = X.toarray()
+    X = np.ascontiguousarray(X)
+    dummy = np.zeros(1, dtype=np.int64)
+    return (X.ravel(), dummy, dummy, True, X.shape[1])
+
+
+# ---------------------------------------------------------------------------------------------- objectives
+class _PairState:
+    """Scores and their order at one point (for the Hessian products), and the number of active pairs there."""
+
+    def __init__(self, layout):
+        self.f, self.perm = layout.new_state()
+        self.n_active = 0
+
+
+class LinearSquaredHinge(SmoothProblem):
+    """w'w / 2 + C sum_P max(0, 1 - w'(x_i - x_j))^2 for :func:`cyrank.optim.tron.tron`.
+
+    One pass over X gives the loss and the gradient w + C X'dL/df; the state keeps the sorted scores whose active
+    pairs the Hessian-vector product v + 2C X'A'A X v uses.
+    """
+
+    def __init__(self, X, layout, C):
+        self.parts = _linear_parts(X)
+        self.d = self.parts[-1]
+        self.layout = layout
+        self.C = float(C)
+        super().__init__()
+
+    def loss(self, w, squared=True):
+        """(loss, number of active pairs) at w."""
+        f, perm = self.layout.new_state()
+        xg = np.empty(self.d)
+        return _pairloss.linear_fun_grad(*self.parts, self.layout, np.ascontiguousarray(w, dtype=np.float64),
+                                         squared, f, perm, xg)
+
+    def new_state(self):
+        return _PairState(self.layout)
+
+    def evaluate(self, w, Mw, state):
+        xg = np.empty(self.d)
+        loss, state.n_active = _pairloss.linear_fun_grad(*self.parts, self.layout, w, True, state.f, state.perm, xg)
+        return 0.5 * float(w @ w) + self.C * loss, w + self.C * xg
+
+    def hessian_product(self, state, s, Ms):
+        out = np.empty(self.d)
+        _pairloss.linear_hess(*self.parts, self.layout, state.f, state.perm, np.ascontiguousarray(s), out)
+        return s + 2.0 * self.C * out
+
+
+class KernelSquaredHinge(SmoothProblem):
+    """beta'Q beta / 2 + C sum_P max(0, 1 - (Q beta)_i + (Q beta)_j)^2 (3.13) for TRON, in the inner product
+    <a, b> = a'Q b (``metric``; see cyrank.optim.tron).
+
+    In that inner product the gradient is beta + C dL/df (Q times it is (B.2)) and the Hessian-vector product
+    v + 2C A'A Q v (Q times it is (B.3)); neither needs a product with Q once TRON supplies Q beta and Q v,
+    so a CG step costs one product with Q (``metric``). ||grad|| is the norm of the gradient with respect to
+    w in feature space. ``Q`` is a :class:`StoredKernel` or :class:`BlockedKernel`.
+    """
+
+    def __init__(self, Q, layout, C):
+        self.Q = Q
+        self.layout = layout
+        self.C = float(C)
+        self.n = layout.n_data_rows
+        super().__init__()
+
+    def loss(self, beta, squared=True):
+        """(loss, number of active pairs) at beta, with Q beta computed afresh."""
+        f, perm = self.layout.new_state()
+        gf = np.empty(self.n)
+        return _pairloss.scores_fun_grad(self.Q.matvec(beta), self.layout, squared, f, perm, gf)
+
+    def metric(self, v):
+        return self.Q.matvec(v)
+
+    def new_state(self):
+        return _PairState(self.layout)
+
+    def evaluate(self, beta, Qbeta, state):
+        gf = np.empty(self.n)
+        loss, state.n_active = _pairloss.scores_fun_grad(np.ascontiguousarray(Qbeta), self.layout, True, state.f,
+                                                         state.perm, gf)
+        return 0.5 * float(beta @ Qbeta) + self.C * loss, beta + self.C * gf
+
+    def hessian_product(self, state, v, Qv):
+        u = np.empty(self.n)
+        _pairloss.scores_hess(np.ascontiguousarray(Qv), self.layout, state.f, state.perm, u)
+        return v + 2.0 * self.C * u

@@ -15,6 +15,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from conftest import graded_problem
 from cyrank import RankingDataWarning
 from cyrank.domination import DominationRank
 from cyrank.domination import _cd, _smooth
@@ -29,13 +30,8 @@ TOL = 1e-9  # solver tolerance used against the reference (relative KKT violatio
 
 def make_problem(seed=0, n=48, d=5, n_queries=4, levels=4, density=1.0, offset=False):
     """Noisy graded labels (with ties) in shuffled queries; optional sparsity and offsets."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    if density < 1.0:
-        X *= rng.random((n, d)) < density
-    score = X @ rng.normal(size=d) + 1.5 * rng.normal(size=n)
-    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, levels + 1)[1:-1])).astype(float)
-    qid = rng.integers(0, n_queries, size=n) * 7 + 3  # unsorted, non-contiguous ids
+    rng, X, y, qid = graded_problem(seed, n, d, n_queries, levels, noise=1.5, qid_stride=7, qid_shift=3,
+                                    density=density)
     o = rng.uniform(0.0, 1.0, size=n) * (y > 0) if offset else None
     return X, y, qid, o
 

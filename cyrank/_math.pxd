@@ -1,5 +1,7 @@
 # Inline numerical helpers shared by the kernels: all noexcept nogil.
-from libc.math cimport exp, log, log1p, fabs, INFINITY
+from libc.math cimport exp, log, log1p, log2, fabs, INFINITY
+
+from cyrank._typedefs cimport intp_t
 
 
 cdef inline double log1pexp(double x) noexcept nogil:
@@ -33,3 +35,19 @@ cdef inline double fmax2(double a, double b) noexcept nogil:
 
 cdef inline double fmin2(double a, double b) noexcept nogil:
     return a if a < b else b
+
+
+cdef inline intp_t imin(intp_t a, intp_t b) noexcept nogil:
+    return a if a < b else b
+
+
+cdef inline intp_t imax(intp_t a, intp_t b) noexcept nogil:
+    return a if a > b else b
+
+
+cdef inline double discount(intp_t rank, bint letor) noexcept nogil:
+    """DCG discount of a 1-based rank: 1 / log2(1 + rank); with ``letor`` (LETOR 4.0's Eval-Score and MLR's NDCG,
+    McFee & Lanckriet 2010): 1 for ranks 1 and 2, 1 / log2(rank) after."""
+    if letor:
+        return 1.0 if rank <= 2 else 1.0 / log2(<double>rank)
+    return 1.0 / log2(1.0 + <double>rank)

@@ -19,6 +19,7 @@ Every loop runs without the GIL; counts are int64.
 from libc.math cimport log2, NAN, INFINITY
 from libc.stdint cimport int64_t
 
+from ._math cimport discount, imin
 from ._typedefs cimport intp_t
 
 
@@ -40,17 +41,6 @@ cdef inline double group_sum(const double[::1] x, intp_t a, intp_t b) noexcept n
     for i in range(a, b):
         s += x[i]
     return s
-
-
-cdef inline double discount(intp_t rank, bint letor) noexcept nogil:
-    """Discount of a 1-based rank: 1 / log2(1 + rank); LETOR 4.0: 1 for ranks 1, 2 and 1 / log2(rank) after."""
-    if letor:
-        return 1.0 if rank <= 2 else 1.0 / log2(<double>rank)
-    return 1.0 / log2(1.0 + <double>rank)
-
-
-cdef inline intp_t imin(intp_t a, intp_t b) noexcept nogil:
-    return a if a < b else b
 
 
 cdef inline int64_t pairs_of(int64_t m) noexcept nogil:

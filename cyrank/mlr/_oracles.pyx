@@ -68,6 +68,7 @@ from libc.string cimport memcpy, memset
 import numpy as np
 
 from .._parallel cimport Interrupt, check_interrupt, interrupt_init, keep_going
+from .._math cimport discount, imax, imin
 from .._typedefs cimport intp_t
 
 
@@ -279,21 +280,6 @@ cdef Pair* _radix_sort_pairs(Pair* a, Pair* tmp, intp_t n) noexcept nogil:
     return src
 
 
-cdef inline intp_t imin(intp_t a, intp_t b) noexcept nogil:
-    return a if a < b else b
-
-
-cdef inline intp_t imax(intp_t a, intp_t b) noexcept nogil:
-    return a if a > b else b
-
-
-cdef inline double discount(intp_t p) noexcept nogil:
-    """MLR's NDCG discount: D(1) = 1, D(p) = 1 / log2(p) for p >= 2 (so D(2) = 1 too)."""
-    if p <= 2:
-        return 1.0
-    return 1.0 / log2(<double>p)
-
-
 cdef inline intp_t count_below(const intp_t* c, intp_t P, intp_t J) noexcept nogil:
     """#{i: c[i] < J} for nondecreasing c (binary search)."""
     cdef intp_t lo = 0, hi = P, mid
@@ -466,7 +452,7 @@ cdef int _oracle_ndcg(Workspace* ws, intp_t kk, intp_t P, intp_t N) noexcept nog
     cdef intp_t* arg
     cdef size_t need
     for i in range(1, m + 1):
-        idcg += discount(i)
+        idcg += discount(i, True)
     Kmax = imin(N, imax(kk, ws.c[m - 1]))
     width = Kmax + 1
     need = <size_t>((m - 1) * width) if m > 1 else 1
@@ -481,11 +467,11 @@ cdef int _oracle_ndcg(Workspace* ws, intp_t kk, intp_t P, intp_t N) noexcept nog
         prev[k] = 0.0
     for i in range(m):
         ri = ws.r[i]
-        di = discount(i + 1)
+        di = discount(i + 1, True)
         for k in range(width):
             lossp = di
             if i + 1 + k <= kk:
-                lossp -= discount(i + 1 + k)
+                lossp -= discount(i + 1 + k, True)
             cur[k] = lossp / idcg + s * (ws.U[k] - k * ri) + prev[k]
         if i < m - 1:
             best = cur[0]
@@ -533,11 +519,11 @@ cdef double _delta(Workspace* ws, int loss, intp_t kk, intp_t P, intp_t N) noexc
         return 1.0 - 1.0 / (1.0 + ws.kc[0])
     if loss == LOSS_NDCG:
         for i in range(1, mP + 1):
-            idcg += discount(i)
+            idcg += discount(i, True)
         for i in range(P):
             pos = i + 1 + ws.kc[i]
             if pos <= kk:
-                acc += discount(pos)
+                acc += discount(pos, True)
         return 1.0 - acc / idcg
     for i in range(P):
         if i + 1 + ws.kc[i] <= kk:

@@ -10,7 +10,7 @@ Unsorted or interleaved qid is valid input.
     ids[q]                   the qid value of query q
     n_levels[q]              number of distinct labels in query q (1 => the query has no preference pair)
 
-With labels, the (query, label) runs ("layers" of domination-cd.txt section 3) are kept as well:
+With labels, the (query, label) runs ("layers" of Stevens, MIT thesis 2010, section 3) are kept as well:
 
     label_order[k]                  original row index of position k in (query, label) order (stable)
     label_runs[r]:label_runs[r+1]   positions of run r in label_order (runs ascending by label in a query)

@@ -1,7 +1,7 @@
 """The one place where X, y, qid and hyper-parameters are checked.
 
 Every estimator, metric and CLI command calls these functions, so a bad input gets the same clear
-``ValueError``/``TypeError`` everywhere. Conventions (DESIGN.md, "Data conventions"):
+``ValueError``/``TypeError`` everywhere. Conventions (also in README, "Data conventions"):
 
 * ``X``: dense (n, d) array or scipy.sparse matrix (CSR/CSC, int32 or int64 indices), float32 or float64,
   finite, at least one row and one column. Object, string and complex dtypes are refused, never cast.

@@ -1,4 +1,4 @@
-"""Ranking metrics: computed per query, then averaged over queries (DESIGN.md, "Metrics").
+"""Ranking metrics: computed per query, then averaged over queries (the conventions are stated below).
 
 Every metric has the signature::
 

@@ -1,4 +1,4 @@
-"""Exact domination-loss optimum with cvxpy (DESIGN.md Objective 1; domination-cd.txt sections 2-5).
+"""Exact domination-loss optimum with cvxpy (Stevens, MIT thesis 2010, sections 2-5).
 
 With f = X w and offsets o >= 0, every row i with D(q, i) = {j in q: y_j < y_i} non-empty contributes
 

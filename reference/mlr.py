@@ -1,4 +1,4 @@
-"""MLR (DESIGN.md Objective 3) solved exactly as a semidefinite programme, on tiny data.
+"""MLR (McFee & Lanckriet, ICML 2010: tr(W) + C xi over PSD W) solved exactly as a semidefinite programme, on tiny data.
 
 Conventions are those of :class:`cyrank.MLR` (see cyrank/mlr/estimator.py), re-implemented here from the
 definitions without any of its code:

@@ -1,4 +1,4 @@
-"""Exact rankSVM optimum with cvxpy (DESIGN.md Objective 2; kernel-ranksvm.txt (1.2), (3.12), (3.13)).
+"""Exact rankSVM optimum with cvxpy (Kuo, Lee & Lin, SDM 2014, (1.2), (3.12), (3.13)).
 
 Preference pairs P = {(i, j): qid_i = qid_j, y_i > y_j} are enumerated explicitly (plain loops), one slack per
 pair:

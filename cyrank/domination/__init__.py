@@ -1,4 +1,4 @@
-"""Domination-loss ranking by coordinate descent (domination-cd.txt; DESIGN.md Objective 1)."""
+"""Domination-loss ranking by coordinate descent (Stevens, "Efficient Coordinate Descent for Ranking with Domination Loss", MEng thesis, MIT 2010)."""
 from .estimator import DominationRank
 
 __all__ = ["DominationRank"]

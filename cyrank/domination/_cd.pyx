@@ -1,4 +1,4 @@
-"""Coordinate-descent kernel for the domination loss (seed domination-cd.txt, sections 2-7).
+"""Coordinate-descent kernel for the domination loss (Stevens, "Efficient Coordinate Descent for Ranking with Domination Loss", MEng thesis, MIT 2010, sections 2-7).
 
 Layout. Rows are sorted by (query, label). The label levels of a query are its layers G_0 < G_1 < ...
 (section 3); the rows of one layer of one query are contiguous. With margins m_j = w.x_j - o_j (section 4)

@@ -1,5 +1,5 @@
 """Domination loss, gradient and Hessian-vector products in O(nnz + rows): the products of the Newton solver
-(DominationRank(solver="newton"), for the smooth l2 penalty; DESIGN.md Objective 1, domination-cd.txt sections 2-4).
+(DominationRank(solver="newton"), for the smooth l2 penalty; Stevens, MIT thesis 2010, sections 2-4).
 
 Rows are visited in the (query, label) order of estimator._layout: query q owns query-layers
 q_ptr[q]:q_ptr[q+1] (ascending label) and query-layer k owns sorted rows lay_ptr[k]:lay_ptr[k+1]. With

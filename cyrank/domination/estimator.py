@@ -1,5 +1,5 @@
-"""DominationRank: linear ranking by coordinate descent on the domination loss (domination-cd.txt, DESIGN.md
-Objective 1).
+"""DominationRank: linear ranking by coordinate descent on the domination loss (Stevens, "Efficient Coordinate
+Descent for Ranking with Domination Loss", MEng thesis, MIT 2010).
 
 With scores f_i = w.x_i and offsets o_i >= 0 (separable margins, section 4), every row i that dominates some
 row of its query (D(q, i) = {j in q: y_j < y_i} non-empty) contributes
@@ -178,10 +178,10 @@ class _NewtonProblem(SmoothProblem):
 
 @register_model
 class DominationRank(LinearRankerMixin, BaseEstimator):
-    """Linear ranker minimising the domination loss by coordinate descent (domination-cd.txt), or, for the
+    """Linear ranker minimising the domination loss by coordinate descent (Stevens, MIT thesis 2010), or, for the
     smooth l2 penalty, by trust-region Newton.
 
-    Objective (DESIGN.md Objective 1), with f = X w and offsets o >= 0::
+    Objective, with f = X w and offsets o >= 0::
 
         sum_q sum_{i: D(q,i) != {}} log(1 + sum_{j in D(q,i)} exp((f_j - o_j) - (f_i - o_i))) + penalty(w)
 

@@ -1,4 +1,4 @@
-"""Metric learning to rank (metric-learning-to-rank.txt; DESIGN.md Objective 3)."""
+"""Metric learning to rank (McFee & Lanckriet, "Metric Learning to Rank", ICML 2010)."""
 from .estimator import MLR
 
 __all__ = ["MLR"]

@@ -1,4 +1,4 @@
-"""The cutting-plane batch of MLR in factored form (metric-learning-to-rank.txt section 3.2).
+"""The cutting-plane batch of MLR in factored form (McFee & Lanckriet, ICML 2010, section 3.2).
 
 For every query q the oracle (``_oracles.oracle_block``) returns coefficients a_q (one per corpus point,
 sum_i a_qi = 0) with psi(q, y*) - psi(q, y_q) = sum_i a_qi phi(q, i), phi(q, i) = -(x_q - x_i)(x_q - x_i)'.

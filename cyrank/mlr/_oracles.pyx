@@ -1,4 +1,5 @@
-"""Separation oracles of MLR (metric-learning-to-rank.txt sections 2.2, 3.2 and 4; DESIGN.md Objective 3).
+"""Separation oracles of MLR (McFee & Lanckriet, "Metric Learning to Rank", ICML 2010,
+sections 2.2, 3.2 and 4).
 
 For a query q with relevant set X+ (P points) and irrelevant set X- (N points), and scores
 s(i) = <W, phi(q, i)> = -||q - i||_W^2 (higher = closer), an oracle finds the ranking y that maximises

@@ -1,4 +1,4 @@
-"""MLR: metric learning to rank (McFee & Lanckriet 2010; seed metric-learning-to-rank.txt; DESIGN.md Objective 3).
+"""MLR: metric learning to rank (McFee & Lanckriet, "Metric Learning to Rank", ICML 2010).
 
 Every training point q is a query; its relevant points X+_q are the other members of its class (or an explicit
 set), its irrelevant points X-_q the members of other classes (or an explicit set). Points are ranked by
@@ -13,11 +13,11 @@ R(W) = tr(W) ("trace", section 3.1: an l1 penalty on the eigenvalues, so W is lo
 ("frobenius"), or sum(w) with W = diag(w), w >= 0 ("diagonal"). The trace is NOT divided by d (the original
 MATLAB code minimises tr(W)/d + C xi, i.e. our C times d).
 
-Algorithm 1 of the seed: the shared 1-slack cutting-plane engine (cyrank.optim.cutting_plane) with
+Algorithm 1 of McFee & Lanckriet (2010): the shared 1-slack cutting-plane engine (cyrank.optim.cutting_plane) with
 
 * in-out stabilisation (``stabilization`` = alpha, default 0.7): the oracle is called at
   alpha W_best + (1 - alpha) W_restricted instead of the restricted solution W_restricted (Kelley's method of
-  the seed, alpha = 0), and the method stops on the certified gap objective - lower bound <= C epsilon. On
+  the paper, alpha = 0), and the method stops on the certified gap objective - lower bound <= C epsilon. On
   WDBC MLR-AUC at C = 1e5 this cuts the cutting planes from ~90 to ~35 (bench/RESULTS.md, MLR). The best
   point is a convex combination of iterates, so its tiny eigen-components are then dropped when that does not
   raise the objective (one separation per try);
@@ -135,14 +135,14 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     regularizer : {"trace", "frobenius", "diagonal"}, default="trace"
         tr(W); 0.5 ||W||_F^2; or sum(w) with W = diag(w), w >= 0 (projection = clipping, no eigendecomposition).
     epsilon : float > 0, default=0.01
-        Cutting-plane tolerance on xi (the seed's accuracy threshold; 0.01 in its experiments).
+        Cutting-plane tolerance on xi (the paper's accuracy threshold; 0.01 in its experiments).
     max_iter : int >= 1, default=1000
         Maximum number of the engine's separation calls (constraints added, with stabilization=0); reaching it
         warns with ConvergenceWarning.
     stabilization : float in [0, 1), default=0.7
         In-out weight alpha of the best point so far: the oracle is called at alpha W_best +
         (1 - alpha) W_restricted and the method stops when objective - lower bound <= C epsilon (certified).
-        0 gives the plain cutting-plane method of the seed (stop when the new batch's violation <= epsilon).
+        0 gives the plain cutting-plane method of the paper (stop when the new batch's violation <= epsilon).
     n_jobs : int >= 1, -1 or None, default=None
         OpenMP threads for the separation oracles (None = 1, -1 = all cores).
     verbose : int, default=0
@@ -398,7 +398,7 @@ def _truncate(w, objective, xi, separate, regularizer, C, diagonal):
     """``(w, objective, xi, separations)``: the first w_tau, tau in TRUNCATE, whose exact objective (one
     separation each) is not larger than w's, where w_tau is w without its eigen-components (entries, for a
     diagonal w) below tau times the largest; else w itself. The stabilised engine returns a convex combination
-    of restricted solutions, full-rank even when each of them is low-rank (the point of the trace, seed 3.1)."""
+    of restricted solutions, full-rank even when each of them is low-rank (the point of the trace, McFee & Lanckriet 2010, section 3.1)."""
     lam, V = (w, None) if diagonal else np.linalg.eigh(0.5 * (w + w.T))
     top = float(np.max(lam)) if lam.size else 0.0
     n = 0

@@ -1,4 +1,4 @@
-"""The 1-slack cutting-plane method (Joachims 2006; MLR seed Algorithm 1), written once for every structural
+"""The 1-slack cutting-plane method (Joachims 2006; McFee & Lanckriet, ICML 2010, Algorithm 1), written once for every structural
 problem of the form
 
     min_w  f(w) = R(w) + C xi(w),   xi(w) = max(0, max_y Delta(y) - <w, Psi(y)>),
@@ -17,7 +17,7 @@ The caller supplies
 
 Every separation call measures f exactly at its query point: xi(w) = max(0, Delta - <w, Psi>).
 
-``stabilize = 0`` (default): Kelley's method, as in the seed. The query point is the restricted solution w_k;
+``stabilize = 0`` (default): Kelley's method, as in McFee & Lanckriet's Algorithm 1. The query point is the restricted solution w_k;
 stop when the new constraint is violated by at most ``epsilon`` more than the working set allows,
 Delta - <w_k, Psi> <= xi_k + epsilon. Then f(w_k) exceeds the restricted objective (a lower bound on the optimum
 when the restricted problem is solved exactly) by at most C * epsilon. When ``solve_restricted`` returns a lower

@@ -1,5 +1,5 @@
 """Trust-region Newton method with conjugate gradient (TRON): Lin & Moré 1999; Lin, Weng & Keerthi, JMLR 2008;
-the method of kernel-ranksvm.txt section 4.1.
+the method of Kuo, Lee & Lin, "Large-scale Kernel RankSVM", SDM 2014, section 4.1.
 
 Minimises a convex, once-differentiable f whose (generalised) Hessian is available only through products.
 At iterate x with gradient g it approximately solves the trust-region subproblem

@@ -1,4 +1,4 @@
-"""Order-statistic sums over the preference pairs of a query in O(l log l) (kernel-ranksvm.txt section 3.2,
+"""Order-statistic sums over the preference pairs of a query in O(l log l) (Kuo, Lee & Lin, SDM 2014, section 3.2,
 Appendix B; Airola et al. 2011, Lee & Lin 2014).
 
 For the scores f of the l documents of one query, with labels y, a pair (i, j) with y_i > y_j is *active*

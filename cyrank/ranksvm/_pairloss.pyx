@@ -1,5 +1,5 @@
 """RankSVM loss, gradient and Hessian-vector products through the order-statistic sums of _ostree.pyx
-(kernel-ranksvm.txt section 3.2 and Appendix B).
+(Kuo, Lee & Lin, SDM 2014, section 3.2 and Appendix B).
 
 With scores f, the active pairs SV = {(i, j) in P : f_i - f_j < 1} and the per-document sums l_i^-, l_i^+
 (counts) and alpha_i^- , alpha_i^+ (sums of partner scores) of _ostree.pyx:

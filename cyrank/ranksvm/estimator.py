@@ -1,4 +1,4 @@
-"""RankSVM: linear and kernel rankSVM (kernel-ranksvm.txt; DESIGN.md Objective 2).
+"""RankSVM: linear and kernel rankSVM (Kuo, Lee & Lin, "Large-scale Kernel RankSVM", SDM 2014).
 
 With preference pairs P = {(i, j): qid_i = qid_j, y_i > y_j} and loss(t) = max(0, t)^2 ("squared_hinge") or
 max(0, t) ("hinge"):
@@ -50,13 +50,13 @@ SMALL_KERNEL_ROWS = 5000  # below this, products with Q use one BLAS thread
 class RankSVM(RankerMixin, BaseEstimator):
     """Pairwise ranking SVM, linear or kernel, with squared hinge (TRON) or hinge (cutting planes) loss.
 
-    Objective (DESIGN.md Objective 2, kernel-ranksvm.txt (3.11)-(3.13)), P = {(i, j): qid_i = qid_j, y_i > y_j}::
+    Objective (Kuo, Lee & Lin 2014, (3.11)-(3.13)), P = {(i, j): qid_i = qid_j, y_i > y_j}::
 
         linear:  w'w / 2 + C sum_P loss(1 - w'(x_i - x_j))
         kernel:  beta'Q beta / 2 + C sum_P loss(1 - (Q beta)_i + (Q beta)_j),   Q = K(X, X)
 
     loss(t) = max(0, t)^2 ("squared_hinge") or max(0, t) ("hinge"). Sums over pairs are computed from
-    order-statistic sums per query in O(l log l) (seed section 3.2, Appendix B), never by enumerating pairs.
+    order-statistic sums per query in O(l log l) (Kuo, Lee & Lin 2014, section 3.2, Appendix B), never by enumerating pairs.
 
     Parameters
     ----------

@@ -111,24 +111,33 @@ def _lp_step(x, dx):
     return float(np.min(-x[neg] / dx[neg])) if np.any(neg) else np.inf
 
 
+def spectrum(W, diagonal):
+    """``(lam, V)``: the eigenvalues (ascending) and eigenvectors of the symmetric part of W, or for a diagonal
+    metric its entries and None (no eigendecomposition). The one decomposition behind every truncation of W."""
+    if diagonal:
+        return np.asarray(W, dtype=np.float64), None
+    return np.linalg.eigh(_sym(W))
+
+
+def keep_large(lam, V, tau):
+    """W rebuilt from the components with lam > tau * max(lam) (tau = inf: W = 0), as a matrix, or as the
+    vector of entries when V is None (diagonal)."""
+    top = float(np.max(lam)) if lam.size else 0.0
+    keep = lam > tau * top
+    if V is None:
+        return np.where(keep, lam, 0.0)
+    return _sym((V[:, keep] * lam[keep]) @ V[:, keep].T)
+
+
 def _purify(W, deltas, psis, C, regularizer):
     """Drop relatively tiny eigen-components (entries for "diagonal") of W when that does not raise P(W)."""
     best_W = W
     best, _ = restricted_objective(W, deltas, psis, C, regularizer)
-    if regularizer == "diagonal":
-        parts, omega = None, W
-    else:
-        omega, parts = np.linalg.eigh(W)
-    top = float(np.max(omega)) if omega.size else 0.0
-    if top <= 0:
+    lam, V = spectrum(W, regularizer == "diagonal")
+    if not lam.size or float(np.max(lam)) <= 0:
         return best_W
     for tau in (np.inf, 1e-2, 1e-4, 1e-6, 1e-8, 1e-10):        # inf: W = 0
-        keep = omega > tau * top
-        if parts is None:
-            Wc = np.where(keep, omega, 0.0)
-        else:
-            V = parts[:, keep]
-            Wc = _sym((V * omega[keep]) @ V.T)
+        Wc = keep_large(lam, V, tau)
         val, _ = restricted_objective(Wc, deltas, psis, C, regularizer)
         if val <= best:
             best, best_W = val, Wc

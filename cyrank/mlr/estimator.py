@@ -53,7 +53,7 @@ from .._validation import (check_class_labels, check_feature_scale, check_option
 from ..io import register_model
 from ..optim.cutting_plane import cutting_plane
 from ._constraints import Separation
-from ._inner import REGULARIZERS, RestrictedSolver, regularizer_value
+from ._inner import REGULARIZERS, RestrictedSolver, keep_large, regularizer_value, spectrum
 
 LOSSES = ("auc", "prec@k", "map", "mrr", "ndcg", "knn")
 
@@ -399,14 +399,13 @@ def _truncate(w, objective, xi, separate, regularizer, C, diagonal):
     separation each) is not larger than w's, where w_tau is w without its eigen-components (entries, for a
     diagonal w) below tau times the largest; else w itself. The stabilised engine returns a convex combination
     of restricted solutions, full-rank even when each of them is low-rank (the point of the trace, McFee & Lanckriet 2010, section 3.1)."""
-    lam, V = (w, None) if diagonal else np.linalg.eigh(0.5 * (w + w.T))
+    lam, V = spectrum(w, diagonal)
     top = float(np.max(lam)) if lam.size else 0.0
     n = 0
     for tau in TRUNCATE:
-        keep = lam > tau * top
-        if top <= 0 or not np.any((lam > 0) & ~keep):                 # nothing (more) to drop
+        if top <= 0 or not np.any((lam > 0) & (lam <= tau * top)):    # nothing (more) to drop
             break
-        wt = np.where(keep, lam, 0.0) if diagonal else (V[:, keep] * lam[keep]) @ V[:, keep].T
+        wt = keep_large(lam, V, tau)
         delta, psi = separate(wt)
         n += 1
         xt = max(0.0, float(delta) - float(np.vdot(wt, psi)))
@@ -419,12 +418,10 @@ def _truncate(w, objective, xi, separate, regularizer, C, diagonal):
 def _components(W, diagonal=False):
     """L (rank x d) with L'L = W, eigenvalues below RANK_TOL * max dropped; rows by decreasing eigenvalue
     (for a diagonal W the rows are scaled unit vectors: no eigendecomposition)."""
+    lam, V = spectrum(np.diag(W) if diagonal else W, diagonal)
     if diagonal:
-        lam, V = np.diag(W).copy(), np.eye(W.shape[0])
         order = np.argsort(lam, kind="stable")
-        lam, V = lam[order], V[:, order]
-    else:
-        lam, V = np.linalg.eigh(W)
+        lam, V = lam[order], np.eye(W.shape[0])[:, order]
     top = float(lam[-1]) if lam.size else 0.0
     keep = lam > RANK_TOL * top if top > 0 else np.zeros(lam.size, dtype=bool)
     if not np.any(keep):

@@ -374,13 +374,3 @@ def warn_if_no_pairs(groups):
         )
         return True
     return False
-
-
-def check_has_pairs(groups, who="this ranker"):
-    """ValueError when no query of ``groups`` (with labels) has two label levels: no preference pair exists."""
-    if groups.n_pairs_possible == 0:
-        raise ValueError(
-            "no query has two different labels, so there is no preference pair to learn from "
-            f"({groups.n_queries} quer{'y' if groups.n_queries == 1 else 'ies'}, {groups.n_samples} sample(s)); "
-            f"{who} needs at least one query whose documents have different labels"
-        )

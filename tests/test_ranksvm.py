@@ -268,12 +268,22 @@ def test_one_query_of_a_hundred_thousand_documents():
 
 
 # ------------------------------------------------------------------------------------------ behaviour
-def test_no_query_with_two_levels_is_an_error():
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "precomputed"])
+def test_no_query_with_two_levels_warns_and_fits_the_zero_model(tmp_path, loss, kernel):
+    """As DominationRank (and the data conventions): a RankingDataWarning, and the exact optimum of the objective
+    that is left, the regulariser alone: every score 0."""
+    from cyrank import RankingDataWarning
+
     X, _, qid = make_problem(seed=11)
     y = np.round(qid / 10.0)      # constant inside every query
-    for kernel in ("linear", "rbf"):
-        with pytest.raises(ValueError, match="no query has two different labels"):
-            RankSVM(kernel=kernel).fit(X, y, qid)
+    Xk = X @ X.T if kernel == "precomputed" else X
+    with pytest.warns(RankingDataWarning, match="no query has two different labels"):
+        model = RankSVM(kernel=kernel, loss=loss).fit(Xk, y, qid)
+    assert model.objective_ == 0.0 and model.converged_ and model.n_pairs_ == 0
+    assert np.array_equal(model.predict(Xk), np.zeros(X.shape[0]))
+    save_model(model, tmp_path / "m.npz")
+    assert np.array_equal(load_model(tmp_path / "m.npz").predict(Xk), np.zeros(X.shape[0]))
 
 
 def test_row_order_and_single_level_queries_do_not_matter():

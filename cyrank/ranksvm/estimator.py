@@ -184,7 +184,9 @@ class RankSVM(RankerMixin, BaseEstimator):
         layout, n_pairs = make_layout(y, qid)
         self.n_features_in_ = X.shape[1]
         self.n_pairs_ = int(n_pairs)
-        if self.kernel == "linear":
+        if n_pairs == 0:
+            self._fit_without_pairs(X)
+        elif self.kernel == "linear":
             self._fit_linear(X, layout, n_pairs)
         else:
             self._fit_kernel(X, layout, n_pairs)
@@ -193,6 +195,22 @@ class RankSVM(RankerMixin, BaseEstimator):
             raise ValueError(f"RankSVM: the objective overflowed float64 (features up to |x| = {max_abs(X):.3g}, "
                              f"C={self.C:g}); scale X (e.g. sklearn.preprocessing.StandardScaler) or lower C")
         return self
+
+    def _fit_without_pairs(self, X):
+        """No preference pair (warned by make_layout): the objective is the regulariser alone, minimised exactly by
+        the zero model (every score 0)."""
+        d = X.shape[1]
+        if self.kernel == "linear":
+            self.coef_ = np.zeros(d)
+        else:
+            self.beta_, self.support_, self.n_kernel_products_ = np.zeros(0), np.zeros(0, dtype=np.int64), 0
+            if self.kernel != "precomputed":
+                self.support_vectors_, self.gamma_ = np.zeros((0, d)), self._gamma(X)
+        self.objective_, self.n_iter_, self.converged_, self.n_active_pairs_ = 0.0, 0, True, 0
+        if self.loss == "squared_hinge":
+            self.grad_norm_, self.n_cg_iter_ = 0.0, 0
+        else:
+            self.duality_gap_ = 0.0
 
     def _fit_linear(self, X, layout, n_pairs):
         obj = LinearSquaredHinge(X, layout, self.C)

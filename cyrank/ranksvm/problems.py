@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._queries import QueryGroups
-from .._validation import check_has_pairs
+from .._validation import warn_if_no_pairs
 from ..optim.smooth import SmoothProblem
 from . import _pairloss
 
@@ -18,11 +18,12 @@ def make_layout(y, qid):
     """The query layout of the kernels (see _pairloss.Layout) and the number of preference pairs.
 
     Rows are grouped by qid (stable sort), queries with a single label level are left out, and every row
-    gets the dense rank of its label inside its query. ``qid=None``: one query.
+    gets the dense rank of its label inside its query. ``qid=None``: one query. A RankingDataWarning when no
+    query has two label levels (the layout is then empty and there is no pair).
     """
     y = np.asarray(y, dtype=np.float64)
     groups = QueryGroups(np.zeros(y.shape[0], np.int64) if qid is None else qid, y)
-    check_has_pairs(groups, "RankSVM")
+    warn_if_no_pairs(groups)
     n = groups.n_samples
     keep_q = groups.n_levels >= 2
     keep = np.repeat(keep_q, groups.sizes)

@@ -379,7 +379,9 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return -self.pair_distance(pairs)
 
     def score_pairs(self, pairs):
-        """||x - x'||_W for every pair (metric-learn's older name for :meth:`pair_distance`)."""
+        """||x - x'||_W for every pair: deprecated (as in metric-learn 0.7), use :meth:`pair_distance`."""
+        warnings.warn("MLR.score_pairs is deprecated and will be removed; use pair_distance (the same values) or "
+                      "pair_score (their negatives)", FutureWarning, stacklevel=2)
         return self.pair_distance(pairs)
 
     def get_metric(self):

@@ -10,6 +10,7 @@ Every estimator, metric and CLI command calls these functions, so a bad input ge
   only when every value is integral. ``qid=None`` means one query holding every row.
 """
 import numbers
+import os
 import warnings
 
 import numpy as np
@@ -332,6 +333,15 @@ def check_param(name, value, *, low=None, high=None, low_open=False, high_open=F
     if high is not None and (value > high or (high_open and value == high)):
         raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value!r}")
     return int(value) if integer else float(value)
+
+
+def check_n_jobs(n_jobs):
+    """``n_jobs`` as None (the default thread count), an int >= 1, or -1 for every core."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, (bool, np.bool_)) and n_jobs == -1:
+        return os.cpu_count() or 1
+    return check_param("n_jobs", n_jobs, low=1, integer=True)
 
 
 def check_verbose(verbose):

@@ -220,3 +220,24 @@ def test_verbose_accepts_bools_everywhere(capsys):
         assert capsys.readouterr().out != ""
     with pytest.raises(ValueError, match="verbose must be >= 0"):
         RankSVM(verbose=-1).fit(X, y)
+
+
+def test_n_jobs_on_every_estimator():
+    """n_jobs sets the OpenMP threads of DominationRank and RankSVM (MLR: its oracles); the deterministic chunked
+    sums give the same model, bit for bit, whatever the count; bad values are refused by name."""
+    from threadpoolctl import threadpool_info
+
+    from cyrank import MLR, DominationRank, RankSVM
+
+    if not any(lib["user_api"] == "openmp" for lib in threadpool_info()):
+        pytest.skip("serial build: no OpenMP runtime loaded")
+    r = np.random.default_rng(3)
+    X = r.normal(size=(30000, 6))
+    y = np.clip(np.round(X @ r.normal(size=6) + r.normal(size=30000)), -1, 1)
+    qid = np.repeat(np.arange(300), 100)
+    for make in (lambda j: DominationRank(solver="newton", n_jobs=j), lambda j: RankSVM(C=1e-3, n_jobs=j)):
+        coefs = [make(j).fit(X, y, qid).coef_ for j in (1, 2, -1, None)]
+        assert all(np.array_equal(coefs[0], c) for c in coefs[1:])
+    for make in (DominationRank, RankSVM, MLR):
+        with pytest.raises(ValueError, match="n_jobs must be >= 1"):
+            make(n_jobs=0).fit(X[:30], np.arange(30) % 3)

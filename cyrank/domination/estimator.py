@@ -20,9 +20,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import LinearRankerMixin
 from .._queries import QueryGroups
-from .._threads import one_blas_thread
-from .._validation import (check_feature_scale, check_option, check_param, check_random_state, check_ranking_data,
-                           check_row_weights, check_verbose, max_abs, warn_if_no_pairs)
+from .._threads import one_blas_thread, openmp_threads
+from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_random_state,
+                           check_ranking_data, check_row_weights, check_verbose, max_abs, warn_if_no_pairs)
 from ..io import register_model
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
@@ -232,6 +232,9 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         Start from the previous ``coef_``.
     random_state : int, RandomState or None, default=None
         Used by ``neg_sample`` only (the sweeps are cyclic and deterministic).
+    n_jobs : int >= 1, -1 or None, default=None
+        OpenMP threads of the Newton products (None: OMP_NUM_THREADS, else every core; -1: every core). The
+        result is the same, bit for bit, for every thread count.
     verbose : int, default=0
         Print the objective after each sweep.
 
@@ -266,7 +269,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
 
     def __init__(self, penalty="l2", alpha=1.0, l1_ratio=0.5, *, binary=False, group_by_query=True,
                  feature_induction=None, neg_sample=None, solver="auto", hessian_bound="popoviciu", max_iter=1000,
-                 tol=1e-6, warm_start=False, random_state=None, verbose=0):
+                 tol=1e-6, warm_start=False, random_state=None, n_jobs=None, verbose=0):
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -280,6 +283,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         self.tol = tol
         self.warm_start = warm_start
         self.random_state = random_state
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     # -- parameters ------------------------------------------------------------------------------------
@@ -305,6 +309,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         check_param("tol", self.tol, low=0.0, low_open=True)
         check_verbose(self.verbose)
         check_random_state(self.random_state)
+        check_n_jobs(self.n_jobs)
         return lam
 
     def _solver(self, lam1):
@@ -335,7 +340,8 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         if self.warm_start and hasattr(self, "coef_") and self.coef_.shape == (d,):
             w[:] = self.coef_
         fit_solver = self._fit_newton if solver == "newton" else self._fit_cd
-        objective, hist_obj, hist_nnz, violation = fit_solver(X, layout, w, lam1, lam2)
+        with openmp_threads(check_n_jobs(self.n_jobs)):
+            objective, hist_obj, hist_nnz, violation = fit_solver(X, layout, w, lam1, lam2)
         self.coef_ = w
         self.solver_ = solver
         self.objective_ = float(objective)

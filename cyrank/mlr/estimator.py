@@ -37,8 +37,6 @@ diag(1/std).) At exit ``objective_`` is the exact objective at ``W_`` (the oracl
 convergence ``gap_ = objective_ - lower_bound_ <= C epsilon`` (stabilised) or
 ``<= C epsilon + INNER_TOL C epsilon`` (``stabilization=0``: new batch violated by <= epsilon).
 """
-import numbers
-import os
 import time
 import warnings
 
@@ -48,8 +46,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._memory import check_memory
 from .._threads import one_blas_thread
-from .._validation import (check_class_labels, check_feature_scale, check_option, check_param, check_verbose,
-                           check_X)
+from .._validation import (check_class_labels, check_feature_scale, check_n_jobs, check_option, check_param,
+                           check_verbose, check_X)
 from ..io import register_model
 from ..optim.cutting_plane import cutting_plane
 from ._constraints import Separation
@@ -219,13 +217,7 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         eps = check_param("epsilon", self.epsilon, low=0, low_open=True)
         max_iter = check_param("max_iter", self.max_iter, low=1, integer=True)
         alpha = check_param("stabilization", self.stabilization, low=0, high=1, high_open=True)
-        n_jobs = self.n_jobs
-        if n_jobs is None:
-            n_jobs = 1
-        elif isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, (bool, np.bool_)) and n_jobs == -1:
-            n_jobs = os.cpu_count() or 1
-        else:
-            n_jobs = check_param("n_jobs", n_jobs, low=1, integer=True)
+        n_jobs = check_n_jobs(self.n_jobs) or 1
         verbose = check_verbose(self.verbose)
         return loss, reg, k, C, eps, max_iter, alpha, n_jobs, verbose
 

@@ -30,9 +30,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import LinearRankerMixin, RankerMixin
-from .._threads import one_blas_thread
-from .._validation import (check_feature_scale, check_option, check_param, check_ranking_data, check_verbose, check_X,
-                           max_abs)
+from .._threads import one_blas_thread, openmp_threads
+from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_ranking_data,
+                           check_verbose, check_X, max_abs)
 from ..io import register_model
 from ..optim.tron import tron
 from . import _pairloss
@@ -85,6 +85,9 @@ class RankSVM(RankerMixin, BaseEstimator):
         Memory for the kernel matrix Q. Q is stored when n^2 * 8 bytes fit (n = training rows of queries with
         two label levels), else recomputed block-wise at every product (slow); an error is raised before
         allocating when not even one row fits, or when a stored Q would exceed the free memory.
+    n_jobs : int >= 1, -1 or None, default=None
+        OpenMP threads of the pair-sum and kernel products (None: OMP_NUM_THREADS, else every core; -1: every
+        core). The result is the same, bit for bit, for every thread count.
     verbose : int >= 0, default=0
 
     Attributes
@@ -128,7 +131,7 @@ class RankSVM(RankerMixin, BaseEstimator):
     }
 
     def __init__(self, C=1.0, loss="squared_hinge", kernel="linear", *, gamma="scale", degree=3, coef0=1.0,
-                 tol=1e-3, max_iter=1000, kernel_memory_mb=1024, verbose=0):
+                 tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0):
         self.C = C
         self.loss = loss
         self.kernel = kernel
@@ -138,6 +141,7 @@ class RankSVM(RankerMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.kernel_memory_mb = kernel_memory_mb
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     # -- parameters ------------------------------------------------------------------------------------
@@ -155,6 +159,7 @@ class RankSVM(RankerMixin, BaseEstimator):
         check_param("max_iter", self.max_iter, low=1, integer=True)
         check_param("kernel_memory_mb", self.kernel_memory_mb, low=0.0, low_open=True)
         check_verbose(self.verbose)
+        check_n_jobs(self.n_jobs)
 
     def _gamma(self, X):
         if not isinstance(self.gamma, str):
@@ -181,15 +186,16 @@ class RankSVM(RankerMixin, BaseEstimator):
         check_feature_scale(X, "RankSVM")
         if precomputed and X.shape[0] != X.shape[1]:
             raise ValueError(f"kernel='precomputed' needs the square training kernel matrix; got shape {X.shape}")
-        layout, n_pairs = make_layout(y, qid)
-        self.n_features_in_ = X.shape[1]
-        self.n_pairs_ = int(n_pairs)
-        if n_pairs == 0:
-            self._fit_without_pairs(X)
-        elif self.kernel == "linear":
-            self._fit_linear(X, layout, n_pairs)
-        else:
-            self._fit_kernel(X, layout, n_pairs)
+        with openmp_threads(check_n_jobs(self.n_jobs)):  # the layout fixes the kernels' thread count
+            layout, n_pairs = make_layout(y, qid)
+            self.n_features_in_ = X.shape[1]
+            self.n_pairs_ = int(n_pairs)
+            if n_pairs == 0:
+                self._fit_without_pairs(X)
+            elif self.kernel == "linear":
+                self._fit_linear(X, layout, n_pairs)
+            else:
+                self._fit_kernel(X, layout, n_pairs)
         if not np.isfinite(self.objective_):
             del self.objective_  # leaves the estimator unfitted
             raise ValueError(f"RankSVM: the objective overflowed float64 (features up to |x| = {max_abs(X):.3g}, "

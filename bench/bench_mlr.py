@@ -141,7 +141,7 @@ def timing(args):
             best = None
             for _ in range(args.repeat):
                 t0 = time.process_time()
-                m = MLR(loss=loss, C=1e5, epsilon=0.01, stabilization=alpha, regularizer=args.regularizer).fit(X, y)
+                m = MLR(loss=loss, C=1e5, tol=0.01, stabilization=alpha, regularizer=args.regularizer).fit(X, y)
                 dt = time.process_time() - t0
                 if best is None or dt < best[0]:
                     best = (dt, m)

@@ -217,7 +217,7 @@ def demo_mlr(out=None, n_splits=10, exact=True):
 
     Xs = Xtr[np.r_[np.flatnonzero(y[train] == 0)[:4], np.flatnonzero(y[train] == 1)[:4]]][:, :3]
     ys = np.repeat([0, 1], 4)
-    params = {"loss": "auc", "C": 10.0, "epsilon": 1e-5}
+    params = {"loss": "auc", "C": 10.0, "tol": 1e-5}
     t0 = time.perf_counter()
     m = MLR(**params).fit(Xs, ys)
     t_fast = time.perf_counter() - t0
@@ -232,7 +232,7 @@ def demo_mlr(out=None, n_splits=10, exact=True):
                 out=out)
     gap = abs(m.objective_ - sol.objective) / max(1.0, abs(sol.objective))
     print(f"relative objective gap |f_cyrank - f_ref| / max(1, |f_ref|) = {gap:.2e} "
-          f"(MLR stops at a certified gap of C * epsilon = {params['C'] * params['epsilon']:g})", file=out)
+          f"(MLR stops at a certified gap of C * tol = {params['C'] * params['tol']:g})", file=out)
     return gap
 
 

@@ -104,7 +104,7 @@ INTERRUPTIBLE = textwrap.dedent("""
                                      max_iter=10**6).fit(X, y, qid),
         "hinge": lambda: RankSVM(loss="hinge", tol=1e-12, max_iter=10**6).fit(X, y, qid),
         "squared_hinge": lambda: RankSVM(loss="squared_hinge", tol=1e-12, max_iter=10**6).fit(X, y, qid),
-        "mlr": lambda: MLR(C=1e3, epsilon=1e-9, max_iter=10**6, n_jobs=2).fit(Xm, ym),
+        "mlr": lambda: MLR(C=1e3, tol=1e-9, max_iter=10**6, n_jobs=2).fit(Xm, ym),
     }
     for name in sys.argv[1:]:
         print("FIT", name, flush=True)

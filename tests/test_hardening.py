@@ -339,7 +339,7 @@ def test_features_outside_float64_scale_refused(scale, make):
 
 
 def test_mlr_tight_epsilon_is_honoured():
-    """MLR(C=1, epsilon=1e-8) on Wine used to raise LinAlgError from its interior-point inner solver when W lost
+    """MLR(C=1, tol=1e-8) on Wine used to raise LinAlgError from its interior-point inner solver when W lost
     positive definiteness in floating point; the inner solver now keeps its best certified iterate."""
     from sklearn.datasets import load_wine
 
@@ -349,7 +349,7 @@ def test_mlr_tight_epsilon_is_honoured():
     X = (X - X.mean(0)) / X.std(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = MLR(C=1.0, epsilon=1e-8).fit(X, y)
+        model = MLR(C=1.0, tol=1e-8).fit(X, y)
     assert model.converged_ and 0 <= model.gap_ <= 1e-8
 
 

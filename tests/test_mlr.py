@@ -47,7 +47,7 @@ def test_reaches_sdp_optimum(loss, reg, alpha):
     X, y = tiny()
     C, eps = 10.0, 1e-4
     ref = rm.solve(X, y, loss=loss, k=3, C=C, regularizer=reg)
-    m = MLR(loss=loss, k=3, C=C, regularizer=reg, epsilon=eps, stabilization=alpha).fit(X, y)
+    m = MLR(loss=loss, k=3, C=C, regularizer=reg, tol=eps, stabilization=alpha).fit(X, y)
     assert m.converged_ and m.violation_ <= eps
     assert_psd(m.W_)
     if reg == "diagonal":
@@ -69,19 +69,19 @@ def test_reaches_optimum_three_classes_and_explicit_sets():
     C = 5.0
     for loss in ("knn", "map"):
         ref = rm.solve(X, y, loss=loss, k=3, C=C)
-        m = MLR(loss=loss, k=3, C=C, epsilon=1e-4).fit(X, y)
+        m = MLR(loss=loss, k=3, C=C, tol=1e-4).fit(X, y)
         assert ref.objective - 1e-7 <= m.objective_ <= ref.objective * (1 + 1e-3)
     # explicit relevance sets, some queries with a partial irrelevant set and one inactive query
     rel = [[1, 2], [0], [0, 1], [], [5, 6], [4], [4, 5]]
     irr = [[3, 4], [2, 3, 4, 5], [4, 5, 6], [0], [0, 1], [0, 2, 3], [1]]
     ref = rm.solve(X, relevance=rel, irrelevant=irr, loss="auc", C=C)
-    m = MLR(loss="auc", C=C, epsilon=1e-4).fit(X, relevance=rel, irrelevant=irr)
+    m = MLR(loss="auc", C=C, tol=1e-4).fit(X, relevance=rel, irrelevant=irr)
     assert m.n_queries_ == 6
     assert ref.objective - 1e-7 <= m.objective_ <= ref.objective * (1 + 1e-3)
     # relevance alone: irrelevant = everything else
     rel = [[i for i in range(7) if i != q and y[i] == y[q]] for q in range(7)]
-    m2 = MLR(loss="auc", C=C, epsilon=1e-4).fit(X, relevance=rel)
-    m3 = MLR(loss="auc", C=C, epsilon=1e-4).fit(X, y)
+    m2 = MLR(loss="auc", C=C, tol=1e-4).fit(X, relevance=rel)
+    m3 = MLR(loss="auc", C=C, tol=1e-4).fit(X, y)
     assert m2.objective_ == pytest.approx(m3.objective_, rel=1e-12)
 
 
@@ -126,12 +126,12 @@ def test_inner_solver_warns_when_stopped_early():
 def test_warns_on_max_iter():
     X, y = tiny()
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
-        m = MLR(C=10.0, epsilon=1e-6, max_iter=2).fit(X, y)
+        m = MLR(C=10.0, tol=1e-6, max_iter=2).fit(X, y)
     # 2 separations by the engine, then at most one per truncation threshold
     assert not m.converged_ and m.violation_ > 1e-6 and 2 <= m.n_separations_ <= 5 and 1 <= m.n_batches_ <= 2
     assert m.violation_ == pytest.approx(m.gap_ / 10.0)
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
-        m = MLR(C=10.0, epsilon=1e-6, max_iter=2, stabilization=0.0).fit(X, y)
+        m = MLR(C=10.0, tol=1e-6, max_iter=2, stabilization=0.0).fit(X, y)
     assert not m.converged_ and m.violation_ > 1e-6 and m.n_batches_ == 2 and m.n_separations_ == 3
 
 
@@ -205,7 +205,7 @@ def test_stabilised_solution_is_truncated(monkeypatch):
         monkeypatch.undo()
         assert m.n_separations_ > full.n_separations_
         assert m.components_.shape[0] < full.components_.shape[0]
-        assert m.objective_ <= full.objective_ and m.gap_ <= m.C * m.epsilon
+        assert m.objective_ <= full.objective_ and m.gap_ <= m.C * m.tol
         dl, Psi, _ = Separation(X, ("labels", y.astype(np.int64)), "auc", 3)(m.W_)
         assert m.objective_ == pytest.approx(np.trace(m.W_) + 100.0 * max(0.0, dl - np.vdot(m.W_, Psi)), rel=1e-9)
 
@@ -233,7 +233,7 @@ def test_threads_dtypes_and_save_load(tmp_path):
     ({"k": 2.5}, TypeError, "k must be an integer"),
     ({"loss": "ndcg@k"}, ValueError, "loss must be one of"),
     ({"regularizer": "l1"}, ValueError, "regularizer must be one of"),
-    ({"epsilon": 0.0}, ValueError, "epsilon must be > 0"),
+    ({"tol": 0.0}, ValueError, "tol must be > 0"),
     ({"max_iter": 0}, ValueError, "max_iter must be >= 1"),
     ({"n_jobs": 0}, ValueError, "n_jobs must be >= 1"),
     ({"stabilization": 1.0}, ValueError, "stabilization must be < 1"),
@@ -288,3 +288,11 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+def test_epsilon_is_a_deprecated_name_of_tol():
+    X, y = np.random.default_rng(0).normal(size=(30, 3)), np.arange(30) % 2
+    new = MLR(C=1.0, tol=0.05).fit(X, y)
+    with pytest.warns(FutureWarning, match="epsilon was renamed tol"):
+        old = MLR(C=1.0, epsilon=0.05).fit(X, y)
+    assert old.objective_ == new.objective_ and np.array_equal(old.W_, new.W_)

@@ -17,25 +17,25 @@ Algorithm 1 of McFee & Lanckriet (2010): the shared 1-slack cutting-plane engine
 
 * in-out stabilisation (``stabilization`` = alpha, default 0.7): the oracle is called at
   alpha W_best + (1 - alpha) W_restricted instead of the restricted solution W_restricted (Kelley's method of
-  the paper, alpha = 0), and the method stops on the certified gap objective - lower bound <= C epsilon. On
+  the paper, alpha = 0), and the method stops on the certified gap objective - lower bound <= C tol. On
   WDBC MLR-AUC at C = 1e5 this cuts the cutting planes from ~90 to ~35 (bench/RESULTS.md, MLR). The best
   point is a convex combination of iterates, so its tiny eigen-components are then dropped when that does not
   raise the objective (one separation per try);
 * exact separation oracles in Cython (cyrank/mlr/_oracles.pyx; losses documented there);
 * the batch matrix in factored form, two matrix products per block of queries (section 3.2;
   cyrank/mlr/_constraints.py);
-* the restricted problem solved to a certified duality gap <= 0.5 C epsilon (INNER_TOL) by a primal-dual
+* the restricted problem solved to a certified duality gap <= 0.5 C tol (INNER_TOL) by a primal-dual
   interior-point method (trace, diagonal) or a dual Newton method (frobenius), warm-started, on the active
   constraints (cyrank/mlr/_inner.py). A looser inner tolerance leaves the restricted solution more central,
-  which measurably reduces the number of cutting planes (bench/RESULTS.md, MLR); 0.5 C epsilon keeps the total
-  guarantee at 1.5 C epsilon.
+  which measurably reduces the number of cutting planes (bench/RESULTS.md, MLR); 0.5 C tol keeps the total
+  guarantee at 1.5 C tol.
 
 Our initial W is 0 (all points tie, so the first batch is the one of maximal loss); the problem is convex and
 solved to tolerance, so the start only changes the number of cutting planes. (The MATLAB code starts from
 diag(1/std).) At exit ``objective_`` is the exact objective at ``W_`` (the oracles are exact) and
 ``lower_bound_`` a certified lower bound on the optimum (the best dual value of the restricted problems); at
-convergence ``gap_ = objective_ - lower_bound_ <= C epsilon`` (stabilised) or
-``<= C epsilon + INNER_TOL C epsilon`` (``stabilization=0``: new batch violated by <= epsilon).
+convergence ``gap_ = objective_ - lower_bound_ <= C tol`` (stabilised) or
+``<= C tol + INNER_TOL C tol`` (``stabilization=0``: new batch violated by <= tol).
 """
 import time
 import warnings
@@ -57,7 +57,7 @@ LOSSES = ("auc", "prec@k", "map", "mrr", "ndcg", "knn")
 
 # components_ keeps the eigenvalues of W above this fraction of the largest one
 RANK_TOL = 1e-8
-# the restricted problem is solved to a certified duality gap of INNER_TOL * C * epsilon
+# the restricted problem is solved to a certified duality gap of INNER_TOL * C * tol
 INNER_TOL = 0.5
 # default in-out weight of the stability centre (measured on Wine / WDBC: 0.5 .. 0.8 are all good)
 STABILIZATION = 0.7
@@ -132,19 +132,22 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Slack trade-off.
     regularizer : {"trace", "frobenius", "diagonal"}, default="trace"
         tr(W); 0.5 ||W||_F^2; or sum(w) with W = diag(w), w >= 0 (projection = clipping, no eigendecomposition).
-    epsilon : float > 0, default=0.01
-        Cutting-plane tolerance on xi (the paper's accuracy threshold; 0.01 in its experiments).
+    tol : float > 0, default=0.01
+        Cutting-plane tolerance on xi (the paper's accuracy threshold epsilon; 0.01 in its experiments): the same
+        name and meaning as RankSVM's hinge ``tol``.
     max_iter : int >= 1, default=1000
         Maximum number of the engine's separation calls (constraints added, with stabilization=0); reaching it
         warns with ConvergenceWarning.
     stabilization : float in [0, 1), default=0.7
         In-out weight alpha of the best point so far: the oracle is called at alpha W_best +
-        (1 - alpha) W_restricted and the method stops when objective - lower bound <= C epsilon (certified).
-        0 gives the plain cutting-plane method of the paper (stop when the new batch's violation <= epsilon).
+        (1 - alpha) W_restricted and the method stops when objective - lower bound <= C tol (certified).
+        0 gives the plain cutting-plane method of the paper (stop when the new batch's violation <= tol).
     n_jobs : int >= 1, -1 or None, default=None
         OpenMP threads for the separation oracles (None = 1, -1 = all cores).
     verbose : int, default=0
         Print one line per cutting plane.
+    epsilon : float > 0 or None, default=None
+        Deprecated name of ``tol`` (a FutureWarning; when given, it is used as ``tol``).
 
     Attributes
     ----------
@@ -160,7 +163,7 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     lower_bound_ : float
         Best dual value of the restricted problems: a certified lower bound on the optimal objective.
     gap_ : float
-        objective_ - lower_bound_ (at convergence <= C epsilon, or 1.5 C epsilon with stabilization=0):
+        objective_ - lower_bound_ (at convergence <= C tol, or 1.5 C tol with stabilization=0):
         objective_ is within gap_ of the optimum.
     n_batches_ : int
         Constraints added to the working set.
@@ -171,7 +174,7 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Inner-solver iterations, all cutting planes together.
     converged_ : bool
     violation_ : float
-        gap_ / C (stabilised), or xi_ minus the working set's slack at W_ (stabilization=0); <= epsilon when
+        gap_ / C (stabilised), or xi_ minus the working set's slack at W_ (stabilization=0); <= tol when
         converged.
     n_queries_ : int
         Queries with at least one relevant and one irrelevant point (m).
@@ -190,17 +193,18 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "converged_": "bool", "oracle_time_": "float>=0", "inner_time_": "float>=0",
     }
 
-    def __init__(self, loss="auc", k=3, C=1.0, regularizer="trace", epsilon=0.01, max_iter=1000,
-                 stabilization=STABILIZATION, n_jobs=None, verbose=0):
+    def __init__(self, loss="auc", k=3, C=1.0, regularizer="trace", tol=0.01, max_iter=1000,
+                 stabilization=STABILIZATION, n_jobs=None, verbose=0, epsilon=None):
         self.loss = loss
         self.k = k
         self.C = C
         self.regularizer = regularizer
-        self.epsilon = epsilon
+        self.tol = tol
         self.max_iter = max_iter
         self.stabilization = stabilization
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.epsilon = epsilon
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -214,7 +218,12 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         reg = check_option("regularizer", self.regularizer, REGULARIZERS)
         k = check_param("k", self.k, low=1, integer=True)
         C = check_param("C", self.C, low=0, low_open=True)
-        eps = check_param("epsilon", self.epsilon, low=0, low_open=True)
+        if self.epsilon is not None:
+            warnings.warn("MLR's epsilon was renamed tol (the name RankSVM uses for the same cutting-plane "
+                          "tolerance); epsilon will be removed", FutureWarning, stacklevel=3)
+            eps = check_param("epsilon", self.epsilon, low=0, low_open=True)
+        else:
+            eps = check_param("tol", self.tol, low=0, low_open=True)
         max_iter = check_param("max_iter", self.max_iter, low=1, integer=True)
         alpha = check_param("stabilization", self.stabilization, low=0, high=1, high_open=True)
         n_jobs = check_n_jobs(self.n_jobs) or 1

@@ -14,6 +14,7 @@ from .ranksvm import RankSVM
 __version__ = "0.1.0"
 
 # a child forked after a threaded fit would hang in its first OpenMP region: run it serial instead (_fork.pyx)
-_os.register_at_fork(after_in_child=_fork.serial_after_fork)
+if hasattr(_os, "register_at_fork"):  # POSIX only; Windows has no fork
+    _os.register_at_fork(after_in_child=_fork.serial_after_fork)
 
 __all__ = ["DominationRank", "MLR", "QueryGroups", "RankSVM", "RankingDataWarning", "__version__"]

@@ -27,8 +27,8 @@ from scipy.optimize import minimize  # noqa: E402
 
 from cyrank.datasets import load_lightgbm_rank  # noqa: E402
 from cyrank.domination import DominationRank, _cd  # noqa: E402
-from cyrank.domination import estimator as est_module  # noqa: E402
-from cyrank.domination.estimator import _columns  # noqa: E402
+from cyrank.domination import Options, solve  # noqa: E402
+from cyrank.domination.solver import _columns, _layout  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
@@ -181,11 +181,10 @@ def optimum(X, y, qid, alpha, fun):
 
 def epoch_seconds(X, y, qid, epochs, alpha=1.0):
     """Seconds per sweep of the kernel (l2): (time of 1 + epochs sweeps - time of 1) / epochs."""
-    est = DominationRank(alpha=alpha)
-    Xc, layout, _ = est._problem(X, y, qid, None, sample=False)
-    data, indices, indptr, dense = _columns(Xc, layout.rows)
+    layout, _ = _layout(y, qid, np.zeros(X.shape[0]), binary=False, group_by_query=True)
+    data, indices, indptr, dense = _columns(X, layout.rows)
     beta = _cd.hessian_bounds(data, indices, indptr, dense, layout, _cd.HESSIAN_POPOVICIU)
-    psr = 0 if dense else est_module.POWER_SUM_ROWS
+    psr = 0 if dense else Options().power_sum_rows
     times = []
     for ep in (1, 1 + epochs):
         w = np.zeros(X.shape[1])
@@ -341,19 +340,12 @@ def bench_bounds(quick):
         cells, curves = [], {}
         for bound in ("popoviciu", "max_sq"):
             for accelerate in (True, False):
-                saved = est_module.ANDERSON
-                est_module.ANDERSON = accelerate
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        t = time.perf_counter()
-                        est = DominationRank(penalty=penalty, alpha=alpha, hessian_bound=bound, tol=1e-6,
-                                             max_iter=20000, solver="cd").fit(X, y, qid)
-                        dt = time.perf_counter() - t
-                finally:
-                    est_module.ANDERSON = saved
-                cells.append((est.n_iter_, dt, est.converged_))
-                curves[(bound, accelerate)] = est.history_["objective"]
+                t = time.perf_counter()
+                est = solve(X, y, qid, penalty=penalty, alpha=alpha, hessian_bound=bound, tol=1e-6,
+                            max_iter=20000, solver="cd", options=Options(anderson=accelerate))
+                dt = time.perf_counter() - t
+                cells.append((est.n_iter, dt, est.converged))
+                curves[(bound, accelerate)] = est.history["objective"]
         f_star = min(c.min() for c in curves.values())
         for (bound, accelerate), h in curves.items():
             ax.semilogy(np.maximum(h - f_star, 1e-16) / abs(f_star),

@@ -17,7 +17,7 @@ import numpy as np
 import cyrank
 from cyrank import DominationRank, RankSVM
 from cyrank._threads import one_blas_thread
-from cyrank.domination import estimator as domination
+from cyrank.domination import solver as domination
 from cyrank.ranksvm.problems import LinearSquaredHinge, make_layout
 
 

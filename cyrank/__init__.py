@@ -1,17 +1,35 @@
 """cyrank: fast, exact-to-tolerance learning-to-rank solvers with Cython kernels.
 
-Public names only; see README.md for the objectives and the conventions.
+Public names only; see README.md for the objectives and the conventions. The estimators (and with them
+scikit-learn) are imported on first use, so ``import cyrank`` and the functional layers (``cyrank.domination.solve``,
+``cyrank.ranksvm.solve``, ``cyrank.mlr.solve``) start without scikit-learn.
 """
+import importlib as _importlib
 import os as _os
 
 from . import _fork
 from ._queries import QueryGroups
 from ._validation import RankingDataWarning
-from .domination import DominationRank
-from .mlr import MLR
-from .ranksvm import RankSVM
 
 __version__ = "0.1.0"
+
+# estimator name -> module defining it (imported by __getattr__ and by cyrank.io.load_model)
+ESTIMATORS = {
+    "DominationRank": "cyrank.domination.estimator",
+    "MLR": "cyrank.mlr.estimator",
+    "RankSVM": "cyrank.ranksvm.estimator",
+}
+
+
+def __getattr__(name):
+    if name in ESTIMATORS:
+        return getattr(_importlib.import_module(ESTIMATORS[name]), name)
+    raise AttributeError(f"module 'cyrank' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(ESTIMATORS))
+
 
 # a child forked after a threaded fit would hang in its first OpenMP region: run it serial instead (_fork.pyx)
 if hasattr(_os, "register_at_fork"):  # POSIX only; Windows has no fork

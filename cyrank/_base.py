@@ -1,8 +1,25 @@
-"""Behaviour shared by every cyrank ranker: prediction = scores, score = mean NDCG@10, feature-count check."""
+"""Behaviour shared by every cyrank estimator: fitted values from the functional layer (with sklearn's
+ConvergenceWarning when a solver stopped short), prediction = scores, score = mean NDCG@10, feature-count check."""
+import warnings
+
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import FLOAT_DTYPES, check_X
+
+
+def set_fitted(estimator, result, stale=()):
+    """Set the attributes of a :class:`cyrank._result.SolveResult` on ``estimator`` (after removing the ``stale``
+    ones a previous fit may have left), and warn ConvergenceWarning with the solver's message when it stopped
+    short."""
+    for name in stale:
+        estimator.__dict__.pop(name, None)
+    for name, value in result.fitted_attributes().items():
+        setattr(estimator, name, value)
+    if not result.converged:
+        warnings.warn(result.message, ConvergenceWarning, stacklevel=3)
+    return estimator
 
 
 class RankerMixin:

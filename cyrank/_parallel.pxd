@@ -48,12 +48,25 @@ cdef enum:
     CHECK_WORK = 1 << 16
     # milliseconds between two signal checks (each takes the GIL for about a microsecond)
     CHECK_MS = 50
+    # a product over fewer rows (document positions) than this runs on one thread: a parallel region costs
+    # microseconds, more on a busy machine (the default of the kernels' ``parallel_min_rows``)
+    PARALLEL_MIN_ROWS = 20000
 
 
 cdef inline int max_threads() noexcept nogil:
     """OpenMP's thread count (OMP_NUM_THREADS), 1 for a serial build."""
     cdef int n = cyrank_omp_max_threads()
     return n if n > 0 else 1
+
+
+cdef inline intp_t product_threads(intp_t n_rows, intp_t n_queries, intp_t parallel_min_rows) noexcept nogil:
+    """Threads of a product over n_rows rows in n_queries queries: 1 below ``parallel_min_rows`` (< 0: the
+    default PARALLEL_MIN_ROWS), else OpenMP's count, at most one per query."""
+    if parallel_min_rows < 0:
+        parallel_min_rows = PARALLEL_MIN_ROWS
+    if n_rows < parallel_min_rows:
+        return 1
+    return max(1, min(<intp_t>max_threads(), n_queries))
 
 
 # --------------------------------------------------------------------------------- fixed partition, chunk sums

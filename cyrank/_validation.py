@@ -352,18 +352,18 @@ def check_verbose(verbose):
 
 
 def check_random_state(random_state):
-    """Return a ``numpy.random.RandomState`` from None, an int seed or a RandomState/Generator's state holder,
-    with scikit-learn's semantics (:func:`sklearn.utils.check_random_state`); anything else is a ValueError
-    naming the parameter."""
-    from sklearn.utils import check_random_state as sklearn_check
-
-    if isinstance(random_state, (bool, np.bool_)):
-        raise ValueError(f"random_state must be None, an int or a numpy RandomState; got {random_state!r}")
-    try:
-        return sklearn_check(random_state)
-    except ValueError:
-        raise ValueError(f"random_state must be None, an int in [0, 2**32 - 1] or a numpy RandomState; got "
-                         f"{random_state!r} ({type(random_state).__name__})") from None
+    """A ``numpy.random.RandomState`` from None (numpy's global one), an int seed in [0, 2**32 - 1] or a
+    RandomState (returned as is): scikit-learn's semantics (``sklearn.utils.check_random_state``) without
+    importing it. Anything else is a ValueError naming the parameter."""
+    if random_state is None or random_state is np.random:
+        return np.random.mtrand._rand
+    if isinstance(random_state, np.random.RandomState):
+        return random_state
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
+        if 0 <= random_state < 2**32:
+            return np.random.RandomState(int(random_state))
+    raise ValueError(f"random_state must be None, an int in [0, 2**32 - 1] or a numpy RandomState; got "
+                     f"{random_state!r} ({type(random_state).__name__})")
 
 
 def check_option(name, value, options):

@@ -428,8 +428,11 @@ def register_model(cls):
 
 
 def registered_models():
-    """Names of the classes registered with :func:`register_model`."""
-    return sorted(_MODEL_REGISTRY)
+    """Names of the classes registered with :func:`register_model` (the package's own estimators included, even
+    before their first use)."""
+    import cyrank
+
+    return sorted(set(_MODEL_REGISTRY) | set(cyrank.ESTIMATORS))
 
 
 class _Encoder:
@@ -636,11 +639,16 @@ def _read_header(npz, path):
 
 def _registered_class(header):
     """The class named in the header, looked up in the registry (a name-to-class table) and nowhere else: no
-    module named in a file is ever imported. Importing cyrank registers every estimator of the package."""
-    import cyrank  # noqa: F401  (registers DominationRank, RankSVM, MLR)
+    module named in a file is ever imported. The package's own estimators (cyrank.ESTIMATORS, a fixed table) are
+    imported, and so registered, on first use."""
+    import cyrank
 
     name = header.get("class")
-    return _MODEL_REGISTRY.get(name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        return None
+    if name not in _MODEL_REGISTRY and name in cyrank.ESTIMATORS:
+        getattr(cyrank, name)
+    return _MODEL_REGISTRY.get(name)
 
 
 # ------------------------------------------------------------------------------------ model-file schema

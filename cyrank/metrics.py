@@ -21,7 +21,8 @@ Every metric has the signature::
 * ``empty``: what a query on which the metric is undefined scores (no relevant row, ideal DCG = 0, no
   preference pair; for AUC also no irrelevant row): "drop" (default; left out of the mean, NaN in
   ``per_query``), "zero" or "one". If every query is dropped, the mean is NaN and an
-  ``sklearn.exceptions.UndefinedMetricWarning`` is raised.
+  ``sklearn.exceptions.UndefinedMetricWarning`` is raised (scikit-learn is imported for it then, and only then:
+  the metrics are below the estimators and start without it).
 
 Implementation: inputs are checked once (``_validation.check_scores``), rows are grouped by query once
 (``QueryGroups``), then one global ``np.lexsort`` by (tie key, -score, query) puts every query in rank
@@ -33,7 +34,6 @@ the GIL. Cost: O(n log n) for the sort; the kernels are O(n) per query, except p
 import warnings
 
 import numpy as np
-from sklearn.exceptions import UndefinedMetricWarning
 
 from . import _metrics
 from ._queries import QueryGroups
@@ -148,6 +148,8 @@ def _finish(name, per_query, empty, return_per_query):
         per_query[undefined] = 1.0
     kept = per_query[~np.isnan(per_query)]
     if kept.size == 0:
+        from sklearn.exceptions import UndefinedMetricWarning
+
         warnings.warn(
             f"{name} is undefined on every query (no relevant item or no preference pair) and "
             f"empty='drop' drops them all; returning nan. Pass empty='zero' or 'one' to score them.",

@@ -6,6 +6,7 @@ enough that the l1 optimum is attained (checked by the reference solver's "optim
 """
 import itertools
 import pickle
+import types
 import warnings
 
 import numpy as np
@@ -17,10 +18,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from conftest import graded_problem
 from cyrank import RankingDataWarning
-from cyrank.domination import DominationRank
-from cyrank.domination import _cd, _smooth
-from cyrank.domination import estimator as estimator_module
-from cyrank.domination.estimator import _columns, _layout, _NewtonProblem, _rows_of
+from cyrank.domination import DominationRank, Options, _cd, solve
+from cyrank.domination.solver import _columns, _layout, _NewtonProblem, _rows_of
 from cyrank.io import load_model, save_model
 from cyrank.metrics import ndcg_score
 from reference import domination as ref
@@ -36,9 +35,12 @@ def make_problem(seed=0, n=48, d=5, n_queries=4, levels=4, density=1.0, offset=F
     return X, y, qid, o
 
 
-def fit(X, y, qid=None, o=None, **params):
+def fit(X, y, qid=None, o=None, options=None, **params):
+    """The fitted estimator, or, with solver ``options``, the functional layer's result as attributes."""
     params = {"tol": TOL, "max_iter": 5000, **params}
-    return DominationRank(**params).fit(X, y, qid, o)
+    if options is None:
+        return DominationRank(**params).fit(X, y, qid, o)
+    return types.SimpleNamespace(**solve(X, y, qid, o, options=options, **params).fitted_attributes())
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -147,10 +149,8 @@ def brute_margin_loss(u, labels, qid):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("binary, group_by_query", [(False, True), (True, True), (False, False)])
 @pytest.mark.parametrize("threads", [False, True])
-def test_newton_products_match_brute_force(monkeypatch, fmt, dtype, binary, group_by_query, threads):
-    if threads:  # the parallel (OpenMP) path even on a small problem
-        monkeypatch.setattr(_smooth, "PARALLEL_MIN_ROWS", 0)
-    monkeypatch.setattr(estimator_module, "DENSIFY_SHARE", 0.5 if fmt == "csr_densified" else 2.0)
+def test_newton_products_match_brute_force(fmt, dtype, binary, group_by_query, threads):
+    options = Options(densify_share=0.5 if fmt == "csr_densified" else 2.0)
     X, y, qid, o = make_problem(seed=41, n=70, d=6, n_queries=6, levels=5, density=0.6, offset=True)
     y[:12] = 2.0  # ties
     X = X.astype(dtype)
@@ -158,9 +158,10 @@ def test_newton_products_match_brute_force(monkeypatch, fmt, dtype, binary, grou
     groups = qid if group_by_query else np.zeros_like(qid)
     layout, _ = _layout(y, qid, o, binary=binary, group_by_query=group_by_query)
     d = X.shape[1]
-    rows = _rows_of(X if fmt == "dense" else sp.csr_matrix(X), layout.rows)
+    rows = _rows_of(X if fmt == "dense" else sp.csr_matrix(X), layout.rows, options)
     assert rows[3] == (fmt != "csr")
-    problem = _NewtonProblem(rows, layout, 0.0, d)
+    # threads: the parallel (OpenMP) path even on a small problem
+    problem = _NewtonProblem(rows, layout, 0.0, d, parallel_min_rows=0 if threads else -1)
     rng = np.random.default_rng(42)
     for scale in (0.5, 3.0, 300.0):  # margins up to the thousands: no overflow, no underflow
         w = rng.normal(size=d) * scale
@@ -207,14 +208,16 @@ def test_reference_optimum_is_the_formula_at_its_minimiser(binary):
 @pytest.mark.parametrize("offset", [False, True])
 @pytest.mark.parametrize("fmt", ["dense_c", "dense_f", "csr", "csc"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_optimum_matches_reference(monkeypatch, penalty, solver, binary, offset, fmt, dtype):
-    if fmt == "csc":  # Newton products on CSR rows (csr: densified, density 0.6 > DENSIFY_SHARE)
-        monkeypatch.setattr(estimator_module, "DENSIFY_SHARE", 2.0)
+def test_optimum_matches_reference(penalty, solver, binary, offset, fmt, dtype):
+    # csc: through the functional layer, with Newton products on CSR rows (csr: densified, density 0.6 >
+    # densify_share)
+    options = Options(densify_share=2.0) if fmt == "csc" else None
     X, y, qid, o = make_problem(seed=11, density=0.6, offset=offset)
     X = X.astype(dtype)
     Xf = {"dense_c": np.ascontiguousarray, "dense_f": np.asfortranarray, "csr": sp.csr_matrix,
           "csc": sp.csc_matrix}[fmt](X)
-    est = fit(Xf, y, qid, o, penalty=penalty, alpha=ALPHA[penalty], l1_ratio=0.4, binary=binary, solver=solver)
+    est = fit(Xf, y, qid, o, options, penalty=penalty, alpha=ALPHA[penalty], l1_ratio=0.4, binary=binary,
+              solver=solver)
     sol = reference_optimum(penalty, binary, offset, dtype, ALPHA[penalty])
     assert est.solver_ == solver and est.converged_ and est.kkt_violation_ <= TOL
     assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
@@ -227,18 +230,18 @@ def test_optimum_matches_reference(monkeypatch, penalty, solver, binary, offset,
 
 @pytest.mark.parametrize("penalty", ["l2", "l1"])
 @pytest.mark.parametrize("binary", [False, True])
-def test_power_sums_of_large_layers_match_reference(monkeypatch, penalty, binary):
-    # every dominating layer keeps power sums (normally only layers of >= POWER_SUM_ROWS rows, sparse X)
-    monkeypatch.setattr(estimator_module, "POWER_SUM_ROWS", 1)
+def test_power_sums_of_large_layers_match_reference(penalty, binary):
+    # every dominating layer keeps power sums (normally only layers of >= power_sum_rows rows, sparse X)
     X, y, qid, o = make_problem(seed=11, density=0.6, offset=True)
-    est = fit(sp.csc_matrix(X), y, qid, o, penalty=penalty, alpha=ALPHA[penalty], binary=binary, solver="cd")
+    est = fit(sp.csc_matrix(X), y, qid, o, Options(power_sum_rows=1), penalty=penalty, alpha=ALPHA[penalty],
+              binary=binary, solver="cd")
     sol = reference_optimum(penalty, binary, True, np.float64, ALPHA[penalty], l1_ratio=0.5)
     assert est.converged_ and est.objective_ == pytest.approx(sol.objective, rel=1e-6)
     h = est.history_["objective"]
     assert np.all(np.diff(h) <= 1e-12 * abs(h[0]))
 
 
-def test_power_sums_on_one_large_query_equal_the_direct_sums(monkeypatch):
+def test_power_sums_on_one_large_query_equal_the_direct_sums():
     # one query of 400 rows; sparse columns use the power sums, the dense ones (>= 1/8 of the rows) sum
     # row by row and leave the power sums to be re-centred
     rng = np.random.default_rng(30)
@@ -247,9 +250,9 @@ def test_power_sums_on_one_large_query_equal_the_direct_sums(monkeypatch):
     y = np.digitize(X @ rng.normal(size=30) + rng.normal(size=400), [0.5, 1.5]).astype(float)
     results = {}
     for rows in (16, 0):
-        monkeypatch.setattr(estimator_module, "POWER_SUM_ROWS", rows)
         for penalty in ("l1", "l2"):
-            results[rows, penalty] = fit(X, y, penalty=penalty, alpha=0.5, solver="cd")
+            results[rows, penalty] = fit(X, y, None, None, Options(power_sum_rows=rows), penalty=penalty,
+                                         alpha=0.5, solver="cd")
     for penalty in ("l1", "l2"):
         a, b = results[16, penalty], results[0, penalty]
         assert a.converged_ and b.converged_
@@ -261,11 +264,10 @@ def test_power_sums_on_one_large_query_equal_the_direct_sums(monkeypatch):
                                                           rel=1e-6)
 
 
-def test_anderson_extrapolation_changes_speed_not_the_optimum(monkeypatch):
+def test_anderson_extrapolation_changes_speed_not_the_optimum():
     X, y, qid, o = make_problem(seed=31, n=120, d=8, offset=True)
     a = fit(X, y, qid, o, penalty="l1", alpha=0.5)
-    monkeypatch.setattr(estimator_module, "ANDERSON", False)
-    b = fit(X, y, qid, o, penalty="l1", alpha=0.5)
+    b = fit(X, y, qid, o, Options(anderson=False), penalty="l1", alpha=0.5)
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-10)
     assert a.n_iter_ < b.n_iter_
 

@@ -273,22 +273,20 @@ def test_fork_after_threaded_fit_does_not_hang(tmp_path):
 
 
 # ------------------------------------------------------------------- part 2: budgets announced before work
-def test_slow_blocked_kernel_refused_before_fitting(monkeypatch):
+def test_slow_blocked_kernel_refused_before_fitting():
     """A kernel matrix recomputed block-wise is timed on its first block; a fit whose products would each take
     longer than the limit is refused with the estimate and the options (the limit is lowered here so that a
     small problem exceeds it), and one above the warning threshold is announced."""
-    from cyrank.ranksvm import kernels as ranksvm_kernels
+    from cyrank.ranksvm import Options, solve
 
     row_mb = N * 8 / 2**20
     params = dict(kernel="rbf", kernel_memory_mb=N * D * 8 / 2**20 + 10 * row_mb)
-    monkeypatch.setattr(ranksvm_kernels, "MAX_PRODUCT_SECONDS", 0.0)
     with pytest.raises(ValueError, match=r"recomputed in 6 blocks at every product: about .* s per product.*"
                                          r"refused.*raise kernel_memory_mb"):
-        RankSVM(**params).fit(X_DENSE, Y, qid=QID)
-    monkeypatch.setattr(ranksvm_kernels, "MAX_PRODUCT_SECONDS", 60.0)
-    monkeypatch.setattr(ranksvm_kernels, "WARN_PRODUCT_SECONDS", 0.0)
+        solve(X_DENSE, Y, QID, options=Options(max_product_seconds=0.0), **params)
     with pytest.warns(UserWarning, match="s per product"):
-        RankSVM(**params).fit(X_DENSE, Y, qid=QID)
+        solve(X_DENSE, Y, QID, options=Options(warn_product_seconds=0.0), **params)
+    RankSVM(**params).fit(X_DENSE, Y, qid=QID)  # the defaults: neither refused nor announced
 
 
 def test_kernel_counts_dense_copy_against_budget():

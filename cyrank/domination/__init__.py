@@ -1,4 +1,15 @@
-"""Domination-loss ranking by coordinate descent (Stevens, "Efficient Coordinate Descent for Ranking with Domination Loss", MEng thesis, MIT 2010)."""
-from .estimator import DominationRank
+"""Domination-loss ranking (Stevens, "Efficient Coordinate Descent for Ranking with Domination Loss", MEng thesis,
+MIT 2010): ``solve`` and ``objective`` (functional layer, no scikit-learn import) and the estimator
+``DominationRank`` (imported on first use)."""
+from .solver import Options, objective, solve
 
-__all__ = ["DominationRank"]
+
+def __getattr__(name):
+    if name == "DominationRank":
+        from .estimator import DominationRank
+
+        return DominationRank
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["DominationRank", "Options", "objective", "solve"]

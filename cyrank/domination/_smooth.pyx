@@ -34,13 +34,10 @@ from libc.math cimport exp, log, INFINITY
 
 from cyrank._math cimport log1pexp, sigmoid
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_count,
-                              interrupt_init, keep_going, max_threads, padded_width, sum_chunks,
+                              interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
                               sum_ordered)
 from cyrank._rows cimport block_axpy, block_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
-
-# Layouts with fewer rows than this run single-threaded (a parallel region costs microseconds).
-PARALLEL_MIN_ROWS = 20000
 
 
 cdef inline double logaddexp(double a, double b) noexcept nogil:
@@ -131,12 +128,13 @@ cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* 
 cdef class State:
     """Layout arrays (see the module docstring), the per-row / per-layer state of the last gradient
     (u, E, s, g; rho, T) and the scratch of hess_vec (xv = X v, h = H xv; V, U). q_rows[q]: first sorted row of
-    query q (the work measure of the chunk partition)."""
+    query q (the work measure of the chunk partition). Products run on one thread below ``parallel_min_rows``
+    rows (-1: the shared default, cyrank/_parallel.pxd)."""
     cdef public object q_ptr, lay_ptr, offset, q_rows
     cdef public intp_t n_rows, n_layers, n_queries, n_threads
     cdef public object u, E, s, g, rho, T, xv, h, V, U
 
-    def __init__(self, layout):
+    def __init__(self, layout, intp_t parallel_min_rows=-1):
         self.q_ptr = np.ascontiguousarray(layout.q_ptr, dtype=np.int64)
         self.lay_ptr = np.ascontiguousarray(layout.lay_ptr, dtype=np.int64)
         self.offset = np.ascontiguousarray(layout.offset, dtype=np.float64)
@@ -144,7 +142,7 @@ cdef class State:
         self.n_layers = self.lay_ptr.shape[0] - 1
         self.n_queries = self.q_ptr.shape[0] - 1
         self.q_rows = np.ascontiguousarray(self.lay_ptr[self.q_ptr], dtype=np.int64)
-        self.n_threads = 1 if self.n_rows < PARALLEL_MIN_ROWS else max(1, min(max_threads(), self.n_queries))
+        self.n_threads = product_threads(self.n_rows, self.n_queries, parallel_min_rows)
         for name in ("u", "E", "s", "g", "xv", "h"):
             setattr(self, name, np.zeros(self.n_rows))
         for name in ("rho", "T", "V", "U"):

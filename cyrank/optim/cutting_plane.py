@@ -32,11 +32,9 @@ the centre still improves, and the next query point is w_k itself (a Kelley step
 certified gap f(c) - L <= C * epsilon, L the best lower bound returned by ``solve_restricted`` (required
 here), and returns c.
 """
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 
 @dataclass
@@ -55,6 +53,7 @@ class CuttingPlaneResult:
     lower_bound: float = -np.inf    # best lower bound returned by solve_restricted (-inf if none)
     n_separations: int = 0          # separation-oracle calls
     history: dict = field(default_factory=dict)
+    message: str = ""               # why it stopped short ("" when converged)
 
 
 def _inner(w, psi):
@@ -142,10 +141,12 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
         what = "constraints with violation" if stabilize == 0.0 else "separations with gap / C"
         certificate = (f" and certified gap / C {(objective - lower) / C:.3g}"
                        if stabilize == 0.0 and lower > -np.inf else "")
-        warnings.warn(f"cutting plane stopped after max_iter={max_iter} {what} {violation:.3g}{certificate} > "
-                      f"epsilon={epsilon:g}; increase max_iter or epsilon", ConvergenceWarning, stacklevel=2)
+        message = (f"cutting plane stopped after max_iter={max_iter} {what} {violation:.3g}{certificate} > "
+                   f"epsilon={epsilon:g}; increase max_iter or epsilon")
+    else:
+        message = ""
     return CuttingPlaneResult(
         w=w, objective=objective, xi=xi, xi_restricted=float(xi_restricted), violation=float(violation),
         n_batches=len(deltas), n_inner=n_inner, converged=converged, lower_bound=float(lower),
-        n_separations=n_sep, history=history,
+        n_separations=n_sep, history=history, message=message,
     )

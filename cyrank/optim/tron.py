@@ -16,7 +16,8 @@ Stopping rule (as LIBLINEAR): ||g(x)|| <= tol * ||g0||, with ||g0|| the gradient
 ||g||^2 / ||H|| against 1e-16 |f|), which stalls function-based trust-region tests long before a tight tol;
 once the predicted reduction is below 1e-9 |f| the actual reduction is therefore measured by the trapezoid
 rule on gradients, -(<g(x), s> + <g(x + s), s>) / 2 (exact for a quadratic). TRON stops without convergence
-(with a ConvergenceWarning) only at max_iter or when the steps no longer change x in floating point.
+only at max_iter or when the steps no longer change x in floating point; it then returns ``converged=False`` and
+says why in ``message`` (the estimators turn that into a ConvergenceWarning; this layer imports no scikit-learn).
 
 Inner product. By default <a, b> = a'b. A problem may define another one, <a, b> = a'Mb with M symmetric
 positive semi-definite given by ``metric(v) = M v``; gradients and Hessian products are then the
@@ -31,11 +32,9 @@ evaluated at trial points that may be rejected (``fun(x, Mx)``), ``grad(x)`` com
 point, and ``hess_vec(v, Mv)`` multiplies by the Hessian of the last committed point; ``metric(v) = M v``.
 """
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .smooth import SmoothProblem
 
@@ -117,8 +116,9 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
     """Minimise ``problem`` from ``x0`` by trust-region Newton-CG; see the module docstring.
 
     ``grad_norm0``: reference gradient norm of the stopping rule ||g|| <= tol * grad_norm0 (default ||g(x0)||).
-    ``max_cg``: CG iterations per Newton step (default: the dimension). Warns ``ConvergenceWarning`` when
-    ``max_iter`` Newton iterations do not reach the tolerance, or when no step can decrease f any more.
+    ``max_cg``: CG iterations per Newton step (default: the dimension). When ``max_iter`` Newton iterations do
+    not reach the tolerance, or no step can decrease f any more, the result has ``converged=False`` and the
+    reason in ``message`` (prefixed with ``name``).
     ``callback(x)`` is called after every accepted step.
     """
     if not isinstance(problem, SmoothProblem):
@@ -197,6 +197,6 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
         if not message:
             message = (f"reached max_iter={max_iter} Newton iterations with |g|/|g0| = {gnorm / gnorm0:.3g} > "
                        f"tol = {tol:g}; increase max_iter or tol")
-        warnings.warn(f"{name}: {message}", ConvergenceWarning, stacklevel=2)
+        message = f"{name}: {message}"
     return TronResult(x=x, fun=f, grad_norm=gnorm, grad_norm0=gnorm0, n_iter=n_iter, n_cg=n_cg, n_fun=n_fun,
                       converged=converged, message=message, history=history)

@@ -33,14 +33,10 @@ from cython.parallel cimport parallel, prange, threadid
 from cyrank._rows cimport row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_count,
-                              interrupt_init, keep_going, max_threads, padded_width, sum_chunks,
+                              interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
                               sum_ordered)
 from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, sort_by_key
 from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
-
-
-# Layouts with fewer document positions than this run single-threaded.
-PARALLEL_MIN_POSITIONS = 20000
 
 
 # --------------------------------------------------------------------------------------- one query, scores
@@ -98,13 +94,14 @@ cdef class Layout:
     """Sorted positions of the documents that take part in pairs, and the scratch memory of the kernels.
 
     rows[k]: data row of position k; offsets: positions of each query; rank: label rank of each position;
-    n_levels: label levels of each query (>= 2). Built by cyrank.ranksvm.estimator.make_layout.
+    n_levels: label levels of each query (>= 2). Built by cyrank.ranksvm.problems.make_layout. Products run
+    on one thread below ``parallel_min_rows`` positions (-1: the shared default, cyrank/_parallel.pxd).
     """
     cdef public object rows, offsets, rank, n_levels
     cdef public intp_t n_positions, n_queries, max_levels, n_threads, n_data_rows
     cdef object fen_cnt, fen_sum, work, scratch
 
-    def __init__(self, rows, offsets, rank, n_levels, n_data_rows):
+    def __init__(self, rows, offsets, rank, n_levels, n_data_rows, intp_t parallel_min_rows=-1):
         self.rows = np.ascontiguousarray(rows, dtype=np.int64)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.rank = np.ascontiguousarray(rank, dtype=np.int64)
@@ -113,8 +110,7 @@ cdef class Layout:
         self.max_levels = _check_layout(self.rows, self.offsets, self.rank, self.n_levels, n_data_rows)
         self.n_positions = self.rows.shape[0]
         self.n_queries = self.offsets.shape[0] - 1
-        # threads only pay off on large problems (a parallel region costs microseconds, more on a busy machine)
-        self.n_threads = 1 if self.n_positions < PARALLEL_MIN_POSITIONS else max(1, min(max_threads(), self.n_queries))
+        self.n_threads = product_threads(self.n_positions, self.n_queries, parallel_min_rows)
         # one Fenwick tree per thread, each row on cache lines of its own (padded_width: no false sharing)
         self.fen_cnt = np.zeros((self.n_threads, padded_width(self.max_levels + 1)), dtype=np.int64)
         self.fen_sum = np.zeros((self.n_threads, padded_width(self.max_levels + 1)), dtype=np.float64)

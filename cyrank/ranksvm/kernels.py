@@ -12,8 +12,6 @@ from .._validation import max_abs
 from . import _kernel
 
 _MB = 1 << 20
-MAX_PRODUCT_SECONDS = 60.0  # a blocked kernel product estimated slower than this is refused before the fit
-WARN_PRODUCT_SECONDS = 1.0  # ... and one slower than this is announced with a warning
 
 
 # ------------------------------------------------------------------------------------------------- kernels
@@ -106,13 +104,13 @@ class BlockedKernel:
         return out
 
 
-def kernel_operator(Xk, kernel, gamma, degree, coef0, memory_mb, verbose):
+def kernel_operator(Xk, kernel, gamma, degree, coef0, memory_mb, verbose, *, max_seconds=60.0, warn_seconds=1.0):
     """StoredKernel when Q fits in ``memory_mb`` (and in free memory), else BlockedKernel; clear errors first.
 
     ``memory_mb`` is what remains of ``kernel_memory_mb`` after the training rows (``Xk``, dense or sparse).
     A blocked Q costs a full recomputation per product: the first block is timed, and when one product is
-    estimated above MAX_PRODUCT_SECONDS the fit is refused before any further work, with the estimate and the
-    options; otherwise the estimate is given in a warning.
+    estimated above ``max_seconds`` the fit is refused before any further work, with the estimate and the
+    options; above ``warn_seconds`` the estimate is given in a warning.
     """
     n = Xk.shape[0]
     budget = memory_mb * _MB
@@ -140,10 +138,10 @@ def kernel_operator(Xk, kernel, gamma, degree, coef0, memory_mb, verbose):
                 f"{per_product:.3g} s per product, and a fit takes tens to hundreds of products")
     options = ("raise kernel_memory_mb (to at least the matrix size, if the machine has it), fit on a subsample "
                "of the queries, or use kernel='linear'")
-    if per_product > MAX_PRODUCT_SECONDS:
-        raise ValueError(f"RankSVM: {estimate}; refused (over {MAX_PRODUCT_SECONDS:g} s per product). Options: "
+    if per_product > max_seconds:
+        raise ValueError(f"RankSVM: {estimate}; refused (over {max_seconds:g} s per product). Options: "
                          f"{options}")
-    if per_product > WARN_PRODUCT_SECONDS:
+    if per_product > warn_seconds:
         warnings.warn(f"RankSVM: {estimate}. To go faster: {options}", UserWarning, stacklevel=4)
     if verbose:
         print(f"RankSVM: {estimate}")

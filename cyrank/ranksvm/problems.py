@@ -7,6 +7,7 @@ query in O(l log l) (_pairloss.pyx, _ostree.pyx; Appendix B), never from the pai
 import numpy as np
 import scipy.sparse as sp
 
+from .._dense import memory_neutral_share, should_densify
 from .._queries import QueryGroups
 from .._validation import warn_if_no_pairs
 from ..optim.smooth import SmoothProblem
@@ -14,12 +15,13 @@ from . import _pairloss
 
 
 # ---------------------------------------------------------------------------------------------- data layout
-def make_layout(y, qid):
+def make_layout(y, qid, parallel_min_rows=-1):
     """The query layout of the kernels (see _pairloss.Layout) and the number of preference pairs.
 
     Rows are grouped by qid (stable sort), queries with a single label level are left out, and every row
     gets the dense rank of its label inside its query. ``qid=None``: one query. A RankingDataWarning when no
-    query has two label levels (the layout is then empty and there is no pair).
+    query has two label levels (the layout is then empty and there is no pair). ``parallel_min_rows``: see
+    _pairloss.Layout.
     """
     y = np.asarray(y, dtype=np.float64)
     groups = QueryGroups(np.zeros(y.shape[0], np.int64) if qid is None else qid, y)
@@ -31,7 +33,7 @@ def make_layout(y, qid):
     rank = groups.level_sorted[keep]
     sizes = groups.sizes[keep_q]
     offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    layout = _pairloss.Layout(rows, offsets, rank, groups.n_levels[keep_q], n)
+    layout = _pairloss.Layout(rows, offsets, rank, groups.n_levels[keep_q], n, parallel_min_rows)
     return layout, groups.n_pairs_possible
 
 
@@ -39,12 +41,11 @@ def _linear_parts(X):
     """(data, indices, indptr, dense, n_features) of X for the linear kernels: CSR or C-ordered dense.
 
     A sparse X whose dense form takes no more memory than its CSR arrays (e.g. a LETOR file listing every
-    feature) is made dense: a dense row is read without index loads, about twice as fast.
+    feature) is made dense (cyrank/_dense.py): a dense row is read without index loads, about twice as fast.
     """
     if sp.issparse(X):
         X = X.tocsr() if X.format != "csr" else X
-        dense_bytes = X.shape[0] * X.shape[1] * X.data.itemsize
-        if dense_bytes > X.nnz * (X.data.itemsize + X.indices.itemsize):
+        if not should_densify(X, min_share=memory_neutral_share(X), max_bytes=np.inf):
             return (X.data, X.indices, X.indptr, False, X.shape[1])
         X = X.toarray()
     X = np.ascontiguousarray(X)

@@ -1,0 +1,347 @@
+"""DominationRank's functional layer: validated arrays in; coefficients, objective, KKT violation and n_iter out
+(no scikit-learn import; the estimator in estimator.py is a thin wrapper).
+
+Objective (Stevens, "Efficient Coordinate Descent for Ranking with Domination Loss", MEng thesis, MIT 2010),
+with scores f_i = w.x_i and offsets o_i >= 0 (separable margins, section 4): every row i that dominates some
+row of its query (D(q, i) = {j in q: y_j < y_i} non-empty) contributes
+
+    l_i = log(1 + sum_{j in D(q, i)} exp((f_j - o_j) - (f_i - o_i)))
+
+and the objective is sum_i l_i + alpha * ||w||_1 ("l1"), + alpha * ||w||_2^2 ("l2", not halved, section 5), or
++ alpha * (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"). Every label level of a query is a
+layer (section 3); ``binary=True`` keeps two layers, y > 0 and y <= 0.
+
+Solvers: "cd", coordinate descent on a quadratic upper bound of the loss plus the exact penalty (sections 2-5,
+cyrank/domination/_cd.pyx); "newton", trust-region Newton-CG (cyrank.optim.tron) on the smooth objective with
+exact gradients and Hessian-vector products in O(nnz + rows) (cyrank/domination/_smooth.pyx).
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._dense import should_densify
+from .._queries import QueryGroups
+from .._result import SolveResult
+from .._threads import one_blas_thread, openmp_threads
+from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_random_state,
+                           check_ranking_data, check_row_weights, check_verbose, max_abs, warn_if_no_pairs)
+from ..optim.smooth import SmoothProblem
+from ..optim.tron import tron
+from . import _cd, _smooth
+
+PENALTIES = ("l2", "l1", "elasticnet")
+SOLVERS = ("auto", "cd", "newton")
+HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_SQ}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Tuning of the solvers: the defaults are the measured best (bench/RESULTS.md); the optimum reached does not
+    depend on them.
+
+    power_sum_rows     with sparse X, dominating layers of at least this many rows keep power sums (_cd.pyx), so
+                       that a coordinate update costs the column's entries, not the rows of the layers it touches
+    anderson           Anderson extrapolation of the CD sweeps (kept only when it lowers the objective)
+    densify_share      Newton products: sparse X with at least this share of entries stored is densified ...
+    densify_max_bytes  ... when the dense copy fits in this many bytes (cyrank/_dense.py)
+    parallel_min_rows  Newton products over fewer rows run on one thread (-1: the shared default, 20,000)
+    """
+
+    power_sum_rows: int = 8
+    anderson: bool = True
+    densify_share: float = 0.2
+    densify_max_bytes: int = 512 << 20
+    parallel_min_rows: int = -1
+
+
+class _Layout:
+    """Rows sorted by (query, label): the arrays the kernel reads (see cyrank/domination/_cd.pyx).
+
+    rows      original index of each sorted row (rows of single-level queries and unsampled rows are absent)
+    q_ptr     query q owns query-layers q_ptr[q]:q_ptr[q+1]
+    lay_ptr   query-layer k owns sorted rows lay_ptr[k]:lay_ptr[k+1]
+    row_qk    query-layer of each sorted row;  qk_q: query of each query-layer;  offset: sorted offsets
+    """
+
+    def __init__(self, rows, q_ptr, lay_ptr, row_qk, qk_q, offset):
+        self.rows, self.q_ptr, self.lay_ptr, self.row_qk, self.qk_q, self.offset = (
+            rows, q_ptr, lay_ptr, row_qk, qk_q, offset)
+
+
+def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_state=None):
+    """Rows sorted by (query, label) (QueryGroups' label runs), queries with one label level dropped,
+    optionally the bottom layers sampled.
+
+    Negative sampling (the "Sampled" variant, section 8.2): in every query, ceil(neg_sample * n_0) of the n_0
+    rows of the lowest layer (the rows that dominate nothing) are kept, uniformly without replacement.
+    Returns the layout and the boolean mask (input order) of the rows negative sampling kept.
+    """
+    n = y.shape[0]
+    labels = (y > 0).astype(np.float64) if binary else y
+    groups = QueryGroups(qid if group_by_query else np.zeros(n, np.int64), labels)
+    warn_if_no_pairs(groups)
+    order, run_ptr, run_q = groups.label_order, groups.label_runs, groups.run_query
+    run_size = np.diff(run_ptr)
+    run = np.repeat(np.arange(run_size.size), run_size)  # run of each position
+    kept_runs = groups.n_levels[run_q] >= 2
+    keep = kept_runs[run]
+    mask = np.ones(n, dtype=bool)
+    if neg_sample is not None and neg_sample < 1.0:
+        bottom = np.r_[True, run_q[1:] != run_q[:-1]][run]  # rows of the lowest layer of their query
+        rng = check_random_state(random_state)
+        by_run = np.lexsort((rng.random_sample(n), run))  # random order inside each run
+        rank = np.empty(n, np.int64)
+        rank[by_run] = np.arange(n) - run_ptr[run[by_run]]
+        quota = np.ceil(neg_sample * run_size - 1e-12).astype(np.int64)  # >= 1: no run disappears
+        sampled_out = bottom & (rank >= quota[run])
+        mask[order[sampled_out]] = False
+        keep &= ~sampled_out
+    lay_size = np.bincount(run[keep], minlength=run_size.size)[kept_runs]
+    lay_q = run_q[kept_runs]
+    q_start = np.r_[True, lay_q[1:] != lay_q[:-1]] if lay_q.size else np.zeros(0, bool)
+    layout = _Layout(rows=order[keep].astype(np.intp),
+                     q_ptr=np.r_[np.flatnonzero(q_start), lay_q.size].astype(np.intp),
+                     lay_ptr=np.r_[0, np.cumsum(lay_size)].astype(np.intp),
+                     row_qk=np.repeat(np.arange(lay_size.size), lay_size).astype(np.intp),
+                     qk_q=(np.cumsum(q_start) - 1).astype(np.intp),
+                     offset=np.ascontiguousarray(offset[order[keep]], dtype=np.float64))
+    return layout, mask
+
+
+def _gradient_rounding(X, layout, scale):
+    """Bound on the rounding error of the computed loss gradient X'c: eps * max_r sum_i |x_ir| * max |c_i|, with
+    |c_i| = |dL/dm_i| <= the rows of the largest query (each dominating row adds at most 1). A gradient below it
+    is indistinguishable from 0 (measured: the computed gradient of a loss that does not depend on w stays
+    50-200 times below it). Returns 0 without the O(nnz) column sums when even the cruder bound with
+    n max|x| in place of the column sums lies below ``scale``, the gradient norm at 0 (the usual case)."""
+    if layout.q_ptr.shape[0] < 2:
+        return 0.0
+    q_rows = float(np.max(np.diff(layout.lay_ptr[layout.q_ptr])))
+    eps = np.finfo(np.float64).eps
+    if eps * X.shape[0] * max_abs(X) * q_rows < scale:
+        return 0.0
+    return float(eps * np.max(abs(X).sum(axis=0)) * q_rows)
+
+
+def _columns(X, rows):
+    """The sorted rows of X column by column: (data, indices, indptr, dense) for the kernel.
+
+    Sparse X becomes CSC (CSR is converted once) keeping its index width; dense X becomes Fortran-ordered
+    and is read through indices = arange(n), indptr = arange(d + 1) * n.
+    """
+    if sp.issparse(X):
+        Xs = X[rows] if X.format == "csr" else X.tocsr()[rows]
+        Xs = sp.csc_matrix(Xs)
+        Xs.sort_indices()
+        itype = np.promote_types(Xs.indices.dtype, Xs.indptr.dtype)
+        return (np.ascontiguousarray(Xs.data), Xs.indices.astype(itype, copy=False),
+                Xs.indptr.astype(itype, copy=False), False)
+    identity = rows.shape[0] == X.shape[0] and np.array_equal(rows, np.arange(X.shape[0]))
+    Xs = np.asfortranarray(X if identity else X[rows])
+    n, d = Xs.shape
+    return (Xs.ravel(order="F"), np.arange(n, dtype=np.int64), np.arange(d + 1, dtype=np.int64) * n, True)
+
+
+def _rows_of(X, rows, options=None):
+    """The sorted rows X[rows] for the Newton products (_smooth.pyx): (data, indices, indptr, dense).
+
+    Dense X becomes C-ordered (indices and indptr unused). Sparse X becomes CSR, or dense by the shared rule
+    (cyrank/_dense.py) with ``options.densify_share`` and ``options.densify_max_bytes``.
+    """
+    options = options or Options()
+    if sp.issparse(X):
+        Xr = X.tocsr()[rows]
+        if should_densify(Xr, min_share=options.densify_share, max_bytes=options.densify_max_bytes):
+            return np.ascontiguousarray(Xr.toarray()).ravel(), np.zeros(1, np.int64), np.zeros(1, np.int64), True
+        itype = np.promote_types(Xr.indices.dtype, Xr.indptr.dtype)
+        return (np.ascontiguousarray(Xr.data), Xr.indices.astype(itype, copy=False),
+                Xr.indptr.astype(itype, copy=False), False)
+    return np.ascontiguousarray(X[rows]).ravel(), np.zeros(1, np.int64), np.zeros(1, np.int64), True
+
+
+class _NewtonState:
+    """The log-domain state of _smooth.pyx at one point and the loss gradient X'c there."""
+
+    def __init__(self, layout, d, parallel_min_rows):
+        self.smooth = _smooth.State(layout, parallel_min_rows)
+        self.xg = np.zeros(d)
+
+
+class _NewtonProblem(SmoothProblem):
+    """L(Xw) + lam2 ||w||_2^2 for cyrank.optim.tron: loss and gradient 2 lam2 w + X'g in one pass of _smooth.pyx,
+    Hessian products 2 lam2 v + X'H X v from the state of the last accepted point (SmoothProblem's protocol)."""
+
+    def __init__(self, rows, layout, lam2, d, parallel_min_rows=-1):
+        self.rows, self.layout, self.lam2, self.d = rows, layout, lam2, d
+        self.parallel_min_rows = parallel_min_rows
+        super().__init__()
+
+    def new_state(self):
+        return _NewtonState(self.layout, self.d, self.parallel_min_rows)
+
+    def evaluate(self, w, Mw, state):
+        loss = _smooth.fun_grad(*self.rows, self.d, state.smooth, w, state.xg)
+        return loss + self.lam2 * float(w @ w), state.xg + 2.0 * self.lam2 * w
+
+    def hessian_product(self, state, v, Mv):
+        out = np.empty(self.d)
+        _smooth.hess_vec(*self.rows, self.d, state.smooth, v, out)
+        return out + 2.0 * self.lam2 * v
+
+
+
+# -------------------------------------------------------------------------------------------- parameters
+def penalty_weights(penalty, alpha, l1_ratio):
+    """(lam1, lam2) of lam1 ||w||_1 + lam2 ||w||_2^2 for the named penalty."""
+    check_option("penalty", penalty, PENALTIES)
+    alpha = check_param("alpha", alpha, low=0.0)
+    if penalty == "l1":
+        return alpha, 0.0
+    if penalty == "l2":
+        return 0.0, alpha
+    rho = check_param("l1_ratio", l1_ratio, low=0.0, high=1.0)
+    return alpha * rho, alpha * (1.0 - rho)
+
+
+def choose_solver(solver, lam1, feature_induction):
+    """The solver to run: "newton" needs a smooth objective (lam1 = 0) and no feature induction."""
+    check_option("solver", solver, SOLVERS)
+    smooth = lam1 == 0 and feature_induction is None
+    if solver == "newton" and not smooth:
+        raise ValueError("solver='newton' needs a smooth objective (penalty='l2', or 'elasticnet' with "
+                         "l1_ratio=0) and feature_induction=None; use solver='cd'")
+    return "newton" if solver == "newton" or (solver == "auto" and smooth) else "cd"
+
+
+def check_params(*, penalty, alpha, l1_ratio, binary, group_by_query, feature_induction, neg_sample, solver,
+                 hessian_bound, max_iter, tol, random_state, n_jobs, verbose):
+    """Every parameter of :func:`solve` checked (a ValueError naming the first bad one); returns
+    (lam1, lam2, the solver that will run)."""
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
+    check_option("binary", binary, (True, False))
+    check_option("group_by_query", group_by_query, (True, False))
+    check_option("hessian_bound", hessian_bound, tuple(HESSIAN_BOUNDS))
+    check_param("feature_induction", feature_induction, low=1, integer=True, none_ok=True)
+    check_param("neg_sample", neg_sample, low=0.0, high=1.0, low_open=True, none_ok=True)
+    check_param("max_iter", max_iter, low=1, integer=True)
+    check_param("tol", tol, low=0.0, low_open=True)
+    check_verbose(verbose)
+    check_random_state(random_state)
+    check_n_jobs(n_jobs)
+    return lam1, lam2, choose_solver(solver, lam1, feature_induction)
+
+
+def _check_data(X, y, qid, offset):
+    X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csc", "csr"), dtype=(np.float64, np.float32))
+    check_feature_scale(X, "DominationRank")
+    return X, y, qid, check_row_weights(offset, X.shape[0], name="offset")
+
+
+# -------------------------------------------------------------------------------------------------- solve
+def solve(X, y, qid=None, offset=None, *, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,
+          group_by_query=True, feature_induction=None, neg_sample=None, solver="auto", hessian_bound="popoviciu",
+          max_iter=1000, tol=1e-6, coef0=None, random_state=None, n_jobs=None, verbose=0, options=None):
+    """Minimise the domination-loss objective (module docstring) on (X, y) grouped by ``qid``.
+
+    Parameters are those of :class:`cyrank.DominationRank` (same names, same meaning), plus ``coef0``, the
+    starting point (default 0), and ``options``, an :class:`Options`. Returns a
+    :class:`cyrank._result.SolveResult` with ``coef``, ``objective``, ``kkt_violation`` (the optimality
+    measure), ``n_iter``, ``n_cg_iter``, ``converged``, ``solver``, ``history``, ``sample_mask`` and
+    ``n_features_in``; when the solver stops on ``max_iter``, ``converged`` is False and ``message`` says so (no
+    warning is issued here).
+    """
+    lam1, lam2, solver = check_params(
+        penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, binary=binary, group_by_query=group_by_query,
+        feature_induction=feature_induction, neg_sample=neg_sample, solver=solver, hessian_bound=hessian_bound,
+        max_iter=max_iter, tol=tol, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
+    max_iter, tol, n_jobs, verbose = int(max_iter), float(tol), check_n_jobs(n_jobs), check_verbose(verbose)
+    options = options or Options()
+    X, y, qid, offset = _check_data(X, y, qid, offset)
+    layout, mask = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query, neg_sample=neg_sample,
+                           random_state=random_state)
+    d = X.shape[1]
+    w = np.zeros(d)
+    if coef0 is not None:
+        coef0 = np.asarray(coef0, dtype=np.float64).ravel()
+        if coef0.shape != (d,):
+            raise ValueError(f"coef0 has shape {coef0.shape}; expected ({d},)")
+        w[:] = coef0
+    with openmp_threads(n_jobs):
+        if solver == "newton":
+            out = _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options)
+        else:
+            out = _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessian_bound, verbose,
+                            options)
+    objective, hist_obj, hist_nnz, violation, n_iter, n_cg, converged = out
+    message = "" if converged else (
+        f"DominationRank stopped after max_iter={max_iter} {'sweeps' if solver == 'cd' else 'Newton iterations'} "
+        f"with KKT violation {violation:.3g} > tol={tol:g}; increase max_iter or tol")
+    return SolveResult(
+        coef=w, objective=float(objective), kkt_violation=float(violation), n_iter=int(n_iter), n_cg_iter=int(n_cg),
+        converged=bool(converged), solver=solver,
+        history={"objective": np.asarray(hist_obj, dtype=np.float64), "n_nonzero": np.asarray(hist_nnz, np.int64)},
+        sample_mask=mask if neg_sample is not None else None, n_features_in=d, optimality_name="kkt_violation",
+        message=message)
+
+
+def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessian_bound, verbose, options):
+    """Coordinate descent (_cd.pyx) in place on w."""
+    data, indices, indptr, dense = _columns(X, layout.rows)
+    beta = _cd.hessian_bounds(data, indices, indptr, dense, layout, HESSIAN_BOUNDS[hessian_bound])
+    if lam1 > 0 or lam2 > 0:
+        w[beta == 0] = 0.0  # such a feature never changes the loss: the penalty alone sets it to 0
+    hist_obj = np.zeros(max_iter)
+    hist_nnz = np.zeros(max_iter, dtype=np.intp)
+    n_iter, converged, viol, scale, underflow = _cd.solve(
+        data, indices, indptr, dense, layout, w, beta, lam1, lam2, float(tol), max_iter, feature_induction or 0,
+        verbose, hist_obj, hist_nnz, 0 if dense else options.power_sum_rows, options.anderson)
+    if underflow:
+        raise FloatingPointError(_cd.UNDERFLOW_MESSAGE)
+    loss, pen = _cd.objective(data, indices, indptr, dense, layout, w, lam1, lam2)
+    return loss + pen, hist_obj[:n_iter], hist_nnz[:n_iter], viol / scale, n_iter, 0, converged
+
+
+def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options):
+    """Trust-region Newton (cyrank.optim.tron) in place on w.
+
+    TRON stops when ||grad||_2 <= tol * scale, scale = max_r |dL/dw_r| at w = 0, which bounds
+    kkt_violation = ||grad||_inf / scale by tol.
+    """
+    d = X.shape[1]
+    problem = _NewtonProblem(_rows_of(X, layout.rows, options), layout, lam2, d, options.parallel_min_rows)
+    nnz = []
+    with one_blas_thread():  # the products call BLAS on small blocks, possibly from OpenMP threads
+        zero = np.zeros(d)
+        problem.fun(zero)
+        scale = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
+        noise = _gradient_rounding(X, layout, scale)
+        if scale <= noise:
+            # the loss gradient at 0 is rounding noise (e.g. every row the same: the loss does not depend on
+            # w): w = 0 is the optimum with an l2 penalty, and any w is one without
+            if lam2 > 0:
+                w[:] = 0.0
+            return problem.fun(w), [], [], 0.0, 0, 0, True
+        res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=scale,
+                   callback=lambda x: nnz.append(np.count_nonzero(x)), verbose=verbose, name="DominationRank")
+        w[:] = res.x
+        objective = problem.fun(w)  # exact float64 objective and gradient at the returned point
+        excess = np.maximum(np.abs(problem.grad(w)) - noise, 0.0)  # beyond the gradient's rounding error
+        violation = float(np.max(excess, initial=0.0)) / scale
+    return objective, res.history["fun"][1:], nnz, violation, res.n_iter, res.n_cg, res.converged
+
+
+def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,
+              group_by_query=True):
+    """The objective (loss + penalty, module docstring) at ``coef`` on (X, y, qid, offset), in float64."""
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
+    check_option("binary", binary, (True, False))
+    check_option("group_by_query", group_by_query, (True, False))
+    X, y, qid, offset = _check_data(X, y, qid, offset)
+    layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
+    data, indices, indptr, dense = _columns(X, layout.rows)
+    coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
+    if coef.shape != (X.shape[1],):
+        raise ValueError(f"coef has shape {coef.shape}; expected ({X.shape[1]},)")
+    loss, pen = _cd.objective(data, indices, indptr, dense, layout, coef, lam1, lam2)
+    return float(loss + pen)

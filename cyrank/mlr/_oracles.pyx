@@ -47,11 +47,10 @@ Ties in scores: items are sorted by decreasing score, equal scores by increasing
 relevant and an irrelevant point changes H by 0 whichever comes first, so every oracle returns a ranking of
 maximal H (the maximising ranking itself is not unique then).
 
-Sorting (most of the oracle time: every query sorts its P + N scores at every separation): below RADIX_MIN
-items a quicksort; above, an LSD radix sort (3 passes of 8 bits, constant digits skipped) on the top 24 bits of
-the order-reversing uint64 image of the doubles, followed by a quicksort of each run of equal top bits (mostly
-runs of one or two items). The result is exactly the order of the quicksort alone: if v(a) < v(b) in the top
-bits then a > b. On WDBC it makes the whole AUC oracle 2.4x faster (bench/RESULTS.md, MLR).
+Sorting (most of the oracle time: every query sorts its P + N scores at every separation) is the shared sort of
+cyrank/_sort.pxd on the negated scores: below RADIX_MIN items an introsort; above, an LSD radix sort on the top
+24 bits followed by an introsort of each run of equal top bits. The result is exactly the order of the introsort
+alone. On WDBC the radix sort makes the whole AUC oracle 2.4x faster (bench/RESULTS.md, MLR).
 
 The constraint of a ranking is carried by its coefficients a (one per corpus point, sum a = 0):
 
@@ -62,19 +61,18 @@ from which the estimator forms the d x d batch matrix with matrix products (sect
 """
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport log2, INFINITY
-from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
 import numpy as np
 
+from .._sort cimport RADIX_MIN, KeyIndex, introsort, radix_sort, sort_records
 from .._parallel cimport Interrupt, check_interrupt, interrupt_init, keep_going
 from .._math cimport discount, imax, imin
 from .._typedefs cimport intp_t
 
 
 cdef enum:
-    RADIX_MIN = 64      # at least this many items are sorted by the radix sort (below: quicksort)
     LOSS_AUC = 0
     LOSS_PREC = 1
     LOSS_MAP = 2
@@ -90,16 +88,11 @@ MODE_LABELS = 0     # relevant = same label (not the query), irrelevant = other 
 MODE_SETS = 1       # explicit relevant / irrelevant index lists (CSR)
 
 
-cdef struct Pair:
-    double key
-    intp_t idx
-
-
 cdef struct Workspace:
     intp_t cap
-    Pair* pairs       # cap        sort buffer (relevant points)
-    Pair* pairs2      # cap        sort buffer (irrelevant points)
-    Pair* tmp         # cap        radix-sort scratch
+    KeyIndex* pairs       # cap        sort buffer (relevant points)
+    KeyIndex* pairs2      # cap        sort buffer (irrelevant points)
+    KeyIndex* tmp         # cap        radix-sort scratch
     double* r         # cap        relevant scores, decreasing
     double* u         # cap        irrelevant scores, decreasing
     intp_t* ridx      # cap        corpus index of each sorted relevant point
@@ -127,9 +120,9 @@ cdef Workspace* _ws_new(intp_t cap) noexcept nogil:
     if cap < 1:
         cap = 1
     ws.cap = cap
-    ws.pairs = <Pair*>malloc(cap * sizeof(Pair))
-    ws.pairs2 = <Pair*>malloc(cap * sizeof(Pair))
-    ws.tmp = <Pair*>malloc(cap * sizeof(Pair))
+    ws.pairs = <KeyIndex*>malloc(cap * sizeof(KeyIndex))
+    ws.pairs2 = <KeyIndex*>malloc(cap * sizeof(KeyIndex))
+    ws.tmp = <KeyIndex*>malloc(cap * sizeof(KeyIndex))
     ws.r = <double*>malloc(cap * sizeof(double))
     ws.u = <double*>malloc(cap * sizeof(double))
     ws.ridx = <intp_t*>malloc(cap * sizeof(intp_t))
@@ -167,118 +160,6 @@ cdef void _ws_free(Workspace* ws) noexcept nogil:
     free(ws.K); free(ws.U); free(ws.PR); free(ws.PF); free(ws.D1); free(ws.D2); free(ws.arg)
     free(ws.stK); free(ws.stI); free(ws.H)
     free(ws)
-
-
-cdef inline bint _before(const Pair* a, const Pair* b) noexcept nogil:
-    """Decreasing key; equal keys by increasing index (a deterministic order)."""
-    return a.key > b.key or (a.key == b.key and a.idx < b.idx)
-
-
-cdef inline void _swap(Pair* a, Pair* b) noexcept nogil:
-    cdef Pair t = a[0]
-    a[0] = b[0]
-    b[0] = t
-
-
-cdef void _sort_pairs(Pair* a, intp_t n) noexcept nogil:
-    """Quicksort (median of three, insertion sort below 16 items, recursion on the smaller part only, so the
-    stack depth is O(log n)) by the order of :func:`_before`."""
-    cdef intp_t i, j, mid
-    cdef Pair pivot, t
-    while n > 16:
-        mid = n // 2
-        if _before(&a[mid], &a[0]):
-            _swap(&a[mid], &a[0])
-        if _before(&a[n - 1], &a[0]):
-            _swap(&a[n - 1], &a[0])
-        if _before(&a[n - 1], &a[mid]):
-            _swap(&a[n - 1], &a[mid])
-        pivot = a[mid]
-        i = 0
-        j = n - 1
-        while True:
-            while _before(&a[i], &pivot):
-                i += 1
-            while _before(&pivot, &a[j]):
-                j -= 1
-            if i >= j:
-                break
-            _swap(&a[i], &a[j])
-            i += 1
-            j -= 1
-        # a[0..j] <= pivot <= a[j+1..n-1] (Hoare partition)
-        if j + 1 < n - j - 1:
-            _sort_pairs(a, j + 1)
-            a += j + 1
-            n -= j + 1
-        else:
-            _sort_pairs(a + j + 1, n - j - 1)
-            n = j + 1
-    for i in range(1, n):
-        t = a[i]
-        j = i - 1
-        while j >= 0 and _before(&t, &a[j]):
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = t
-
-
-cdef inline uint32_t _image(double key) noexcept nogil:
-    """Top 24 bits of the order-reversing uint64 image v(x) of a finite double: x > y iff v(x) < v(y), -0.0
-    mapped as +0.0 (so x > y implies _image(x) <= _image(y)). v(x) = bits(x) for x < 0 (larger magnitude,
-    larger bits), bits(x) XOR 0x7FF..F for x >= 0 (so every x >= 0 comes before every x < 0)."""
-    cdef uint64_t b
-    if key == 0.0:
-        key = 0.0
-    memcpy(&b, &key, 8)
-    b ^= ((b >> 63) - 1) >> 1                 # sign bit 0 -> flip the 63 low bits; 1 -> keep
-    return <uint32_t>(b >> 40)
-
-
-cdef Pair* _radix_sort_pairs(Pair* a, Pair* tmp, intp_t n) noexcept nogil:
-    """Sort a[:n] by the order of :func:`_before`; returns a or tmp, whichever holds the result.
-    Stable LSD radix sort on _image (3 passes of 8 bits, a pass whose digit is the same for every item
-    skipped), then every run of equal images is sorted by :func:`_before` (quicksort). 24 bits measured
-    fastest on WDBC (32 bits: 7% slower, 16 bits: 40% slower: longer runs)."""
-    cdef intp_t hist[3][256]
-    cdef intp_t i, j, p, total, c
-    cdef uint32_t h, d
-    cdef Pair* src = a
-    cdef Pair* dst = tmp
-    cdef Pair* t
-    if n < 2:
-        return a
-    memset(hist, 0, sizeof(hist))
-    for i in range(n):
-        h = _image(a[i].key)
-        hist[0][h & 255] += 1
-        hist[1][(h >> 8) & 255] += 1
-        hist[2][h >> 16] += 1
-    for p in range(3):
-        if hist[p][(_image(a[0].key) >> (8 * p)) & 255] == n:
-            continue
-        total = 0
-        for j in range(256):
-            c = hist[p][j]
-            hist[p][j] = total
-            total += c
-        for i in range(n):
-            d = (_image(src[i].key) >> (8 * p)) & 255
-            dst[hist[p][d]] = src[i]
-            hist[p][d] += 1
-        t = src
-        src = dst
-        dst = t
-    i = 0
-    while i < n:
-        h = _image(src[i].key)
-        j = i + 1
-        while j < n and _image(src[j].key) == h:
-            j += 1
-        if j - i > 1:
-            _sort_pairs(src + i, j - i)
-        i = j
-    return src
 
 
 cdef inline intp_t count_below(const intp_t* c, intp_t P, intp_t J) noexcept nogil:
@@ -558,16 +439,16 @@ cdef int _solve_sorted(Workspace* ws, int loss, intp_t kk, intp_t P, intp_t N,
     return 0
 
 
-cdef void _sort_into(Pair* pairs, Pair* tmp, intp_t m, double* keys_out, intp_t* idx_out) noexcept nogil:
-    """Sort pairs[:m] (tmp: scratch of m items) and copy the keys and indices out, in order."""
+cdef void _sort_into(KeyIndex* pairs, KeyIndex* tmp, intp_t m, double* keys_out, intp_t* idx_out) noexcept nogil:
+    """Sort pairs[:m] by decreasing key, equal keys by increasing index (the shared sort of cyrank/_sort.pxd on the
+    negated keys; tmp: scratch of m items) and copy the keys and indices out, in order."""
     cdef intp_t i
-    if m >= RADIX_MIN:
-        pairs = _radix_sort_pairs(pairs, tmp, m)
-    else:
-        _sort_pairs(pairs, m)
     for i in range(m):
-        keys_out[i] = pairs[i].key
-        idx_out[i] = pairs[i].idx
+        pairs[i].key = -pairs[i].key
+    pairs = sort_records(pairs, tmp, m)
+    for i in range(m):
+        keys_out[i] = -pairs[i].key
+        idx_out[i] = pairs[i].index
 
 
 cdef void _coefficients(Workspace* ws, intp_t P, intp_t N, double* arow) noexcept nogil:
@@ -596,22 +477,22 @@ cdef int _process_query(Workspace* ws, const double* g, const double* rsq, intp_
         for i in range(n):
             if labels[i] != lab:
                 ws.pairs2[N].key = 2.0 * g[i] - rsq[i]
-                ws.pairs2[N].idx = i
+                ws.pairs2[N].index = i
                 N += 1
             elif i != q:
                 ws.pairs[P].key = 2.0 * g[i] - rsq[i]
-                ws.pairs[P].idx = i
+                ws.pairs[P].index = i
                 P += 1
     else:
         for i in range(rel_ptr[q], rel_ptr[q + 1]):
             idx = rel_idx[i]
             ws.pairs[P].key = 2.0 * g[idx] - rsq[idx]
-            ws.pairs[P].idx = idx
+            ws.pairs[P].index = idx
             P += 1
         for i in range(irr_ptr[q], irr_ptr[q + 1]):
             idx = irr_idx[i]
             ws.pairs2[N].key = 2.0 * g[idx] - rsq[idx]
-            ws.pairs2[N].idx = idx
+            ws.pairs2[N].index = idx
             N += 1
     if P == 0 or N == 0:
         return 0
@@ -710,11 +591,11 @@ def query_oracle(loss, intp_t k, rel_scores, irr_scores):
         with nogil:
             for i in range(P):
                 ws.pairs[i].key = r[i]
-                ws.pairs[i].idx = i
+                ws.pairs[i].index = i
             _sort_into(ws.pairs, ws.tmp, P, ws.r, ws.ridx)
             for i in range(N):
                 ws.pairs[i].key = u[i]
-                ws.pairs[i].idx = i
+                ws.pairs[i].index = i
             _sort_into(ws.pairs, ws.tmp, N, ws.u, ws.uidx)
             rc = _solve_sorted(ws, code, k, P, N, &delta, &value)
         if rc != 0:
@@ -729,16 +610,16 @@ def query_oracle(loss, intp_t k, rel_scores, irr_scores):
 
 def sort_order(keys, radix=None):
     """The permutation that orders ``keys`` (finite doubles) the way the oracles do: decreasing key, equal
-    keys (-0.0 == +0.0) by increasing index. ``radix``: True = the radix sort, False = the quicksort,
-    None = the oracles' rule (radix sort from RADIX_MIN items). (For tests.)"""
+    keys (-0.0 == +0.0) by increasing index. ``radix``: True = the radix sort, False = the introsort,
+    None = the oracles' rule (radix sort from RADIX_MIN items). (For tests of cyrank/_sort.pxd.)"""
     cdef const double[::1] k = np.ascontiguousarray(keys, dtype=np.float64).ravel()
     cdef intp_t n = k.shape[0], i
     if not np.all(np.isfinite(k)):
         raise ValueError("keys must be finite")
     cdef bint use_radix = (n >= RADIX_MIN) if radix is None else bool(radix)
-    cdef Pair* a = <Pair*>malloc(max(n, 1) * sizeof(Pair))
-    cdef Pair* tmp = <Pair*>malloc(max(n, 1) * sizeof(Pair))
-    cdef Pair* out
+    cdef KeyIndex* a = <KeyIndex*>malloc(max(n, 1) * sizeof(KeyIndex))
+    cdef KeyIndex* tmp = <KeyIndex*>malloc(max(n, 1) * sizeof(KeyIndex))
+    cdef KeyIndex* out
     order = np.empty(n, dtype=np.int64)
     cdef intp_t[::1] o = order
     if a == NULL or tmp == NULL:
@@ -747,15 +628,15 @@ def sort_order(keys, radix=None):
         raise MemoryError()
     with nogil:
         for i in range(n):
-            a[i].key = k[i]
-            a[i].idx = i
+            a[i].key = -k[i]
+            a[i].index = i
         if use_radix:
-            out = _radix_sort_pairs(a, tmp, n)
+            out = radix_sort(a, tmp, n)
         else:
-            _sort_pairs(a, n)
+            introsort(a, n)
             out = a
         for i in range(n):
-            o[i] = out[i].idx
+            o[i] = out[i].index
     free(a)
     free(tmp)
     return order

@@ -1,9 +1,6 @@
 # Order-statistic sums over the preference pairs of one query (see _ostree.pyx).
+from cyrank._sort cimport KeyIndex
 from cyrank._typedefs cimport intp_t
-
-cdef struct KeyIndex:
-    double key
-    intp_t index
 
 cdef void sort_by_key(intp_t* a, intp_t n, const double* key, KeyIndex* scratch) noexcept nogil
 

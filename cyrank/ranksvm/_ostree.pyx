@@ -35,6 +35,7 @@ All counts are int64 (a query of 1e5 documents has up to 5e9 pairs).
 """
 import numpy as np
 
+from cyrank._sort cimport introsort
 from cyrank._typedefs cimport intp_t
 
 # numpy dtype of the KeyIndex struct (scratch memory of sort_by_key)
@@ -42,101 +43,14 @@ KEY_INDEX_DTYPE = np.dtype([("key", np.float64), ("index", np.int64)])
 
 
 # ------------------------------------------------------------------------------------------------ sorting
-# Introsort of (key, index) pairs by key: quicksort (median of three, Hoare partition), heapsort once the
-# recursion is deeper than 2 log2 n (so O(n log n) in the worst case), insertion sort for short ranges. Pairs
-# are sorted in a contiguous buffer (no indirect key loads).
-
-cdef inline void _swap(KeyIndex* a, intp_t i, intp_t j) noexcept nogil:
-    cdef KeyIndex t = a[i]
-    a[i] = a[j]
-    a[j] = t
-
-
-cdef void _insertion_sort(KeyIndex* a, intp_t n) noexcept nogil:
-    cdef intp_t i, j
-    cdef KeyIndex v
-    for i in range(1, n):
-        v = a[i]
-        j = i - 1
-        while j >= 0 and a[j].key > v.key:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = v
-
-
-cdef void _sift_down(KeyIndex* a, intp_t root, intp_t n) noexcept nogil:
-    cdef intp_t child
-    while 2 * root + 1 < n:
-        child = 2 * root + 1
-        if child + 1 < n and a[child + 1].key > a[child].key:
-            child += 1
-        if a[child].key <= a[root].key:
-            return
-        _swap(a, root, child)
-        root = child
-
-
-cdef void _heapsort(KeyIndex* a, intp_t n) noexcept nogil:
-    cdef intp_t i
-    for i in range(n // 2 - 1, -1, -1):
-        _sift_down(a, i, n)
-    for i in range(n - 1, 0, -1):
-        _swap(a, 0, i)
-        _sift_down(a, 0, i)
-
-
-cdef void _introsort(KeyIndex* a, intp_t n, int depth) noexcept nogil:
-    cdef intp_t mid, i, j
-    cdef double pivot
-    while n > 24:
-        if depth == 0:
-            _heapsort(a, n)
-            return
-        depth -= 1
-        mid = n // 2
-        # median of a[0], a[mid], a[n-1] moved to a[mid]
-        if a[mid].key < a[0].key:
-            _swap(a, mid, 0)
-        if a[n - 1].key < a[mid].key:
-            _swap(a, n - 1, mid)
-            if a[mid].key < a[0].key:
-                _swap(a, mid, 0)
-        pivot = a[mid].key
-        # Hoare partition around the value of the middle element: [0, j] <= pivot <= [j + 1, n), 0 <= j < n - 1
-        i = -1
-        j = n
-        while True:
-            i += 1
-            while a[i].key < pivot:
-                i += 1
-            j -= 1
-            while a[j].key > pivot:
-                j -= 1
-            if i >= j:
-                break
-            _swap(a, i, j)
-        # recurse into the smaller part, loop on the larger (stack depth O(log n))
-        if j + 1 < n - j - 1:
-            _introsort(a, j + 1, depth)
-            a += j + 1
-            n -= j + 1
-        else:
-            _introsort(a + j + 1, n - j - 1, depth)
-            n = j + 1
-    _insertion_sort(a, n)
-
-
 cdef void sort_by_key(intp_t* a, intp_t n, const double* key, KeyIndex* scratch) noexcept nogil:
-    """Sort the indices a[0:n] by increasing key[a[k]] (not stable), O(n log n) worst case; scratch holds n pairs."""
-    cdef int depth = 0
-    cdef intp_t m = n, k
-    while m > 1:
-        depth += 2
-        m >>= 1
+    """Sort the indices a[0:n] by increasing key[a[k]], equal keys by increasing index (the shared introsort of
+    cyrank/_sort.pxd), O(n log n) worst case; scratch holds n records."""
+    cdef intp_t k
     for k in range(n):
         scratch[k].key = key[a[k]]
         scratch[k].index = a[k]
-    _introsort(scratch, n, depth)
+    introsort(scratch, n)
     for k in range(n):
         a[k] = scratch[k].index
 

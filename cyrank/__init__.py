@@ -9,6 +9,7 @@ import os as _os
 
 from . import _fork
 from ._queries import QueryGroups
+from ._result import SolveResult
 from ._validation import RankingDataWarning
 
 __version__ = "0.1.0"
@@ -35,4 +36,4 @@ def __dir__():
 if hasattr(_os, "register_at_fork"):  # POSIX only; Windows has no fork
     _os.register_at_fork(after_in_child=_fork.serial_after_fork)
 
-__all__ = ["DominationRank", "MLR", "QueryGroups", "RankSVM", "RankingDataWarning", "__version__"]
+__all__ = ["DominationRank", "MLR", "QueryGroups", "RankSVM", "RankingDataWarning", "SolveResult", "__version__"]

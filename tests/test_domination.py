@@ -203,7 +203,8 @@ def test_reference_optimum_is_the_formula_at_its_minimiser(binary):
     assert sol.objective == pytest.approx(at_w, rel=1e-8)
 
 
-@pytest.mark.parametrize("penalty, solver", [("l2", "cd"), ("l2", "newton"), ("l1", "cd"), ("elasticnet", "cd")])
+@pytest.mark.parametrize("penalty, solver", [("l2", "cd"), ("l2", "newton"), ("l1", "cd"), ("elasticnet", "cd"),
+                                             ("l1", "prox_newton"), ("elasticnet", "prox_newton")])
 @pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("offset", [False, True])
 @pytest.mark.parametrize("fmt", ["dense_c", "dense_f", "csr", "csc"])
@@ -266,8 +267,8 @@ def test_power_sums_on_one_large_query_equal_the_direct_sums():
 
 def test_anderson_extrapolation_changes_speed_not_the_optimum():
     X, y, qid, o = make_problem(seed=31, n=120, d=8, offset=True)
-    a = fit(X, y, qid, o, penalty="l1", alpha=0.5)
-    b = fit(X, y, qid, o, Options(anderson=False), penalty="l1", alpha=0.5)
+    a = fit(X, y, qid, o, penalty="l1", alpha=0.5, solver="cd")
+    b = fit(X, y, qid, o, Options(anderson=False), penalty="l1", alpha=0.5, solver="cd")
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-10)
     assert a.n_iter_ < b.n_iter_
 
@@ -306,7 +307,7 @@ def test_large_features_and_offsets_converge_to_reference():
     X[:, 1] *= 1e-3
     o = np.where(y >= 2, 50.0, 0.0)
     sol = ref.solve(X, y, qid, o, alpha=0.5)
-    for Xf, solver in itertools.product((X, sp.csc_matrix(X)), ("cd", "newton")):
+    for Xf, solver in itertools.product((X, sp.csc_matrix(X)), ("cd", "newton", "prox_newton")):
         est = fit(Xf, y, qid, o, alpha=0.5, max_iter=20000, solver=solver)
         assert est.converged_ and np.isfinite(est.coef_).all()
         assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
@@ -320,9 +321,11 @@ def test_margins_beyond_the_exponential_range_raise_in_cd_only():
     o = np.array([0.0, 1000.0, 1000.0])
     with pytest.raises(FloatingPointError, match="span more than"):
         DominationRank(solver="cd").fit(X, y, offset=o)
-    est = fit(X, y, None, o, alpha=0.1, solver="newton")
-    assert est.converged_ and est.coef_[1] > 0.1
-    assert est.objective_ == pytest.approx(ref.solve(X, y, None, o, alpha=0.1).objective, rel=1e-6)
+    for solver, penalty in (("newton", "l2"), ("prox_newton", "l2"), ("prox_newton", "l1")):
+        est = fit(X, y, None, o, alpha=0.1, solver=solver, penalty=penalty)
+        assert est.converged_ and est.coef_[1] > 0.1
+        sol = ref.solve(X, y, None, o, alpha=0.1, penalty=penalty)
+        assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -348,30 +351,31 @@ def test_popoviciu_needs_fewer_epochs_to_the_same_optimum():
     assert a.n_iter_ < b.n_iter_
 
 
-@pytest.mark.parametrize("solver", ["cd", "newton"])
-def test_max_iter_warns_and_reports_not_converged(solver):
+@pytest.mark.parametrize("solver, penalty", [("cd", "l2"), ("newton", "l2"), ("prox_newton", "l1")])
+def test_max_iter_warns_and_reports_not_converged(solver, penalty):
     X, y, qid, _ = make_problem(seed=18)
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
-        est = DominationRank(max_iter=2, tol=1e-12, solver=solver).fit(X, y, qid)
+        est = DominationRank(max_iter=2, tol=1e-12, solver=solver, penalty=penalty).fit(X, y, qid)
     assert est.n_iter_ == 2 and not est.converged_ and est.kkt_violation_ > 1e-12
 
 
-@pytest.mark.parametrize("solver", ["cd", "newton"])
-def test_warm_start_continues_from_coef(solver):
+@pytest.mark.parametrize("solver, penalty", [("cd", "l2"), ("newton", "l2"), ("prox_newton", "l1")])
+def test_warm_start_continues_from_coef(solver, penalty):
     X, y, qid, _ = make_problem(seed=19)
-    est = fit(X, y, qid, warm_start=True, solver=solver)
+    est = fit(X, y, qid, warm_start=True, solver=solver, penalty=penalty)
     first = est.n_iter_
     est.fit(X, y, qid)
     assert est.n_iter_ <= 1 < first and est.converged_
 
 
-@pytest.mark.parametrize("solver", ["cd", "newton"])
-def test_zero_column_and_constant_feature_get_zero_weight(solver):
+@pytest.mark.parametrize("solver, penalty", [("cd", "l2"), ("newton", "l2"), ("prox_newton", "l1"),
+                                             ("prox_newton", "elasticnet")])
+def test_zero_column_and_constant_feature_get_zero_weight(solver, penalty):
     X, y, qid, _ = make_problem(seed=20)
     X = np.c_[X, np.zeros(X.shape[0]), np.ones(X.shape[0])]
-    est = fit(X, y, qid, solver=solver)
+    est = fit(X, y, qid, solver=solver, penalty=penalty)
     assert est.coef_[-2] == 0.0 and abs(est.coef_[-1]) <= 1e-14
-    assert est.objective_ == pytest.approx(ref.solve(X, y, qid).objective, rel=1e-6)
+    assert est.objective_ == pytest.approx(ref.solve(X, y, qid, penalty=penalty).objective, rel=1e-6)
 
 
 def test_newton_objective_decreases_and_needs_few_iterations():
@@ -389,11 +393,11 @@ def test_newton_objective_decreases_and_needs_few_iterations():
 @pytest.mark.parametrize("params, solver", [
     ({}, "newton"),
     ({"penalty": "elasticnet", "l1_ratio": 0.0}, "newton"),
-    ({"penalty": "elasticnet", "l1_ratio": 0.3}, "cd"),
-    ({"penalty": "l1"}, "cd"),
-    ({"feature_induction": 2}, "cd"),
+    ({"penalty": "elasticnet", "l1_ratio": 0.3}, "prox_newton"),
+    ({"penalty": "l1"}, "prox_newton"),
+    ({"feature_induction": 2}, "prox_newton"),
 ])
-def test_auto_solver_is_newton_for_smooth_objectives(params, solver):
+def test_auto_solver_is_newton_for_smooth_objectives_else_prox_newton(params, solver):
     X, y, qid, o = make_problem(seed=32, offset=True)
     est = fit(X, y, qid, o, **params)
     assert est.solver_ == solver
@@ -407,11 +411,12 @@ def test_auto_solver_is_newton_for_smooth_objectives(params, solver):
 
 @pytest.mark.parametrize("step", [1, 3])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_feature_induction_reaches_the_plain_l1_optimum(step, sparse):
+@pytest.mark.parametrize("solver", ["cd", "prox_newton"])
+def test_feature_induction_reaches_the_plain_l1_optimum(step, sparse, solver):
     X, y, qid, o = make_problem(seed=21, n=80, d=12, density=0.5, offset=True)
     Xf = sp.csc_matrix(X) if sparse else X
-    plain = fit(Xf, y, qid, o, penalty="l1", alpha=4.0)
-    induced = fit(Xf, y, qid, o, penalty="l1", alpha=4.0, feature_induction=step)
+    plain = fit(Xf, y, qid, o, penalty="l1", alpha=4.0, solver="cd")
+    induced = fit(Xf, y, qid, o, penalty="l1", alpha=4.0, feature_induction=step, solver=solver)
     assert induced.converged_ and induced.kkt_violation_ <= TOL
     assert induced.objective_ == pytest.approx(plain.objective_, rel=1e-9)
     np.testing.assert_array_equal(induced.coef_ == 0, plain.coef_ == 0)
@@ -470,8 +475,9 @@ def test_predict_score_and_objective_method():
     assert est.score(X, y, qid) > ndcg_score(y, -X @ est.coef_, qid, k=10)
 
 
-@pytest.mark.parametrize("params", [{"penalty": "l1", "alpha": 1.0, "feature_induction": 2},   # cd
-                                    {"penalty": "l2", "alpha": 1.0}])                          # newton
+@pytest.mark.parametrize("params", [{"penalty": "l1", "alpha": 1.0, "feature_induction": 2, "solver": "cd"},
+                                    {"penalty": "l1", "alpha": 1.0},                     # prox_newton
+                                    {"penalty": "l2", "alpha": 1.0}])                    # newton
 def test_pickle_and_safe_save_load(tmp_path, params):
     X, y, qid, _ = make_problem(seed=26)
     est = fit(X, y, qid, **params)
@@ -553,7 +559,8 @@ EXPECTED_FAILED = {
 }
 
 
-@parametrize_with_checks([DominationRank(max_iter=200, tol=1e-4), DominationRank(solver="cd", max_iter=200, tol=1e-4)],
+@parametrize_with_checks([DominationRank(max_iter=200, tol=1e-4), DominationRank(solver="cd", max_iter=200, tol=1e-4),
+                          DominationRank(penalty="l1", max_iter=200, tol=1e-4)],
                          expected_failed_checks=lambda e: EXPECTED_FAILED)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():

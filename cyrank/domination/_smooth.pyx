@@ -37,6 +37,7 @@ from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_int
                               interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
                               sum_ordered)
 from cyrank._rows cimport block_axpy, block_dot
+from scipy.linalg.cython_blas cimport dgemm
 from cyrank._typedefs cimport floating, index_t, intp_t
 
 
@@ -239,3 +240,72 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
                 block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &h[0], &acc[c, 0])
     check_interrupt(&intr)
     sum_chunks(acc, out)
+
+
+def gram_hessian(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+                 intp_t n_features, State st, const intp_t[::1] cols, const intp_t[::1] pos, double[:, ::1] out):
+    """out = X_W' H X_W (|W| x |W|), the Hessian of the loss in the coefficients of the columns W = ``cols``, at
+    the point of the last fun_grad (X as in fun_grad). ``pos[r]`` = position of column r in ``cols``, -1 if absent.
+
+    Per query the W columns of its rows are gathered into a dense block Z (rows x |W|, column-major), H is applied
+    to each column (query_hess: O(rows) each) and Z'(HZ) is accumulated by BLAS dgemm: O(rows |W|^2) per query.
+    Queries run in parallel in the fixed partition of fun_grad; the chunk sums are added in chunk order.
+    """
+    cdef intp_t d = n_features, m = cols.shape[0], nq = st.n_queries, nt = st.n_threads
+    cdef intp_t q, p, p0, p1, i, c, k, r, tid, n_ch, rw, max_rows = 0
+    cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
+    cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U
+    cdef intp_t bounds[MAX_CHUNKS + 1]
+    cdef Interrupt intr
+    cdef const floating* X = &data[0] if data.shape[0] else NULL
+    cdef const index_t* ind_p = &indices[0] if indices.shape[0] else NULL
+    cdef const index_t* ptr_p = &indptr[0]
+    cdef double* Z
+    cdef double* HZ
+    cdef int mm = <int> m, nr, one_i = 1
+    cdef double one = 1.0
+    if out.shape[0] != m or out.shape[1] != m or pos.shape[0] != d:
+        raise ValueError("gram_hessian: wrong array sizes")
+    out[:, :] = 0.0
+    if nq == 0 or m == 0:
+        return
+    for q in range(nq):
+        max_rows = max(max_rows, lay_ptr[q_ptr[q + 1]] - lay_ptr[q_ptr[q]])
+    cdef const intp_t[::1] q_rows = st.q_rows
+    n_ch = chunk_count(nq, m * m, st.n_rows * m * m, nt)
+    balanced_chunks(&q_rows[0], nq, n_ch, bounds)
+    cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(m * m)))
+    cdef double[::1] flat = np.asarray(out).reshape(-1)
+    cdef double[:, ::1] work = np.zeros((max(1, nt), 2 * max_rows * m))
+    interrupt_init(&intr)
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        Z = &work[tid, 0]
+        HZ = Z + max_rows * m
+        for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            for q in range(bounds[c], bounds[c + 1]):
+                p0 = lay_ptr[q_ptr[q]]
+                p1 = lay_ptr[q_ptr[q + 1]]
+                nr = <int> (p1 - p0)
+                if not keep_going(&intr, tid, nr * m * m):
+                    break
+                for i in range(nr * m):
+                    Z[i] = 0.0
+                for i in range(nr):
+                    p = p0 + i
+                    if dense:
+                        for k in range(m):
+                            Z[k * nr + i] = X[p * d + cols[k]]
+                    else:
+                        for r in range(ptr_p[p], ptr_p[p + 1]):
+                            k = pos[ind_p[r]]
+                            if k >= 0:
+                                Z[k * nr + i] = X[r]
+                for k in range(m):
+                    # query_hess reads v[p] and writes h[p] for the query's rows p0:p1: shift the pointers
+                    query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0],
+                               Z + k * nr - p0, HZ + k * nr - p0, &V[0], &U[0])
+                dgemm("T", "N", &mm, &mm, &nr, &one, Z, &nr, HZ, &nr, &one, &acc[c, 0], &mm)
+    check_interrupt(&intr)
+    sum_chunks(acc, flat)

@@ -13,7 +13,12 @@ layer (section 3); ``binary=True`` keeps two layers, y > 0 and y <= 0.
 
 Solvers: "cd", coordinate descent on a quadratic upper bound of the loss plus the exact penalty (sections 2-5,
 cyrank/domination/_cd.pyx); "newton", trust-region Newton-CG (cyrank.optim.tron) on the smooth objective with
-exact gradients and Hessian-vector products in O(nnz + rows) (cyrank/domination/_smooth.pyx).
+exact gradients and Hessian-vector products in O(nnz + rows) (cyrank/domination/_smooth.pyx); "prox_newton",
+proximal Newton for the l1 and elastic-net penalties (Yuan, Ho & Lin, "An Improved GLMNET for L1-regularized
+Logistic Regression", JMLR 2012): at w, the quadratic model of the smooth part on a working set W of features
+(the non-zero ones and the worst KKT violators), with its exact Hessian X_W' H X_W (_smooth.gram_hessian), plus the
+l1 term is minimised by coordinate descent with Newton steps on its support (cyrank/optim/_quadratic_l1.pyx) and the step is scaled by an Armijo
+line search on the true objective; KKT is checked on every feature at every iteration (the gradient is full).
 """
 from dataclasses import dataclass
 
@@ -26,12 +31,16 @@ from .._result import SolveResult
 from .._threads import one_blas_thread, openmp_threads
 from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_random_state,
                            check_ranking_data, check_row_weights, check_verbose, max_abs, warn_if_no_pairs)
+from ..optim._quadratic_l1 import minimise_quadratic_l1
 from ..optim.smooth import SmoothProblem
-from ..optim.tron import tron
+from ..optim.tron import NOISE_REL, tron
 from . import _cd, _smooth
 
 PENALTIES = ("l2", "l1", "elasticnet")
-SOLVERS = ("auto", "cd", "newton")
+SOLVERS = ("auto", "cd", "newton", "prox_newton")
+# proximal Newton: Armijo constant of the line search and its largest number of halvings (Yuan, Ho & Lin 2012)
+ARMIJO, MAX_HALVINGS = 0.01, 40
+RIDGE = 1e-10  # relative ridge of the proximal Newton model (see _solve_prox_newton)
 HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_SQ}
 
 
@@ -205,13 +214,16 @@ def penalty_weights(penalty, alpha, l1_ratio):
 
 
 def choose_solver(solver, lam1, feature_induction):
-    """The solver to run: "newton" needs a smooth objective (lam1 = 0) and no feature induction."""
+    """The solver to run. "auto": "newton" for a smooth objective (lam1 = 0) without feature induction, else
+    "prox_newton"; "newton" needs a smooth objective and no feature induction."""
     check_option("solver", solver, SOLVERS)
     smooth = lam1 == 0 and feature_induction is None
     if solver == "newton" and not smooth:
         raise ValueError("solver='newton' needs a smooth objective (penalty='l2', or 'elasticnet' with "
-                         "l1_ratio=0) and feature_induction=None; use solver='cd'")
-    return "newton" if solver == "newton" or (solver == "auto" and smooth) else "cd"
+                         "l1_ratio=0) and feature_induction=None; use solver='prox_newton' or 'cd'")
+    if solver == "auto":
+        return "newton" if smooth else "prox_newton"
+    return solver
 
 
 def check_params(*, penalty, alpha, l1_ratio, binary, group_by_query, feature_induction, neg_sample, solver,
@@ -256,10 +268,17 @@ def solve(X, y, qid=None, offset=None, *, penalty="l2", alpha=1.0, l1_ratio=0.5,
         feature_induction=feature_induction, neg_sample=neg_sample, solver=solver, hessian_bound=hessian_bound,
         max_iter=max_iter, tol=tol, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
     max_iter, tol, n_jobs, verbose = int(max_iter), float(tol), check_n_jobs(n_jobs), check_verbose(verbose)
-    options = options or Options()
     X, y, qid, offset = _check_data(X, y, qid, offset)
     layout, mask = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query, neg_sample=neg_sample,
                            random_state=random_state)
+    return _run(X, layout, lam1, lam2, solver, coef0, tol=tol, max_iter=max_iter, feature_induction=feature_induction,
+                hessian_bound=hessian_bound, n_jobs=n_jobs, verbose=verbose, options=options or Options(),
+                sample_mask=mask if neg_sample is not None else None)
+
+
+def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_induction, hessian_bound, n_jobs, verbose,
+         options, sample_mask=None):
+    """One solve on validated data and its layout: the SolveResult of :func:`solve`."""
     d = X.shape[1]
     w = np.zeros(d)
     if coef0 is not None:
@@ -270,19 +289,27 @@ def solve(X, y, qid=None, offset=None, *, penalty="l2", alpha=1.0, l1_ratio=0.5,
     with openmp_threads(n_jobs):
         if solver == "newton":
             out = _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options)
+        elif solver == "prox_newton":
+            out = _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options)
         else:
             out = _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessian_bound, verbose,
                             options)
-    objective, hist_obj, hist_nnz, violation, n_iter, n_cg, converged = out
-    message = "" if converged else (
-        f"DominationRank stopped after max_iter={max_iter} {'sweeps' if solver == 'cd' else 'Newton iterations'} "
-        f"with KKT violation {violation:.3g} > tol={tol:g}; increase max_iter or tol")
+    objective, hist_obj, hist_nnz, violation, n_iter, n_cg, converged, stalled = out
+    if converged:
+        message = ""
+    elif stalled:
+        message = (f"DominationRank ({solver}) stopped after {n_iter} Newton iterations with KKT violation "
+                   f"{violation:.3g} > tol={tol:g}: no step decreases the objective in floating point any more; "
+                   "the solution is as accurate as the arithmetic allows")
+    else:
+        message = (f"DominationRank ({solver}) stopped after max_iter={max_iter} "
+                   f"{'sweeps' if solver == 'cd' else 'Newton iterations'} "
+                   f"with KKT violation {violation:.3g} > tol={tol:g}; increase max_iter or tol")
     return SolveResult(
         coef=w, objective=float(objective), kkt_violation=float(violation), n_iter=int(n_iter), n_cg_iter=int(n_cg),
         converged=bool(converged), solver=solver,
         history={"objective": np.asarray(hist_obj, dtype=np.float64), "n_nonzero": np.asarray(hist_nnz, np.int64)},
-        sample_mask=mask if neg_sample is not None else None, n_features_in=d, optimality_name="kkt_violation",
-        message=message)
+        sample_mask=sample_mask, n_features_in=d, optimality_name="kkt_violation", message=message)
 
 
 def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessian_bound, verbose, options):
@@ -299,7 +326,7 @@ def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessia
     if underflow:
         raise FloatingPointError(_cd.UNDERFLOW_MESSAGE)
     loss, pen = _cd.objective(data, indices, indptr, dense, layout, w, lam1, lam2)
-    return loss + pen, hist_obj[:n_iter], hist_nnz[:n_iter], viol / scale, n_iter, 0, converged
+    return loss + pen, hist_obj[:n_iter], hist_nnz[:n_iter], viol / scale, n_iter, 0, converged, False
 
 
 def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options):
@@ -321,14 +348,132 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options):
             # w): w = 0 is the optimum with an l2 penalty, and any w is one without
             if lam2 > 0:
                 w[:] = 0.0
-            return problem.fun(w), [], [], 0.0, 0, 0, True
+            return problem.fun(w), [], [], 0.0, 0, 0, True, False
         res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=scale,
                    callback=lambda x: nnz.append(np.count_nonzero(x)), verbose=verbose, name="DominationRank")
         w[:] = res.x
         objective = problem.fun(w)  # exact float64 objective and gradient at the returned point
         excess = np.maximum(np.abs(problem.grad(w)) - noise, 0.0)  # beyond the gradient's rounding error
         violation = float(np.max(excess, initial=0.0)) / scale
-    return objective, res.history["fun"][1:], nnz, violation, res.n_iter, res.n_cg, res.converged
+    stalled = not res.converged and res.n_iter < max_iter
+    return objective, res.history["fun"][1:], nnz, violation, res.n_iter, res.n_cg, res.converged, stalled
+
+
+def _kkt_excess(G, w, lam1, noise):
+    """Per feature: dist(-G_r, lam1 * subdifferential of |w_r|) beyond the gradient's rounding error ``noise``."""
+    dist = np.where(w > 0, np.abs(G + lam1), np.where(w < 0, np.abs(G - lam1), np.maximum(np.abs(G) - lam1, 0.0)))
+    return np.maximum(dist - noise, 0.0)
+
+
+def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options):
+    """Proximal Newton with working sets (module docstring) in place on w.
+
+    Each iteration: the full gradient G (one pass of _smooth.fun_grad); stop when max_r KKT_r / scale <= tol
+    (scale = max_r |dL/dw_r| at 0, the measure of CD and Newton); else the working set W = the non-zero features
+    plus the zero ones with the largest KKT violations (as many as there are non-zeros, at least 10; with
+    ``feature_induction`` = a, at most a per iteration, as Alg. 7 adds a features per round); the direction d on
+    W minimises G_W'd + d'(X_W'HX_W + 2 lam2 I)d/2 + lam1 ||w_W + d||_1 to a KKT violation of min(0.1,
+    sqrt(violation)) times the current one (cyrank/optim/_quadratic_l1.pyx); w += t d with t = 1, 1/2, ... the first step satisfying
+    F(w + t d) <= F(w) + ARMIJO t (G_W'd + lam1 (||w_W + d||_1 - ||w_W||_1)).
+    Returns what _solve_cd and _solve_newton return; the "inner iterations" are the sweeps of the inner CD.
+    """
+    d = X.shape[1]
+    rows = _rows_of(X, layout.rows, options)
+    problem = _NewtonProblem(rows, layout, lam2, d, options.parallel_min_rows)
+    hist_obj, hist_nnz = [], []
+    n_inner, n_iter, converged, stalled = 0, 0, False, False
+    with one_blas_thread():
+        zero = np.zeros(d)
+        problem.fun(zero)
+        scale = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
+        noise = _gradient_rounding(X, layout, scale)
+        if scale <= noise:  # the loss does not depend on w (see _solve_newton): w = 0 is an optimum
+            w[:] = 0.0
+            return problem.fun(w), [], [], 0.0, 0, 0, True, False
+        f = problem.fun(w) + lam1 * float(np.abs(w).sum())
+        G = problem.grad(w)
+        pos = np.full(d, -1, dtype=np.int64)
+        while True:
+            excess = _kkt_excess(G, w, lam1, noise)
+            violation = float(np.max(excess, initial=0.0)) / scale
+            if violation <= tol:
+                converged = True
+                break
+            if n_iter >= max_iter:
+                break
+            n_iter += 1
+            nonzero = np.flatnonzero(w)
+            zero_viol = np.where(w == 0, excess, 0.0)
+            k = max(10, nonzero.size) if feature_induction is None else int(feature_induction)
+            candidates = np.flatnonzero(zero_viol > 0)
+            if candidates.size > k:
+                candidates = candidates[np.argsort(-zero_viol[candidates], kind="stable")[:k]]
+            ws = np.sort(np.concatenate([nonzero, candidates])).astype(np.int64)
+            pos[ws] = np.arange(ws.size)
+            H = np.empty((ws.size, ws.size))
+            _smooth.gram_hessian(*rows, d, problem.state.smooth, ws, pos, H)
+            pos[ws] = -1
+            # symmetric, and positive definite: the loss is flat along per-query constant scores, so H is singular
+            # (computed slightly indefinite) whenever a feature is constant within queries; a relative ridge of
+            # RIDGE (newGLMNET's nu) keeps the model bounded and changes nothing else measurably
+            H = 0.5 * (H + H.T)
+            H[np.diag_indices_from(H)] += 2.0 * lam2 + RIDGE * max(float(np.max(np.diag(H), initial=0.0)), 1e-300)
+            g_ws, w_ws = np.ascontiguousarray(G[ws]), np.ascontiguousarray(w[ws])
+            # forcing term min(0.1, sqrt(violation)): the inner accuracy tightens as w converges (superlinear)
+            step, sweeps, _ = minimise_quadratic_l1(H, g_ws, w_ws, lam1,
+                                                    min(0.1, np.sqrt(violation)) * violation * scale)
+            n_inner += sweeps
+            l1_now = float(np.abs(w_ws).sum())
+            decrease = float(g_ws @ step) + lam1 * (float(np.abs(w_ws + step).sum()) - l1_now)
+            if not decrease < 0.0:  # no descent left at this precision
+                n_iter -= 1
+                stalled = True
+                break
+            t, accepted, G_trial = 1.0, False, None
+            for _ in range(MAX_HALVINGS):
+                trial = w.copy()
+                trial[ws] += t * step
+                l1_trial = lam1 * float(np.abs(trial).sum())
+                f_trial = problem.fun(trial) + l1_trial
+                if -t * decrease >= NOISE_REL * abs(f):
+                    accepted = f_trial <= f + ARMIJO * t * decrease
+                else:
+                    # the decrease is below the rounding error of f: measure the smooth part's change by the
+                    # trapezoid rule on gradients, exact for a quadratic (as TRON does)
+                    # (the smooth and l1 changes of each coordinate are paired before summing: each is far larger
+                    # than their sum here, and the l1 norms of w and the trial agree to rounding)
+                    G_trial = problem.grad(trial)
+                    change = float(np.sum(0.5 * (G[ws] + G_trial[ws]) * (trial[ws] - w[ws])
+                                          + lam1 * (np.abs(trial[ws]) - np.abs(w[ws]))))
+                    accepted = change <= ARMIJO * t * decrease
+                    if not accepted:
+                        # both sides at the rounding level of the gradients: accept a step that lowers the
+                        # optimality measure itself
+                        accepted = (np.max(_kkt_excess(G_trial, trial, lam1, noise), initial=0.0)
+                                    < np.max(_kkt_excess(G, w, lam1, noise), initial=0.0))
+                    if not accepted:
+                        problem.fun(w)
+                        problem.grad(w)  # back to the Hessian state of w
+                        G_trial = None
+                if accepted:
+                    break
+                t *= 0.5
+            if not accepted:  # no decrease at this precision: the iteration did not happen
+                n_iter -= 1
+                stalled = True
+                break
+            w[:] = trial
+            f = f_trial
+            G = G_trial if G_trial is not None else problem.grad(w)
+            hist_obj.append(f)
+            hist_nnz.append(int(np.count_nonzero(w)))
+            if verbose:
+                print(f"DominationRank prox_newton iter {n_iter:4d}: f {f:.12g}  KKT {violation:.3e}  "
+                      f"working set {ws.size}  inner sweeps {sweeps}  step {t:g}")
+        excess = _kkt_excess(G, w, lam1, noise)
+        violation = float(np.max(excess, initial=0.0)) / scale
+        converged = violation <= tol
+    return f, hist_obj, hist_nnz, violation, n_iter, n_inner, converged, stalled and not converged
 
 
 def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,
@@ -345,3 +490,84 @@ def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_
         raise ValueError(f"coef has shape {coef.shape}; expected ({X.shape[1]},)")
     loss, pen = _cd.objective(data, indices, indptr, dense, layout, coef, lam1, lam2)
     return float(loss + pen)
+
+
+# ------------------------------------------------------------------------------------------ regularisation path
+class PathResult:
+    """A regularisation path: for each alpha (decreasing) the coefficients (column j of the sparse
+    ``coefs``, n_features x n_alphas), objective, KKT violation, iterations, convergence and solver message."""
+
+    def __init__(self, alphas, coefs, objectives, kkt_violations, n_iters, converged, messages, alpha_max):
+        self.alphas, self.coefs, self.objectives = alphas, coefs, objectives
+        self.kkt_violations, self.n_iters, self.converged, self.messages = kkt_violations, n_iters, converged, messages
+        self.alpha_max = alpha_max
+
+    def __repr__(self):
+        return (f"PathResult({self.alphas.size} alphas from {self.alphas[0]:.4g} to {self.alphas[-1]:.4g}, "
+                f"{int(np.sum(self.converged))} converged, non-zeros {np.diff(self.coefs.indptr).tolist()})")
+
+
+def _alpha_max(X, layout, penalty, l1_ratio, options):
+    """The smallest alpha at which w = 0 is optimal: at w = 0 the loss gradient is g0 = X'dL/du and w = 0 is optimal
+    iff max_r |g0_r| <= lam1 (the l2 term has no gradient at 0), lam1 = alpha ("l1") or alpha l1_ratio
+    ("elasticnet"). A gradient below its rounding error counts as 0 (alpha_max = 0)."""
+    d = X.shape[1]
+    problem = _NewtonProblem(_rows_of(X, layout.rows, options), layout, 0.0, d, options.parallel_min_rows)
+    with one_blas_thread():
+        zero = np.zeros(d)
+        problem.fun(zero)
+        top = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
+    if top <= _gradient_rounding(X, layout, top):
+        return 0.0
+    if penalty == "l1":
+        return top
+    if l1_ratio <= 0:
+        raise ValueError("the path needs alphas=... for l1_ratio=0 (no finite alpha makes w = 0 optimal)")
+    return top / l1_ratio
+
+
+def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5,
+         binary=False, group_by_query=True, solver="auto", feature_induction=None, max_iter=1000, tol=1e-6,
+         n_jobs=None, verbose=0, options=None):
+    """The regularisation path of the domination-loss objective: one solve per alpha, decreasing, each started
+    from the previous solution (warm start), on data validated and laid out once.
+
+    ``alphas`` default: ``n_alphas`` values from alpha_max down to ``eps`` * alpha_max, geometrically spaced, where
+    alpha_max is the smallest alpha with w = 0 optimal, computed exactly from the gradient at 0 (penalty "l1" or
+    "elasticnet" with l1_ratio > 0; pass ``alphas`` for "l2"). The other parameters are those of :func:`solve`.
+    Returns a :class:`PathResult`; the solver's messages are kept per alpha (nothing is warned here).
+    """
+    check_option("penalty", penalty, PENALTIES)
+    n_alphas = check_param("n_alphas", n_alphas, low=1, integer=True)
+    eps = check_param("eps", eps, low=0.0, high=1.0, low_open=True, high_open=True)
+    X, y, qid, offset = _check_data(X, y, qid, offset)
+    layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
+    options = options or Options()
+    alpha_max = None
+    if alphas is None:
+        if penalty == "l2":
+            raise ValueError("penalty='l2' never gives w = 0: pass alphas=...")
+        alpha_max = _alpha_max(X, layout, penalty, check_param("l1_ratio", l1_ratio, low=0.0, high=1.0), options)
+        alphas = alpha_max * np.geomspace(1.0, eps, n_alphas) if alpha_max > 0 else np.zeros(1)
+    alphas = np.sort(np.asarray(alphas, dtype=np.float64).ravel())[::-1]
+    if alphas.size == 0 or not np.all(np.isfinite(alphas)) or alphas[-1] < 0:
+        raise ValueError("alphas must be a non-empty sequence of finite numbers >= 0")
+    coefs, objectives, kkt, n_iters, converged, messages = [], [], [], [], [], []
+    coef = None
+    for alpha in alphas:
+        lam1, lam2, chosen = check_params(
+            penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, binary=binary, group_by_query=group_by_query,
+            feature_induction=feature_induction, neg_sample=None, solver=solver, hessian_bound="popoviciu",
+            max_iter=max_iter, tol=tol, random_state=None, n_jobs=n_jobs, verbose=verbose)
+        res = _run(X, layout, lam1, lam2, chosen, coef, tol=float(tol), max_iter=int(max_iter),
+                   feature_induction=feature_induction, hessian_bound="popoviciu", n_jobs=check_n_jobs(n_jobs),
+                   verbose=check_verbose(verbose), options=options)
+        coef = res.coef
+        coefs.append(sp.csc_matrix(coef.reshape(-1, 1)))
+        objectives.append(res.objective)
+        kkt.append(res.kkt_violation)
+        n_iters.append(res.n_iter)
+        converged.append(res.converged)
+        messages.append(res.message)
+    return PathResult(alphas, sp.hstack(coefs, format="csc"), np.array(objectives), np.array(kkt),
+                      np.array(n_iters, dtype=np.int64), np.array(converged, dtype=bool), messages, alpha_max)

@@ -18,7 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from conftest import graded_problem
 from cyrank import RankingDataWarning
-from cyrank.domination import DominationRank, Options, _cd, solve
+from cyrank.domination import DominationRank, Options, _cd, _smooth, path, solve
 from cyrank.domination.solver import _columns, _layout, _NewtonProblem, _rows_of
 from cyrank.io import load_model, save_model
 from cyrank.metrics import ndcg_score
@@ -204,7 +204,8 @@ def test_reference_optimum_is_the_formula_at_its_minimiser(binary):
 
 
 @pytest.mark.parametrize("penalty, solver", [("l2", "cd"), ("l2", "newton"), ("l1", "cd"), ("elasticnet", "cd"),
-                                             ("l1", "prox_newton"), ("elasticnet", "prox_newton")])
+                                             ("l1", "prox_newton"), ("elasticnet", "prox_newton"),
+                                             ("l2", "lbfgs"), ("l2", "auto")])
 @pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("offset", [False, True])
 @pytest.mark.parametrize("fmt", ["dense_c", "dense_f", "csr", "csc"])
@@ -220,7 +221,8 @@ def test_optimum_matches_reference(penalty, solver, binary, offset, fmt, dtype):
     est = fit(Xf, y, qid, o, options, penalty=penalty, alpha=ALPHA[penalty], l1_ratio=0.4, binary=binary,
               solver=solver)
     sol = reference_optimum(penalty, binary, offset, dtype, ALPHA[penalty])
-    assert est.solver_ == solver and est.converged_ and est.kkt_violation_ <= TOL
+    assert est.solver_ in ((solver,) if solver != "auto" else ("lbfgs", "lbfgs+newton"))
+    assert est.converged_ and est.kkt_violation_ <= TOL
     assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
     assert est.objective_ >= sol.objective - 1e-7 * abs(sol.objective)  # the reference is the minimum
     assert est.coef_.dtype == np.float64 and est.coef_.shape == (X.shape[1],)
@@ -351,7 +353,7 @@ def test_popoviciu_needs_fewer_epochs_to_the_same_optimum():
     assert a.n_iter_ < b.n_iter_
 
 
-@pytest.mark.parametrize("solver, penalty", [("cd", "l2"), ("newton", "l2"), ("prox_newton", "l1")])
+@pytest.mark.parametrize("solver, penalty", [("cd", "l2"), ("newton", "l2"), ("prox_newton", "l1"), ("lbfgs", "l2")])
 def test_max_iter_warns_and_reports_not_converged(solver, penalty):
     X, y, qid, _ = make_problem(seed=18)
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
@@ -391,16 +393,16 @@ def test_newton_objective_decreases_and_needs_few_iterations():
 
 
 @pytest.mark.parametrize("params, solver", [
-    ({}, "newton"),
-    ({"penalty": "elasticnet", "l1_ratio": 0.0}, "newton"),
+    ({}, "lbfgs"),
+    ({"penalty": "elasticnet", "l1_ratio": 0.0}, "lbfgs"),
     ({"penalty": "elasticnet", "l1_ratio": 0.3}, "prox_newton"),
     ({"penalty": "l1"}, "prox_newton"),
     ({"feature_induction": 2}, "prox_newton"),
 ])
-def test_auto_solver_is_newton_for_smooth_objectives_else_prox_newton(params, solver):
+def test_auto_solver_is_lbfgs_then_newton_for_smooth_objectives_else_prox_newton(params, solver):
     X, y, qid, o = make_problem(seed=32, offset=True)
     est = fit(X, y, qid, o, **params)
-    assert est.solver_ == solver
+    assert est.solver_ in ((solver, "lbfgs+newton") if solver == "lbfgs" else (solver,))
     sol = ref.solve(X, y, qid, o, penalty=est.penalty, alpha=est.alpha, l1_ratio=est.l1_ratio)
     assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
 
@@ -504,7 +506,8 @@ def test_pickle_and_safe_save_load(tmp_path, params):
     ({"max_iter": 0}, ValueError, "max_iter"),
     ({"tol": 0.0}, ValueError, "tol"),
     ({"hessian_bound": "exact"}, ValueError, "hessian_bound"),
-    ({"solver": "lbfgs"}, ValueError, "solver"),
+    ({"solver": "bfgs"}, ValueError, "solver"),
+    ({"solver": "lbfgs", "penalty": "l1"}, ValueError, "smooth"),
     ({"solver": "newton", "penalty": "l1"}, ValueError, "smooth"),
     ({"solver": "newton", "penalty": "elasticnet"}, ValueError, "smooth"),
     ({"solver": "newton", "feature_induction": 2}, ValueError, "feature_induction"),
@@ -572,3 +575,90 @@ def test_sklearn_compatible(estimator, check):
 def test_clone_keeps_parameters():
     est = DominationRank(penalty="l1", alpha=2.0, feature_induction=3, neg_sample=0.5, random_state=4)
     assert clone(est).get_params() == est.get_params()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Proximal Newton (issue 11): its Hessian block, every layering, and the regularisation path
+# ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("threads", [False, True])
+def test_gram_hessian_is_the_hessian_restricted_to_the_working_set(fmt, dtype, threads):
+    """X_W'HX_W from _smooth.gram_hessian against the columns of the full Hessian from hess_vec."""
+    X, y, qid, o = make_problem(seed=43, n=90, d=9, n_queries=5, levels=4, density=0.5, offset=True)
+    y[:15] = 1.0  # ties
+    X = X.astype(dtype)
+    layout, _ = _layout(y, qid, o, binary=False, group_by_query=True)
+    rows = _rows_of(X if fmt == "dense" else sp.csr_matrix(X), layout.rows, Options(densify_share=2.0))
+    problem = _NewtonProblem(rows, layout, 0.0, 9, parallel_min_rows=0 if threads else -1)
+    w = np.random.default_rng(44).normal(size=9)
+    problem.fun(w)
+    problem.grad(w)
+    full = np.column_stack([problem.hess_vec(e) for e in np.eye(9)])
+    for cols in ([0], [8, 3, 5], list(range(9))):
+        cols = np.array(cols, dtype=np.int64)
+        pos = np.full(9, -1, dtype=np.int64)
+        pos[cols] = np.arange(cols.size)
+        out = np.empty((cols.size, cols.size))
+        _smooth.gram_hessian(*rows, 9, problem.state.smooth, cols, pos, out)
+        np.testing.assert_allclose(out, full[np.ix_(cols, cols)], rtol=1e-11, atol=1e-11 * np.abs(full).max())
+
+
+@pytest.mark.parametrize("l1_ratio", [0.1, 0.9])
+@pytest.mark.parametrize("binary, group_by_query", [(False, True), (True, True), (False, False)])
+@pytest.mark.parametrize("fmt", ["dense", "csr32"])
+def test_prox_newton_elastic_net_matches_reference(l1_ratio, binary, group_by_query, fmt):
+    X, y, qid, o = make_problem(seed=45, density=0.6, offset=True)
+    Xf = sp.csr_matrix(X.astype(np.float32)) if fmt == "csr32" else X
+    est = fit(Xf, y, qid, o, penalty="elasticnet", alpha=1.5, l1_ratio=l1_ratio, binary=binary,
+              group_by_query=group_by_query)
+    assert est.solver_ == "prox_newton" and est.converged_ and est.kkt_violation_ <= TOL
+    Xr = X.astype(np.float32).astype(np.float64) if fmt == "csr32" else X
+    sol = ref.solve(Xr, y, qid if group_by_query else None, o, penalty="elasticnet", alpha=1.5, l1_ratio=l1_ratio,
+                    binary=binary)
+    assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
+    assert est.objective_ >= sol.objective - 1e-7 * abs(sol.objective)
+
+
+def test_prox_newton_on_collinear_and_query_constant_features():
+    """A duplicated column and a column constant within each query make the working-set Hessian singular; the
+    solver still reaches the reference optimum (its model carries a tiny ridge)."""
+    X, y, qid, o = make_problem(seed=46, offset=True)
+    const = np.array([{q: i for i, q in enumerate(np.unique(qid))}[q] for q in qid], dtype=float)
+    X = np.c_[X, X[:, 0], const]
+    est = fit(X, y, qid, o, penalty="l1", alpha=0.3)
+    assert est.solver_ == "prox_newton" and est.converged_
+    assert est.objective_ == pytest.approx(ref.solve(X, y, qid, o, penalty="l1", alpha=0.3).objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("penalty, l1_ratio", [("l1", 0.5), ("elasticnet", 0.3)])
+def test_path_starts_at_the_exact_alpha_max(penalty, l1_ratio):
+    X, y, qid, o = make_problem(seed=47, d=8, offset=True)
+    p = path(X, y, qid, o, penalty=penalty, l1_ratio=l1_ratio, n_alphas=6, eps=1e-2, tol=TOL)
+    assert p.alphas[0] == p.alpha_max and p.coefs[:, 0].nnz == 0 and p.kkt_violations[0] == 0.0
+    assert np.all(np.diff(p.alphas) < 0) and p.converged.all() and np.all(p.kkt_violations <= TOL)
+    below = solve(X, y, qid, o, penalty=penalty, l1_ratio=l1_ratio, alpha=0.99 * p.alpha_max, tol=TOL)
+    assert np.count_nonzero(below.coef) > 0  # any smaller alpha moves away from 0
+    # every point of the path is the optimum of its alpha (cold solve and cvxpy)
+    for j in (1, 5):
+        cold = solve(X, y, qid, o, penalty=penalty, l1_ratio=l1_ratio, alpha=p.alphas[j], tol=TOL)
+        assert p.objectives[j] == pytest.approx(cold.objective, rel=1e-9)
+        sol = ref.solve(X, y, qid, o, penalty=penalty, l1_ratio=l1_ratio, alpha=p.alphas[j])
+        assert p.objectives[j] == pytest.approx(sol.objective, rel=1e-6)
+    assert np.all(np.diff(np.diff(p.coefs.indptr)) >= -1)  # supports grow (almost) monotonically
+
+
+def test_path_with_given_alphas_and_the_estimator_warm_start_agree():
+    X, y, qid, o = make_problem(seed=48, d=6, offset=True)
+    alphas = [3.0, 1.0, 0.3]
+    p = path(X, y, qid, o, alphas=alphas, penalty="l2", tol=TOL)
+    est = DominationRank(penalty="l2", warm_start=True, tol=TOL)
+    for j, alpha in enumerate(p.alphas):
+        est.set_params(alpha=alpha).fit(X, y, qid, o)
+        assert est.objective_ == pytest.approx(p.objectives[j], rel=1e-9)
+        np.testing.assert_allclose(est.coef_, p.coefs[:, j].toarray().ravel(), rtol=1e-6, atol=1e-8)
+    with pytest.raises(ValueError, match="alphas="):
+        path(X, y, qid, o, penalty="l2")
+    with pytest.raises(ValueError, match="alphas"):
+        path(X, y, qid, o, alphas=[1.0, -1.0])

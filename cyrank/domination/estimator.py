@@ -51,15 +51,18 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         Keep ceil(neg_sample * n_0) of the n_0 lowest-layer rows of every query (the "Sampled" variant,
         section 8.2), chosen with ``random_state``. The objective minimised and reported is then the objective
         above on the kept rows (``sample_mask_``).
-    solver : {"auto", "cd", "newton"}, default="auto"
-        "cd": coordinate descent (every penalty). "newton": trust-region Newton-CG, for a smooth objective only
-        (penalty "l2", or "elasticnet" with l1_ratio = 0; no feature induction). "auto": "newton" when it
-        applies, otherwise "cd". "cd" keeps per-query shifted exponentials and raises FloatingPointError when
-        the margins inside one query span more than about 640; "newton" works in the log domain, no limit.
+    solver : {"auto", "cd", "newton", "lbfgs", "prox_newton"}, default="auto"
+        "cd": coordinate descent (every penalty; the thesis's method). "prox_newton": proximal Newton with working
+        sets (every penalty; Yuan, Ho & Lin 2012). "newton": trust-region Newton-CG; "lbfgs": scipy's L-BFGS-B on
+        the fused Cython loss and gradient; both for a smooth objective only (penalty "l2", or "elasticnet" with
+        l1_ratio = 0; no feature induction). "auto": for a smooth objective, L-BFGS-B for at most 30 iterations
+        and then Newton from its point if it has not converged ("lbfgs" or "lbfgs+newton" in ``solver_``);
+        otherwise "prox_newton". "cd" keeps per-query shifted exponentials and raises FloatingPointError when the
+        margins inside one query span more than about 640; the others work in the log domain, no limit.
     hessian_bound : {"popoviciu", "max_sq"}, default="popoviciu"
         Curvature of the coordinate steps (solver "cd" only).
     max_iter : int >= 1, default=1000
-        Maximum number of sweeps (epochs) over the active features ("cd") or of Newton iterations ("newton").
+        Maximum number of sweeps (epochs) over the active features ("cd") or of iterations (the other solvers).
     tol : float > 0, default=1e-6
         Stop when ``kkt_violation_`` <= tol.
     warm_start : bool, default=False
@@ -76,11 +79,12 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     ----------
     coef_ : ndarray of shape (n_features,)
     solver_ : str
-        The solver used, "cd" or "newton".
+        The solver used: "cd", "newton", "lbfgs", "lbfgs+newton" or "prox_newton".
     n_iter_ : int
         Sweeps over the active features ("cd") or Newton iterations ("newton").
     n_cg_iter_ : int
-        Conjugate-gradient steps (Hessian-vector products) of all Newton iterations; 0 for "cd".
+        Inner iterations: conjugate-gradient steps (Hessian-vector products) of "newton", function evaluations of
+        "lbfgs", coordinate sweeps of the quadratic models of "prox_newton"; 0 for "cd".
     objective_ : float
         Final objective, recomputed from ``coef_`` in float64.
     history_ : dict

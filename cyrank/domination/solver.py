@@ -37,7 +37,9 @@ from ..optim.tron import NOISE_REL, tron
 from . import _cd, _smooth
 
 PENALTIES = ("l2", "l1", "elasticnet")
-SOLVERS = ("auto", "cd", "newton", "prox_newton")
+SOLVERS = ("auto", "cd", "newton", "lbfgs", "prox_newton")
+# solver="auto" on a smooth objective: L-BFGS-B for at most this many iterations, then Newton from its point
+AUTO_LBFGS_ITERATIONS = 30
 # proximal Newton: Armijo constant of the line search and its largest number of halvings (Yuan, Ho & Lin 2012)
 ARMIJO, MAX_HALVINGS = 0.01, 40
 RIDGE = 1e-10  # relative ridge of the proximal Newton model (see _solve_prox_newton)
@@ -214,15 +216,17 @@ def penalty_weights(penalty, alpha, l1_ratio):
 
 
 def choose_solver(solver, lam1, feature_induction):
-    """The solver to run. "auto": "newton" for a smooth objective (lam1 = 0) without feature induction, else
-    "prox_newton"; "newton" needs a smooth objective and no feature induction."""
+    """The solver to run. "auto": "lbfgs+newton" for a smooth objective (lam1 = 0) without feature induction (L-BFGS-B
+    for at most AUTO_LBFGS_ITERATIONS iterations, then Newton from where it stopped: a well-conditioned problem is
+    solved by the cheap quasi-Newton steps alone, an ill-conditioned one gets Newton's fast local convergence), else
+    "prox_newton". "newton" and "lbfgs" need a smooth objective and no feature induction."""
     check_option("solver", solver, SOLVERS)
     smooth = lam1 == 0 and feature_induction is None
-    if solver == "newton" and not smooth:
-        raise ValueError("solver='newton' needs a smooth objective (penalty='l2', or 'elasticnet' with "
+    if solver in ("newton", "lbfgs") and not smooth:
+        raise ValueError(f"solver={solver!r} needs a smooth objective (penalty='l2', or 'elasticnet' with "
                          "l1_ratio=0) and feature_induction=None; use solver='prox_newton' or 'cd'")
     if solver == "auto":
-        return "newton" if smooth else "prox_newton"
+        return "lbfgs+newton" if smooth else "prox_newton"
     return solver
 
 
@@ -289,6 +293,17 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
     with openmp_threads(n_jobs):
         if solver == "newton":
             out = _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options)
+        elif solver == "lbfgs":
+            out = _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options)
+        elif solver == "lbfgs+newton":
+            out = _solve_lbfgs(X, layout, w, lam2, tol, min(max_iter, AUTO_LBFGS_ITERATIONS), verbose, options)
+            if out[6]:
+                solver = "lbfgs"
+            else:  # not converged within the budget: Newton from there
+                first = out
+                out = _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options)
+                out = (out[0], list(first[1]) + list(out[1]), list(first[2]) + list(out[2]), out[3],
+                       first[4] + out[4], first[5] + out[5], out[6], out[7])
         elif solver == "prox_newton":
             out = _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options)
         else:
@@ -298,12 +313,12 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
     if converged:
         message = ""
     elif stalled:
-        message = (f"DominationRank ({solver}) stopped after {n_iter} Newton iterations with KKT violation "
+        message = (f"DominationRank ({solver}) stopped after {n_iter} iterations with KKT violation "
                    f"{violation:.3g} > tol={tol:g}: no step decreases the objective in floating point any more; "
                    "the solution is as accurate as the arithmetic allows")
     else:
         message = (f"DominationRank ({solver}) stopped after max_iter={max_iter} "
-                   f"{'sweeps' if solver == 'cd' else 'Newton iterations'} "
+                   f"{'sweeps' if solver == 'cd' else 'iterations'} "
                    f"with KKT violation {violation:.3g} > tol={tol:g}; increase max_iter or tol")
     return SolveResult(
         coef=w, objective=float(objective), kkt_violation=float(violation), n_iter=int(n_iter), n_cg_iter=int(n_cg),
@@ -365,6 +380,54 @@ def _kkt_excess(G, w, lam1, noise):
     return np.maximum(dist - noise, 0.0)
 
 
+def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options):
+    """scipy's L-BFGS-B (Byrd, Lu, Nocedal & Zhu 1995) on the smooth objective in place on w, with the fused
+    loss and gradient of _smooth.fun_grad; it stops when max_r |grad_r| <= tol * scale (its pgtol: exactly the
+    KKT measure of the other solvers). The "inner iterations" reported are its function evaluations."""
+    from scipy.optimize import minimize
+
+    d = X.shape[1]
+    problem = _NewtonProblem(_rows_of(X, layout.rows, options), layout, lam2, d, options.parallel_min_rows)
+    hist_obj, hist_nnz = [], []
+    with one_blas_thread():
+        zero = np.zeros(d)
+        problem.fun(zero)
+        scale = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
+        noise = _gradient_rounding(X, layout, scale)
+        if scale <= noise:  # see _solve_newton
+            if lam2 > 0:
+                w[:] = 0.0
+            return problem.fun(w), [], [], 0.0, 0, 0, True, False
+
+        def fun_grad(x):
+            return problem.fun(x), problem.grad(x)
+
+        def record(x):
+            hist_obj.append(float(problem.fun(x)))
+            hist_nnz.append(int(np.count_nonzero(x)))
+            if verbose:
+                print(f"DominationRank lbfgs iter {len(hist_obj):4d}: f {hist_obj[-1]:.12g}")
+
+        res = minimize(fun_grad, w.copy(), jac=True, method="L-BFGS-B", callback=record,
+                       options={"maxiter": int(max_iter), "gtol": float(tol) * scale, "ftol": 0.0,
+                                "maxfun": 20 * int(max_iter) + 20})
+        w[:] = res.x
+        objective = problem.fun(w)
+        excess = np.maximum(np.abs(problem.grad(w)) - noise, 0.0)
+        violation = float(np.max(excess, initial=0.0)) / scale
+    converged = violation <= tol
+    stalled = not converged and res.nit < max_iter
+    return objective, hist_obj, hist_nnz, violation, int(res.nit), int(res.nfev), converged, stalled
+
+
+def _l1_change(w, s, lam1):
+    """lam1 (||w + s||_1 - ||w||_1) without cancellation: lam1 sign(w_r) s_r where w_r + s_r keeps the sign of
+    w_r != 0 (the difference of two nearly equal norms would lose every digit of a tiny step)."""
+    z = w + s
+    same = (w != 0) & (np.sign(z) == np.sign(w))
+    return lam1 * float(np.sum(np.where(same, np.sign(w) * s, np.abs(z) - np.abs(w))))
+
+
 def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options):
     """Proximal Newton with working sets (module docstring) in place on w.
 
@@ -423,8 +486,7 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
             step, sweeps, _ = minimise_quadratic_l1(H, g_ws, w_ws, lam1,
                                                     min(0.1, np.sqrt(violation)) * violation * scale)
             n_inner += sweeps
-            l1_now = float(np.abs(w_ws).sum())
-            decrease = float(g_ws @ step) + lam1 * (float(np.abs(w_ws + step).sum()) - l1_now)
+            decrease = float(np.sum(g_ws * step)) + _l1_change(w_ws, step, lam1)
             if not decrease < 0.0:  # no descent left at this precision
                 n_iter -= 1
                 stalled = True
@@ -440,11 +502,9 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
                 else:
                     # the decrease is below the rounding error of f: measure the smooth part's change by the
                     # trapezoid rule on gradients, exact for a quadratic (as TRON does)
-                    # (the smooth and l1 changes of each coordinate are paired before summing: each is far larger
-                    # than their sum here, and the l1 norms of w and the trial agree to rounding)
                     G_trial = problem.grad(trial)
-                    change = float(np.sum(0.5 * (G[ws] + G_trial[ws]) * (trial[ws] - w[ws])
-                                          + lam1 * (np.abs(trial[ws]) - np.abs(w[ws]))))
+                    dw = trial[ws] - w[ws]
+                    change = float(np.sum(0.5 * (G[ws] + G_trial[ws]) * dw)) + _l1_change(w[ws], dw, lam1)
                     accepted = change <= ARMIJO * t * decrease
                     if not accepted:
                         # both sides at the rounding level of the gradients: accept a step that lowers the

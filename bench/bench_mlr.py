@@ -199,9 +199,9 @@ def inner(args):
         captured = {}
         orig = RestrictedSolver.solve
 
-        def spy(self, deltas, psis):
+        def spy(self, deltas, psis, y_start=None, subset=None):
             captured["last"] = (np.array(deltas), np.array(psis))
-            return orig(self, deltas, psis)
+            return orig(self, deltas, psis, y_start, subset)
 
         RestrictedSolver.solve = spy
         try:

@@ -28,16 +28,16 @@ def engine_parts(X, y, C):
         c = (1 - y * (X @ w) > 0).astype(float)
         return c.mean(), (c * y) @ X / n
 
-    def solve_restricted(deltas, psis, w):
+    def solve_restricted(ws, w):
         # dual of the restricted problem: max a.delta - 0.5 ||P'a||^2, a >= 0, sum a <= C; w = P'a
-        P = np.array(psis)
+        deltas, P = ws.deltas, ws.flat
         a = cp.Variable(len(deltas))
         sol = solve_problem(cp.Problem(cp.Maximize(a @ deltas - 0.5 * cp.sum_squares(P.T @ a)), [a >= 0, cp.sum(a) <= C]), {"a": a})
         a = np.maximum(sol["a"], 0.0)
         a *= min(1.0, C / max(a.sum(), 1e-300))              # exactly dual feasible, so the bound is valid
         w = P.T @ a
         lower = float(a @ deltas) - 0.5 * float(w @ w)
-        return w, max(0.0, float(np.max(deltas - P @ w))), 1, lower
+        return w, max(0.0, float(np.max(deltas - P @ w))), 1, lower, a
 
     return separate, solve_restricted, lambda w: 0.5 * w @ w
 
@@ -90,3 +90,27 @@ def test_reports_max_iter_without_warning():
         warnings.simplefilter("error")
         res = cutting_plane(*engine_parts(X, y, 10.0), np.zeros(X.shape[1]), C=10.0, epsilon=1e-8, max_iter=2)
     assert not res.converged and res.violation > 1e-8 and "max_iter=2" in res.message
+
+
+def test_working_set_keeps_gram_and_companions_through_aging():
+    """The shared WorkingSet: rows, Gram matrix and companion rows stay consistent while constraints idle for
+    ``patience`` solves are dropped (never the newest); weights are kept as a warm start."""
+    from cyrank.optim.cutting_plane import WorkingSet
+
+    rng = np.random.default_rng(5)
+    ws = WorkingSet(4, gram=lambda psi, ws: np.r_[ws.flat @ psi, psi @ psi], companion=lambda psi: 2 * psi,
+                    patience=2)
+    rows = rng.normal(size=(12, 4))
+    for t, row in enumerate(rows):
+        ws.retire()
+        ws.add(float(t), row)
+        weights = np.zeros(ws.K)
+        weights[ws.deltas % 3 == 0] = 1.0          # constraints 0, 3, 6, 9 stay active
+        ws.record(weights)
+        np.testing.assert_allclose(ws.G, ws.flat @ ws.flat.T)
+        np.testing.assert_array_equal(ws.extra, 2 * ws.flat)
+        np.testing.assert_array_equal(ws.flat, rows[ws.deltas.astype(int)])
+        assert ws.deltas[-1] == t                  # the newest is never dropped
+    kept = set(ws.deltas.astype(int))
+    assert {0, 3, 6, 9} <= kept and not ({1, 2, 4, 5, 7} & kept)
+    assert ws.psis.shape == (ws.K, 4) and np.all(ws.weights[ws.deltas % 3 == 0] == 1.0)

@@ -32,8 +32,8 @@ iterations is reported (``converged`` False, the gap actually reached; :class:`R
 in ``n_unsolved``), never warned here: the outer certificate holds whatever the inner accuracy, since any
 dual-feasible y bounds the optimum.
 
-Across cutting-plane iterations, :class:`RestrictedSolver` warm-starts from the previous solution and works on
-the active constraints only (see its docstring); the certificate is always for the whole working set.
+Across cutting-plane iterations, :class:`RestrictedSolver` warm-starts from the previous solution (see its
+docstring); the certificate is for the whole working set.
 """
 from dataclasses import dataclass
 
@@ -335,52 +335,59 @@ def _frobenius(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, sigma=0
 class RestrictedSolver:
     """``solve_restricted`` for :func:`cyrank.optim.cutting_plane.cutting_plane`, with memory across calls.
 
-    Each call solves the restricted problem over the engine's working set to a certified gap ``tol``:
+    Each call solves the restricted problem over the engine's working set (a
+    :class:`cyrank.optim.cutting_plane.WorkingSet`, which MLR never shrinks) to a certified gap ``tol``:
 
-    * active set: a constraint whose margin at the solution is more than ``margin`` below the slack
-      (Delta_t - <W, Psi_t> < xi - margin) for ``patience`` consecutive calls is retired (constraint aging,
-      as in SVM-struct); the solver runs on the others. Retired constraints violated at the result beyond the
-      subset's slack come back and the subset is re-solved, until P(W) over the *whole* working set is within
-      ``tol`` of the subset's dual bound (a valid lower bound for the whole set, whose constraints are more);
+    * active set, from the engine's aging: a constraint idle (zero weight) in ``patience`` consecutive solves is
+      left out of the interior-point solve (as SVM-struct retires constraints); retired constraints violated at the
+      result beyond the subset's slack come back and the subset is re-solved, until P(W) over the *whole* working
+      set is within ``tol`` of the subset's dual bound (a valid lower bound for the whole set, whose constraints
+      are more);
     * warm start: the previous primal-dual point, blended with the cold start (interior-point methods need
-      an interior point).
+      an interior point); the dual point is kept here in full (the working set keeps the zeroed weights).
 
-    ``psis`` items are d x d matrices ("trace", "frobenius") or length-d diagonals ("diagonal"). After a call,
+    The weights returned are the dual variables of the constraints tight at the solution
+    (Delta_t - <W, Psi_t> >= xi - ``margin``; at least the smallest positive float, also for a tight constraint
+    outside the subset) and 0 for the others (an interior-point method never gives an exact 0). ``psis`` are d x d matrices ("trace", "frobenius") or length-d diagonals ("diagonal"). After a call,
     ``last`` holds the :class:`InnerResult` (for the whole working set) and ``n_iter`` counts all iterations.
     """
 
-    def __init__(self, C, regularizer, tol, max_iter=200, warm_start=True, active_set=True, margin=0.0,
-                 patience=5):
+    def __init__(self, C, regularizer, tol, max_iter=200, warm_start=True, margin=0.0, patience=5):
         self.C, self.regularizer, self.tol, self.max_iter = C, regularizer, tol, max_iter
-        self.warm_start, self.active_set = warm_start, active_set
-        self.margin, self.patience = margin, patience
-        self.y = np.zeros(0)
-        self.age = np.zeros(0, dtype=np.int64)
+        self.warm_start, self.margin, self.patience = warm_start, margin, patience
         self.state = None          # (W, xi) of the last interior iterate
         self.last = None
         self.n_iter = 0
         self.n_unsolved = 0   # restricted solves that stopped on max_iter short of tol
         self.n_calls = 0
+        self.y = np.zeros(0)       # the full dual point of the last call (MLR's working set only grows)
 
-    def __call__(self, deltas, psis, w=None):
-        res = self.solve(np.asarray(deltas, dtype=np.float64), np.asarray(psis, dtype=np.float64))
-        return res.W, res.xi, res.n_iter
+    def __call__(self, ws, w=None):
+        y_start = np.zeros(ws.K)
+        y_start[: min(ws.K, self.y.size)] = self.y[: ws.K]
+        res = self.solve(ws.deltas, ws.psis, y_start, ws.idle < self.patience)
+        self.y = res.y
+        # active = tight at the solution, whether or not it was in the interior-point subset (a tight retired
+        # constraint comes back next time): its weight, or the smallest positive number if that is 0
+        tight = ws.deltas - ws.flat @ np.ravel(res.W) >= res.xi - self.margin
+        return res.W, res.xi, res.n_iter, res.dual, np.where(tight, np.maximum(res.y, np.finfo(float).tiny), 0.0)
 
-    def solve(self, deltas, psis):
+    def solve(self, deltas, psis, y_start=None, subset=None):
+        """The restricted problem over (deltas, psis), warm-started at the weights ``y_start``, with the
+        interior-point solves on ``subset`` (a boolean mask; default all) and violated constraints re-admitted."""
         C, reg, tol = self.C, self.regularizer, self.tol
+        deltas = np.asarray(deltas, dtype=np.float64)
+        psis = np.asarray(psis, dtype=np.float64)
         T = len(deltas)
         self.n_calls += 1
-        y_all = np.zeros(T)
-        y_all[: len(self.y)] = self.y[:T]
+        y_all = np.zeros(T) if y_start is None else np.array(y_start, dtype=np.float64)
         if T == 0 or float(np.max(deltas)) <= 0.0:
             zero = np.zeros(psis.shape[1] if reg == "diagonal" else psis.shape[1:])
             p0, xi0 = restricted_objective(zero, deltas, psis, C, reg)
             self.last = InnerResult(zero, xi0, p0, 0.0, p0, 0, True, np.zeros(T))
             return self.last
         flat = psis.reshape(T, -1)
-        age = np.zeros(T, dtype=np.int64)
-        age[: len(self.age)] = self.age[:T]
-        subset = (age < self.patience) if self.active_set else np.ones(T, dtype=bool)
+        subset = np.ones(T, dtype=bool) if subset is None else np.array(subset, dtype=bool)
         n_iter = 0
         for _ in range(T + 1):
             idx = np.flatnonzero(subset)
@@ -412,9 +419,6 @@ class RestrictedSolver:
             W = _purify(W, deltas, psis, C, reg)
         primal, xi = restricted_objective(W, deltas, psis, C, reg)
         gap = primal - dual
-        self.y = y_all
-        inactive = deltas - flat @ np.ravel(W) < xi - self.margin
-        self.age = np.where(inactive, age + 1, 0)
         self.n_iter += n_iter
         self.last = InnerResult(W, xi, primal, dual, gap, n_iter, gap <= tol, y_all)
         self.n_unsolved += int(gap > tol)
@@ -428,5 +432,4 @@ def solve_inner(deltas, psis, C, regularizer="trace", *, tol, max_iter=200):
     ``max_iter`` bounds the interior-point iterations (Newton steps for "frobenius"); reaching it before
     ``tol`` gives ``converged`` False.
     """
-    return RestrictedSolver(C, regularizer, tol, max_iter, warm_start=False, active_set=False).solve(
-        np.asarray(deltas, dtype=np.float64), np.asarray(psis, dtype=np.float64))
+    return RestrictedSolver(C, regularizer, tol, max_iter, warm_start=False).solve(deltas, psis)

@@ -50,7 +50,7 @@ from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import (check_class_labels, check_feature_scale, check_n_jobs, check_option, check_param,
                            check_verbose, check_X)
-from ..optim.cutting_plane import cutting_plane
+from ..optim.cutting_plane import WorkingSet, cutting_plane
 from ._constraints import Separation
 from ._inner import REGULARIZERS, RestrictedSolver, keep_large, regularizer_value, spectrum
 
@@ -70,12 +70,17 @@ class Options:
     rank_tol         ``components`` keeps the eigenvalues of W above this fraction of the largest one
     metric_matrices  d x d float64 matrices held at the peak of a fit (working set and restricted solver),
                      measured 110-145: the memory check before a fit
+    patience         a constraint idle (slack at the restricted solution) in this many consecutive solves is left
+                     out of the interior-point solves, and re-admitted when violated (RestrictedSolver); the working
+                     set itself is never shrunk (dropping constraints for good stalls MLR's in-out method: measured,
+                     WDBC and Wine did not converge within 1000 separations)
     """
 
     inner_tol: float = 0.5
     truncate: tuple = (1e-2, 1e-3, 1e-4)
     rank_tol: float = 1e-8
     metric_matrices: int = 128
+    patience: int = 5
 
 
 def _check_metric_budget(n, d, metric_matrices):
@@ -189,7 +194,7 @@ def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0,
         _check_metric_budget(n, d, options.metric_matrices)
     rel, classes = _relevance(X, y, relevance, irrelevant)
     sep = Separation(X, rel, loss, k, n_jobs)
-    inner = RestrictedSolver(C, reg, options.inner_tol * C * eps, margin=eps)
+    inner = RestrictedSolver(C, reg, options.inner_tol * C * eps, margin=eps, patience=options.patience)
     diagonal = reg == "diagonal"
     timing = {"inner": 0.0}
 
@@ -197,16 +202,17 @@ def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0,
         delta, psi, _ = sep(w)
         return delta, (np.diag(psi).copy() if diagonal else psi)
 
-    def solve_restricted(deltas, psis, w):
+    def solve_restricted(ws, w):
         t0 = time.perf_counter()
         with one_blas_thread():                                  # tiny matrices: threads only cost
-            out = inner(deltas, psis, w)
+            out = inner(ws, w)
         timing["inner"] += time.perf_counter() - t0
-        return out + (inner.last.dual,)
+        return out
 
     w0 = np.zeros(d) if diagonal else np.zeros((d, d))
+    ws = WorkingSet(w0.shape)
     res = cutting_plane(separate, solve_restricted, lambda w: regularizer_value(w, reg), w0,
-                        C=C, epsilon=eps, max_iter=max_iter, verbose=verbose, stabilize=alpha)
+                        C=C, epsilon=eps, max_iter=max_iter, verbose=verbose, stabilize=alpha, working_set=ws)
     w, objective, xi, n_sep = res.w, res.objective, res.xi, res.n_separations
     if alpha > 0 and reg != "frobenius":
         w, objective, xi, n_trunc = _truncate(w, objective, xi, separate, lambda v: regularizer_value(v, reg), C,

@@ -9,11 +9,16 @@ working set of constraints found so far (the cutting-plane model of xi) is re-so
 
 The caller supplies
     separate(w) -> (delta, psi)       the most violated constraint at w: argmax_y Delta(y) - <w, Psi(y)>
-    solve_restricted(deltas, psis, w) -> (w, xi, n_inner) or (w, xi, n_inner, lower)
-                                      min_w R(w) + C xi over the working set (warm-started at w);
-                                      deltas is a 1-d array, psis a list, n_inner its inner iterations and
-                                      lower a lower bound on the restricted optimum (e.g. its dual value)
+    solve_restricted(ws, w) -> (w, xi, n_inner, lower, weights)
+                                      min_w R(w) + C xi over the constraints of the :class:`WorkingSet` ws
+                                      (warm-started at w and at ws.weights); n_inner its inner iterations, lower
+                                      a lower bound on the restricted optimum (e.g. its dual value; -inf if none)
+                                      and weights the dual weight of each constraint (0 = inactive)
     regularizer(w) -> R(w)
+and optionally the WorkingSet itself (to keep a Gram matrix or companion rows beside the constraints, or to set
+the aging). The one aging rule: a constraint whose dual weight is zero in ``patience`` consecutive restricted
+solves leaves the working set (the oracle finds it again if it matters); dropping constraints relaxes the
+restricted problem, so its dual value stays a lower bound of the optimum.
 
 Every separation call measures f exactly at its query point: xi(w) = max(0, Delta - <w, Psi>).
 
@@ -35,6 +40,116 @@ here), and returns c.
 from dataclasses import dataclass, field
 
 import numpy as np
+
+class WorkingSet:
+    """The constraints (Delta_t, Psi_t) of the restricted problem in growing arrays (never restacked), with
+    optional companions: ``gram(psi, ws)`` -> [<psi_t, psi> for the stored t] + [<psi, psi>] keeps their Gram
+    matrix G (any inner product: RankSVM's kernel model uses Q), ``companion(psi)`` a second row per constraint.
+    ``weights`` holds the last dual weights (a warm start), ``idle`` the consecutive solves each constraint had
+    zero weight; ``patience`` (None: never) drops constraints idle that long, never the newest."""
+
+    def __init__(self, shape, *, gram=None, companion=None, patience=None):
+        self.shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
+        self.size = int(np.prod(self.shape))
+        self.gram, self.companion, self.patience = gram, companion, patience
+        self.K = 0
+        self._rows = np.empty((8, self.size))
+        self._extra = np.empty((8, self.size)) if companion is not None else None
+        self._G = np.empty((8, 8)) if gram is not None else None
+        self._delta = np.empty(8)
+        self._weights = np.zeros(8)
+        self._idle = np.zeros(8, dtype=np.int64)
+
+    # -- views of the K stored constraints
+    @property
+    def deltas(self):
+        return self._delta[: self.K]
+
+    @property
+    def flat(self):
+        return self._rows[: self.K]
+
+    @property
+    def psis(self):
+        return self._rows[: self.K].reshape((self.K,) + self.shape)
+
+    @property
+    def extra(self):
+        return self._extra[: self.K]
+
+    @property
+    def G(self):
+        return self._G[: self.K, : self.K]
+
+    @property
+    def weights(self):
+        return self._weights[: self.K]
+
+    @property
+    def idle(self):
+        return self._idle[: self.K]
+
+    def add(self, delta, psi):
+        """Store a new constraint (its Gram row and companion computed here); its weight starts at 0."""
+        psi = np.asarray(psi, dtype=np.float64).reshape(-1)
+        k = self.K
+        if k == self._rows.shape[0]:
+            self._grow(2 * k)
+        if self._G is not None:
+            row = self.gram(psi, self)
+            self._G[k, : k + 1] = row
+            self._G[: k + 1, k] = row
+        if self._extra is not None:
+            self._extra[k] = self.companion(psi)
+        self._rows[k] = psi
+        self._delta[k], self._weights[k], self._idle[k] = delta, 0.0, 0
+        self.K += 1
+
+    def _grow(self, cap):
+        k = self.K
+        for name in ("_rows", "_extra"):
+            old = getattr(self, name)
+            if old is not None:
+                new = np.empty((cap, old.shape[1]))
+                new[:k] = old[:k]
+                setattr(self, name, new)
+        if self._G is not None:
+            G = np.empty((cap, cap))
+            G[:k, :k] = self._G[:k, :k]
+            self._G = G
+        for name in ("_delta", "_weights", "_idle"):
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=old.dtype)
+            new[:k] = old[:k]
+            setattr(self, name, new)
+
+    def record(self, weights):
+        """The dual weights of the last restricted solve; a constraint with weight exactly 0 was idle (a restricted
+        solver whose weights are never exactly 0, as an interior-point method's, zeroes the inactive ones)."""
+        w = np.asarray(weights, dtype=np.float64)
+        self._weights[: self.K] = w
+        self._idle[: self.K] = np.where(w > 0, 0, self._idle[: self.K] + 1)
+
+    def retire(self):
+        """Drop the constraints idle for ``patience`` solves (never the newest)."""
+        K = self.K
+        if self.patience is None or K == 0:
+            return
+        keep = self._idle[:K] < self.patience
+        keep[K - 1] = True
+        if keep.all():
+            return
+        idx = np.flatnonzero(keep)
+        n = idx.size
+        self._rows[:n] = self._rows[idx]
+        if self._extra is not None:
+            self._extra[:n] = self._extra[idx]
+        if self._G is not None:
+            self._G[:n, :n] = self._G[np.ix_(idx, idx)]
+        for name in ("_delta", "_weights", "_idle"):
+            arr = getattr(self, name)
+            arr[:n] = arr[idx]
+        self.K = n
 
 
 @dataclass
@@ -60,20 +175,23 @@ def _inner(w, psi):
     return float(np.vdot(np.ravel(w), np.ravel(psi)))
 
 
-def _model_slack(w, deltas, psis):
+def _model_slack(w, ws):
     """Slack of the working set at w: max(0, max_t Delta_t - <w, Psi_t>)."""
-    return max([0.0] + [d - _inner(w, p) for d, p in zip(deltas, psis)])
+    if ws.K == 0:
+        return 0.0
+    return max(0.0, float(np.max(ws.deltas - ws.flat @ np.ravel(w))))
 
 
 def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, max_iter, verbose=0,
-                  stabilize=0.0):
+                  stabilize=0.0, working_set=None):
     """Run the 1-slack cutting-plane method from ``w0``; see the module docstring for the contract.
-    ``max_iter`` bounds the constraints added (Kelley) or the separation calls (in-out)."""
+    ``max_iter`` bounds the constraints added (Kelley) or the separation calls (in-out). ``working_set``: the
+    :class:`WorkingSet` to fill (default: a plain one of w0's shape, never aged)."""
     if not 0.0 <= stabilize < 1.0:
         raise ValueError(f"stabilize must be in [0, 1), got {stabilize!r}")
     w = np.array(w0, dtype=np.float64, copy=True)
-    deltas, psis = [], []
-    n_inner, n_sep, lower = 0, 0, -np.inf
+    ws = working_set if working_set is not None else WorkingSet(w.shape)
+    n_added, n_inner, n_sep, lower = 0, 0, 0, -np.inf
     history = {"objective": [], "xi": [], "violation": []}
 
     def measure(w):
@@ -83,13 +201,19 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
         xi = max(0.0, float(delta) - _inner(w, psi))
         return float(delta), psi, xi, float(regularizer(w)) + C * xi
 
+    def add(delta, psi):
+        nonlocal n_added
+        ws.retire()
+        ws.add(delta, psi)
+        n_added += 1
+
     def restrict(w):
         nonlocal n_inner, lower
-        out = solve_restricted(np.asarray(deltas), psis, w)
-        n_inner += int(out[2])
-        if len(out) > 3:
-            lower = max(lower, float(out[3]))
-        return out[0], float(out[1])
+        w_new, xi, k, low, weights = solve_restricted(ws, w)
+        n_inner += int(k)
+        lower = max(lower, float(low))
+        ws.record(weights)
+        return w_new, float(xi)
 
     def record(objective, xi, violation, gap):
         history["objective"].append(objective)
@@ -97,7 +221,7 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
         history["violation"].append(violation)
         if verbose:
             print(f"cutting plane {n_sep:4d}: objective {objective:.10g}  xi {xi:.6g}  violation {violation:.3g}"
-                  f"  gap {gap:.3g}  working set {len(deltas)}")
+                  f"  gap {gap:.3g}  working set {ws.K}")
 
     converged = False
     if stabilize == 0.0:
@@ -110,8 +234,7 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             if violation <= epsilon and certified:
                 converged = True
                 break
-            deltas.append(delta)
-            psis.append(psi)
+            add(delta, psi)
             w, xi_restricted = restrict(w)
         else:
             # max_iter constraints were added: measure the final w honestly before reporting
@@ -123,19 +246,18 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             delta, psi, xi, objective = measure(z)
             if centre is None or objective < f_centre:
                 centre, f_centre, xi_centre = z, objective, xi
-            record(objective, xi, xi - _model_slack(z, deltas, psis), f_centre - lower)
+            record(objective, xi, xi - _model_slack(z, ws), f_centre - lower)
             if f_centre - lower <= C * epsilon:
                 converged = True
                 break
             if model is None or delta - _inner(model, psi) > xi_model:
-                deltas.append(delta)
-                psis.append(psi)
+                add(delta, psi)
                 model, xi_model = restrict(model if model is not None else w)
                 z = stabilize * centre + (1.0 - stabilize) * model
             else:                                                   # no cut at the model: a Kelley step
                 z = model
         w, objective, xi = centre, f_centre, xi_centre
-        xi_restricted = _model_slack(w, deltas, psis)
+        xi_restricted = _model_slack(w, ws)
         violation = (objective - lower) / C
     if not converged:
         what = "constraints with violation" if stabilize == 0.0 else "separations with gap / C"
@@ -147,6 +269,6 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
         message = ""
     return CuttingPlaneResult(
         w=w, objective=objective, xi=xi, xi_restricted=float(xi_restricted), violation=float(violation),
-        n_batches=len(deltas), n_inner=n_inner, converged=converged, lower_bound=float(lower),
+        n_batches=n_added, n_inner=n_inner, converged=converged, lower_bound=float(lower),
         n_separations=n_sep, history=history, message=message,
     )

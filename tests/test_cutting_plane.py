@@ -28,7 +28,7 @@ def engine_parts(X, y, C):
         c = (1 - y * (X @ w) > 0).astype(float)
         return c.mean(), (c * y) @ X / n
 
-    def solve_restricted(ws, w):
+    def solve_restricted(ws):
         # dual of the restricted problem: max a.delta - 0.5 ||P'a||^2, a >= 0, sum a <= C; w = P'a
         deltas, P = ws.deltas, ws.flat
         a = cp.Variable(len(deltas))

@@ -362,7 +362,7 @@ class RestrictedSolver:
         self.n_calls = 0
         self.y = np.zeros(0)       # the full dual point of the last call (MLR's working set only grows)
 
-    def __call__(self, ws, w=None):
+    def __call__(self, ws):
         y_start = np.zeros(ws.K)
         y_start[: min(ws.K, self.y.size)] = self.y[: ws.K]
         res = self.solve(ws.deltas, ws.psis, y_start, ws.idle < self.patience)

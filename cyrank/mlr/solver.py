@@ -202,10 +202,10 @@ def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0,
         delta, psi, _ = sep(w)
         return delta, (np.diag(psi).copy() if diagonal else psi)
 
-    def solve_restricted(ws, w):
+    def solve_restricted(ws):
         t0 = time.perf_counter()
         with one_blas_thread():                                  # tiny matrices: threads only cost
-            out = inner(ws, w)
+            out = inner(ws)
         timing["inner"] += time.perf_counter() - t0
         return out
 

@@ -9,9 +9,9 @@ working set of constraints found so far (the cutting-plane model of xi) is re-so
 
 The caller supplies
     separate(w) -> (delta, psi)       the most violated constraint at w: argmax_y Delta(y) - <w, Psi(y)>
-    solve_restricted(ws, w) -> (w, xi, n_inner, lower, weights)
+    solve_restricted(ws) -> (w, xi, n_inner, lower, weights)
                                       min_w R(w) + C xi over the constraints of the :class:`WorkingSet` ws
-                                      (warm-started at w and at ws.weights); n_inner its inner iterations, lower
+                                      (its own warm start, e.g. ws.weights); n_inner its inner iterations, lower
                                       a lower bound on the restricted optimum (e.g. its dual value; -inf if none)
                                       and weights the dual weight of each constraint (0 = inactive)
     regularizer(w) -> R(w)
@@ -207,9 +207,9 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
         ws.add(delta, psi)
         n_added += 1
 
-    def restrict(w):
+    def restrict():
         nonlocal n_inner, lower
-        w_new, xi, k, low, weights = solve_restricted(ws, w)
+        w_new, xi, k, low, weights = solve_restricted(ws)
         n_inner += int(k)
         lower = max(lower, float(low))
         ws.record(weights)
@@ -235,7 +235,7 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
                 converged = True
                 break
             add(delta, psi)
-            w, xi_restricted = restrict(w)
+            w, xi_restricted = restrict()
         else:
             # max_iter constraints were added: measure the final w honestly before reporting
             delta, psi, xi, objective = measure(w)
@@ -252,7 +252,7 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
                 break
             if model is None or delta - _inner(model, psi) > xi_model:
                 add(delta, psi)
-                model, xi_model = restrict(model if model is not None else w)
+                model, xi_model = restrict()
                 z = stabilize * centre + (1.0 - stabilize) * model
             else:                                                   # no cut at the model: a Kelley step
                 z = model

@@ -92,7 +92,7 @@ def one_slack(model, C, n_pairs, tol, max_iter, verbose):
         n_active, s = model.separate(w)
         return n_active / n_pairs, s / n_pairs
 
-    def solve_restricted(ws, w):
+    def solve_restricted(ws):
         K = ws.K
         lam = np.array(ws.weights)        # the last solve's dual variables: the warm start
         delta = np.ascontiguousarray(ws.deltas)

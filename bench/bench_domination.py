@@ -2,7 +2,7 @@
 bounds, feature induction. Prints markdown tables (pasted into bench/RESULTS.md); plots go to bench/out/.
 
     python bench/bench_domination.py                  # everything (about 10 minutes on one core)
-    python bench/bench_domination.py --only speed     # speed | lbfgs | cvxpy | bounds | induction
+    python bench/bench_domination.py --only speed     # speed | lbfgs | cvxpy | bounds | induction | l1 | path
     python bench/bench_domination.py --quick          # smaller problems, to check that the script runs
 
 Objective (DESIGN.md Objective 1): sum over dominating rows of log(1 + sum_{j in D(q,i)} e^{m_j - m_i}) + penalty.
@@ -224,9 +224,12 @@ def bench_lbfgs(quick):
           "(loosest tol among 1e-2 .. 1e-11) within the gap. L-BFGS-B: scipy from w = 0 with a vectorised numpy "
           "loss and gradient, time of the first evaluation within the gap. All timed from raw (X, y, qid), setup "
           "included. The last columns are the cost of one CD sweep and of one L-BFGS-B evaluation.\n")
-    print("| problem | alpha | Newton s (iterations, CG steps, tol) | CD s (sweeps, tol) | L-BFGS-B s (iterations) "
-          "| L-BFGS-B / Newton | L-BFGS-B / CD | s / CD sweep | s / L-BFGS-B evaluation |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("`auto` = DominationRank's default for l2 (L-BFGS-B on the Cython loss and gradient for at most 30 "
+          "iterations, then Newton from there; its solver_ in brackets); `lbfgs` = the same L-BFGS-B alone.\n")
+    print("| problem | alpha | Newton s (iterations, CG steps, tol) | CD s (sweeps, tol) | auto s (solver) "
+          "| lbfgs s (iterations) | L-BFGS-B numpy s (iterations) | L-BFGS-B / Newton | L-BFGS-B / auto "
+          "| L-BFGS-B / CD | s / CD sweep | s / L-BFGS-B evaluation |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     X, y, qid = load_lightgbm_rank("train")
     n, d, nnz = (20_000, 20_000, 1_000_000) if quick else (100_000, 100_000, 5_000_000)
     cases = [
@@ -248,12 +251,16 @@ def bench_lbfgs(quick):
         t_nt, it_nt, tol_nt, cg_nt = min(time_to_gap(X, y, qid, f_star, alpha=alpha, solver="newton")
                                          for _ in range(3))
         t_cd, it_cd, tol, _ = time_to_gap(X, y, qid, f_star, alpha=alpha, solver="cd")
+        t_auto, _, _, _ = min(time_to_gap(X, y, qid, f_star, alpha=alpha, solver="auto") for _ in range(3))
+        auto_solver = DominationRank(alpha=alpha).fit(X, y, qid).solver_
+        t_lbf, it_lbf, _, _ = min(time_to_gap(X, y, qid, f_star, alpha=alpha, solver="lbfgs") for _ in range(3))
         sweep, _ = epoch_seconds(X, y, qid, epochs=5, alpha=alpha)
         t_lb, it_lb, per_eval, trace = lbfgs_trace(lambda: NumpyDominationLoss(X, y, qid, alpha), X.shape[1],
                                                    f_star)
         ratio = lambda t: f"{t_lb / t:.1f}x" if (t and t_lb) else "n/a"
         print(f"| {name} | {alpha:g} | {t_nt:.3f} ({it_nt}, {cg_nt}, {tol_nt:.0e}) | {t_cd:.2f} ({it_cd}, {tol:.0e}) "
-              f"| {t_lb:.3f} ({it_lb}) | {ratio(t_nt)} | {ratio(t_cd)} | {sweep:.4f} | {per_eval:.4f} |", flush=True)
+              f"| {t_auto:.3f} ({auto_solver}) | {t_lbf:.3f} ({it_lbf}) | {t_lb:.3f} ({it_lb}) | {ratio(t_nt)} "
+              f"| {ratio(t_auto)} | {ratio(t_cd)} | {sweep:.4f} | {per_eval:.4f} |", flush=True)
         curves.append((f"{name}, alpha={alpha:g}", X, y, qid, alpha, f_star, trace))
     plot_gap_curves(curves)
 
@@ -387,9 +394,100 @@ def bench_induction(quick):
               f"{tp / tf:.2f} |", flush=True)
 
 
+def fit_seconds(X, y, qid, reps=3, **params):
+    """(fastest seconds of ``reps`` fits, the last fit) of DominationRank(**params), warnings silenced."""
+    best, est = np.inf, None
+    for _ in range(reps):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.perf_counter()
+            est = DominationRank(**params).fit(X, y, qid)
+            best = min(best, time.perf_counter() - t)
+    return best, est
+
+
+def bench_l1(quick):
+    """Issue 11: l1 and elastic net, proximal Newton vs CD vs feature induction, to KKT <= 1e-6."""
+    from cyrank.domination import path
+
+    print("\n### L1 and elastic net to KKT <= 1e-6: proximal Newton vs CD vs CD with feature induction (issue 11)\n")
+    print("Defaults otherwise (max_iter = 1000, tol = 1e-6). Fastest of 3 fits (1 for CD above 5 s), from raw "
+          "(X, y, qid). `iterations` = Newton iterations (prox_newton) or sweeps (CD). L2 Newton = the same data "
+          "with penalty='l2', alpha=1, solver='auto'. `ok` = converged.\n")
+    print("| data | penalty | alpha | prox_newton s (iterations, nnz) | CD s (sweeps) | CD + induction(5) s (sweeps) "
+          "| CD / prox_newton | prox_newton / L2 fit |")
+    print("|---|---|---:|---|---|---|---:|---:|")
+    X, y, qid = load_lightgbm_rank("train")
+    n, d, nnz = (20_000, 20_000, 1_000_000) if quick else (100_000, 100_000, 5_000_000)
+    sparse = sparse_problem(n, d, nnz, 100)
+    cases = [("LightGBM rank.train", (X, y, qid))]
+    cases.append((f"sparse {n:,} x {d:,}, {nnz:,} nnz, queries of 100", sparse))
+    for name, (Xc, yc, qc) in cases:
+        t_l2, _ = fit_seconds(Xc, yc, qc, penalty="l2", alpha=1.0)
+        top = path(Xc, yc, qc, n_alphas=1).alpha_max  # alpha_max of l1
+        for penalty, l1_ratio in (("l1", 1.0), ("elasticnet", 0.5)):
+            for frac in (0.3, 0.03, 0.003):
+                alpha = frac * top / l1_ratio  # alpha_max of the elastic net is alpha_max(l1) / l1_ratio
+                pn_t, pn = fit_seconds(Xc, yc, qc, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                                       solver="prox_newton")
+                cd_t, cd = fit_seconds(Xc, yc, qc, reps=1, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                                       solver="cd")
+                if cd_t < 5:
+                    cd_t, cd = fit_seconds(Xc, yc, qc, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, solver="cd")
+                fi_t, fi = fit_seconds(Xc, yc, qc, reps=1, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                                       solver="cd", feature_induction=5)
+                ok = lambda e: "ok" if e.converged_ else f"NOT converged, KKT {e.kkt_violation_:.1e}"
+                print(f"| {name} | {penalty} | {alpha:.4g} | {pn_t:.3f} ({pn.n_iter_}, {np.count_nonzero(pn.coef_)}, "
+                      f"{ok(pn)}) | {cd_t:.2f} ({cd.n_iter_}, {ok(cd)}) | {fi_t:.2f} ({fi.n_iter_}, {ok(fi)}) "
+                      f"| {cd_t / pn_t:.0f}x | {pn_t / t_l2:.1f}x |", flush=True)
+
+
+def bench_path(quick):
+    """Issue 11: a 20-alpha l1 path on the LightGBM data, with test NDCG@10 along it."""
+    from cyrank.domination import path
+    from cyrank.metrics import ndcg_score
+
+    print("\n### A 20-alpha l1 path on LightGBM rank.train, test NDCG@10 along it (issue 11)\n")
+    X, y, qid = load_lightgbm_rank("train")
+    Xt, yt, qt = load_lightgbm_rank("test")
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        p = path(X, y, qid, n_alphas=20, eps=1e-3)
+        times.append(time.perf_counter() - t)
+    t_cold = time.perf_counter()
+    for alpha in p.alphas:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            DominationRank(penalty="l1", alpha=alpha).fit(X, y, qid)
+    t_cold = time.perf_counter() - t_cold
+    ndcg = [ndcg_score(yt, Xt @ p.coefs[:, j].toarray().ravel(), qt, k=10) for j in range(p.alphas.size)]
+    print(f"`cyrank.domination.path(X, y, qid, n_alphas=20, eps=1e-3)`: {min(times):.2f} s for the 20 alphas "
+          f"(fastest of 3; {t_cold:.2f} s for 20 cold fits), all converged: {bool(p.converged.all())}, largest KKT "
+          f"{p.kkt_violations.max():.1e}, Newton iterations {p.n_iters.sum()} in all.\n")
+    print("| alpha / alpha_max | non-zeros | iterations | test NDCG@10 |")
+    print("|---:|---:|---:|---:|")
+    for j, alpha in enumerate(p.alphas):
+        print(f"| {alpha / p.alpha_max:.3g} | {p.coefs[:, j].nnz} | {p.n_iters[j]} | {ndcg[j]:.4f} |")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.2))
+    ax.semilogx(p.alphas, ndcg, marker="o")
+    ax.set_xlabel("alpha (l1)")
+    ax.set_ylabel("test NDCG@10")
+    ax.set_title("DominationRank l1 path, LightGBM rank data", fontsize=8)
+    ax.invert_xaxis()
+    fig.tight_layout()
+    os.makedirs(OUT, exist_ok=True)
+    fig.savefig(os.path.join(OUT, "domination_l1_path.png"), dpi=120)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="speed,lbfgs,cvxpy,bounds,induction")
+    parser.add_argument("--only", default="speed,lbfgs,cvxpy,bounds,induction,l1,path")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     print(f"## DominationRank (`python bench/bench_domination.py{' --quick' if args.quick else ''}"
@@ -399,7 +497,7 @@ def main(argv=None):
           f"load average at start {os.getloadavg()[0]:.1f}.")
     for part in args.only.split(","):
         {"speed": bench_speed, "lbfgs": bench_lbfgs, "cvxpy": bench_cvxpy, "bounds": bench_bounds,
-         "induction": bench_induction}[part](args.quick)
+         "induction": bench_induction, "l1": bench_l1, "path": bench_path}[part](args.quick)
     print(f"\nLoad average at the end: {os.getloadavg()[0]:.1f} (other jobs share the machine when it exceeds 1).")
 
 

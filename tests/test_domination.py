@@ -662,3 +662,11 @@ def test_path_with_given_alphas_and_the_estimator_warm_start_agree():
         path(X, y, qid, o, penalty="l2")
     with pytest.raises(ValueError, match="alphas"):
         path(X, y, qid, o, alphas=[1.0, -1.0])
+
+
+def test_prox_newton_hands_over_to_cd_beyond_the_hessian_budget():
+    X, y, qid, o = make_problem(seed=49, density=0.6, offset=True)
+    res = solve(sp.csr_matrix(X), y, qid, o, penalty="l1", alpha=0.5, tol=TOL, options=Options(gram_budget=1e-9))
+    assert res.solver == "prox_newton+cd" and res.converged and res.kkt_violation <= TOL
+    assert res.objective == pytest.approx(ref.solve(X, y, qid, o, penalty="l1", alpha=0.5).objective, rel=1e-6)
+    assert res.history["objective"].shape == (res.n_iter,)

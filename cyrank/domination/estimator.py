@@ -57,7 +57,8 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         the fused Cython loss and gradient; both for a smooth objective only (penalty "l2", or "elasticnet" with
         l1_ratio = 0; no feature induction). "auto": for a smooth objective, L-BFGS-B for at most 30 iterations
         and then Newton from its point if it has not converged ("lbfgs" or "lbfgs+newton" in ``solver_``);
-        otherwise "prox_newton". "cd" keeps per-query shifted exponentials and raises FloatingPointError when the
+        otherwise "prox_newton", which hands over to "cd" (warm-started; "prox_newton+cd" in ``solver_``) when its
+        working set grows too large for an explicit Hessian (``cyrank.domination.Options.gram_budget``). "cd" keeps per-query shifted exponentials and raises FloatingPointError when the
         margins inside one query span more than about 640; the others work in the log domain, no limit.
     hessian_bound : {"popoviciu", "max_sq"}, default="popoviciu"
         Curvature of the coordinate steps (solver "cd" only).
@@ -79,7 +80,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     ----------
     coef_ : ndarray of shape (n_features,)
     solver_ : str
-        The solver used: "cd", "newton", "lbfgs", "lbfgs+newton" or "prox_newton".
+        The solver used: "cd", "newton", "lbfgs", "lbfgs+newton", "prox_newton" or "prox_newton+cd".
     n_iter_ : int
         Sweeps over the active features ("cd") or Newton iterations ("newton").
     n_cg_iter_ : int

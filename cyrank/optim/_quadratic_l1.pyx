@@ -101,7 +101,8 @@ def minimise_quadratic_l1(H, g, w, double lam1, double tol, intp_t max_sweeps=10
     signs theta, z_A <- the minimiser of the smooth quadratic b'z + z'Hz/2 + lam1 theta'z on A (b = g - H w), and
     the best point of the segment to it among its end and its sign changes (coordinates that reach 0 leave A);
     when A is optimal, the zero coordinate violating KKT most joins A with the sign that decreases q. At most
-    ``max_steps`` (default 20 m + 20) steps."""
+    ``max_steps`` (default 2 m + 20: about one change of the support per coordinate) steps; the caller gets the
+    violation reached."""
     cdef intp_t m = g.shape[0], sweeps = 0, steps = 0
     d = np.zeros(m)
     if m == 0:
@@ -115,7 +116,7 @@ def minimise_quadratic_l1(H, g, w, double lam1, double tol, intp_t max_sweeps=10
     def phi(z):
         return float(b @ z + 0.5 * z @ (H @ z) + lam1 * np.abs(z).sum())
 
-    limit = max_steps or 20 * m + 20
+    limit = max_steps or 2 * m + 20
     while steps < limit:
         grad = b + H @ z
         A = np.flatnonzero(z)

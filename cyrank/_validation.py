@@ -203,13 +203,14 @@ def max_abs(X):
 
 
 def check_feature_scale(X, who):
-    """ValueError when the largest |x| of X lies outside FEATURE_SCALE (all-zero X is accepted)."""
+    """The largest |x| of X; ValueError when it lies outside FEATURE_SCALE (all-zero X is accepted)."""
     top = max_abs(X)
     low, high = FEATURE_SCALE
     if top > high or 0.0 < top < low:
         raise ValueError(f"{who}: the features of X reach |x| = {top:.3g}, outside [{low:g}, {high:g}], where the "
                          "objective's squared terms leave float64's range and the solution would be wrong; scale X "
                          "first (e.g. sklearn.preprocessing.StandardScaler or MaxAbsScaler)")
+    return top
 
 
 def _as_1d(a, name, n=None, of="X"):

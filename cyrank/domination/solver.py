@@ -17,8 +17,9 @@ exact gradients and Hessian-vector products in O(nnz + rows) (cyrank/domination/
 proximal Newton for the l1 and elastic-net penalties (Yuan, Ho & Lin, "An Improved GLMNET for L1-regularized
 Logistic Regression", JMLR 2012): at w, the quadratic model of the smooth part on a working set W of features
 (the non-zero ones and the worst KKT violators), with its exact Hessian X_W' H X_W (_smooth.gram_hessian), plus the
-l1 term is minimised by coordinate descent with Newton steps on its support (cyrank/optim/_quadratic_l1.pyx) and the step is scaled by an Armijo
-line search on the true objective; KKT is checked on every feature at every iteration (the gradient is full).
+l1 term is minimised by coordinate descent and a feature-sign search (cyrank/optim/_quadratic_l1.pyx), and the
+step is scaled by an Armijo line search on the true objective; KKT is checked on every feature at every iteration
+(the gradient is full); "lbfgs", scipy's L-BFGS-B on the fused loss and gradient (smooth objective only).
 """
 from dataclasses import dataclass
 
@@ -83,6 +84,7 @@ class _Layout:
     def __init__(self, rows, q_ptr, lay_ptr, row_qk, qk_q, offset):
         self.rows, self.q_ptr, self.lay_ptr, self.row_qk, self.qk_q, self.offset = (
             rows, q_ptr, lay_ptr, row_qk, qk_q, offset)
+        self.x_max = None  # the largest |x| of X, when the caller knows it (one O(nnz) pass less)
 
 
 def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_state=None):
@@ -135,7 +137,8 @@ def _gradient_rounding(X, layout, scale):
         return 0.0
     q_rows = float(np.max(np.diff(layout.lay_ptr[layout.q_ptr])))
     eps = np.finfo(np.float64).eps
-    if eps * X.shape[0] * max_abs(X) * q_rows < scale:
+    x_max = max_abs(X) if layout.x_max is None else layout.x_max
+    if eps * X.shape[0] * x_max * q_rows < scale:
         return 0.0
     return float(eps * np.max(abs(X).sum(axis=0)) * q_rows)
 
@@ -255,8 +258,8 @@ def check_params(*, penalty, alpha, l1_ratio, binary, group_by_query, feature_in
 
 def _check_data(X, y, qid, offset):
     X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csc", "csr"), dtype=(np.float64, np.float32))
-    check_feature_scale(X, "DominationRank")
-    return X, y, qid, check_row_weights(offset, X.shape[0], name="offset")
+    x_max = check_feature_scale(X, "DominationRank")
+    return X, y, qid, check_row_weights(offset, X.shape[0], name="offset"), x_max
 
 
 # -------------------------------------------------------------------------------------------------- solve
@@ -277,9 +280,10 @@ def solve(X, y, qid=None, offset=None, *, penalty="l2", alpha=1.0, l1_ratio=0.5,
         feature_induction=feature_induction, neg_sample=neg_sample, solver=solver, hessian_bound=hessian_bound,
         max_iter=max_iter, tol=tol, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
     max_iter, tol, n_jobs, verbose = int(max_iter), float(tol), check_n_jobs(n_jobs), check_verbose(verbose)
-    X, y, qid, offset = _check_data(X, y, qid, offset)
+    X, y, qid, offset, x_max = _check_data(X, y, qid, offset)
     layout, mask = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query, neg_sample=neg_sample,
                            random_state=random_state)
+    layout.x_max = x_max
     return _run(X, layout, lam1, lam2, solver, coef0, tol=tol, max_iter=max_iter, feature_induction=feature_induction,
                 hessian_bound=hessian_bound, n_jobs=n_jobs, verbose=verbose, options=options or Options(),
                 sample_mask=mask if neg_sample is not None else None)
@@ -301,12 +305,14 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
         elif solver == "lbfgs":
             out = _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options)
         elif solver == "lbfgs+newton":
-            out = _solve_lbfgs(X, layout, w, lam2, tol, min(max_iter, AUTO_LBFGS_ITERATIONS), verbose, options)
+            smooth = _smooth_problem(X, layout, lam2, options)  # prepared once for both
+            out = _solve_lbfgs(X, layout, w, lam2, tol, min(max_iter, AUTO_LBFGS_ITERATIONS), verbose, options,
+                               smooth)
             if out[6]:
                 solver = "lbfgs"
             else:  # not converged within the budget: Newton from there
                 first = out
-                out = _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options)
+                out = _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth)
                 out = (out[0], list(first[1]) + list(out[1]), list(first[2]) + list(out[2]), out[3],
                        first[4] + out[4], first[5] + out[5], out[6], out[7])
         elif solver == "prox_newton":
@@ -357,20 +363,29 @@ def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessia
     return loss + pen, hist_obj[:n_iter], hist_nnz[:n_iter], viol / scale, n_iter, 0, converged, False
 
 
-def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options):
+def _smooth_problem(X, layout, lam2, options):
+    """(rows, problem, scale, noise, f0, g0): the sorted rows, the smooth problem (loss + lam2 ||w||^2), scale =
+    max_r |dL/dw_r| at w = 0 (the reference of every KKT measure here), the rounding error of the gradient
+    (_gradient_rounding), and the objective and gradient at 0. Leaves the problem's Hessian state at w = 0."""
+    rows = _rows_of(X, layout.rows, options)
+    problem = _NewtonProblem(rows, layout, lam2, X.shape[1], options.parallel_min_rows)
+    with one_blas_thread():
+        zero = np.zeros(X.shape[1])
+        f0 = problem.fun(zero)
+        g0 = problem.grad(zero)
+        scale = float(np.max(np.abs(g0), initial=0.0))
+    return rows, problem, scale, _gradient_rounding(X, layout, scale), f0, g0
+
+
+def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=None):
     """Trust-region Newton (cyrank.optim.tron) in place on w.
 
     TRON stops when ||grad||_2 <= tol * scale, scale = max_r |dL/dw_r| at w = 0, which bounds
     kkt_violation = ||grad||_inf / scale by tol.
     """
-    d = X.shape[1]
-    problem = _NewtonProblem(_rows_of(X, layout.rows, options), layout, lam2, d, options.parallel_min_rows)
+    _, problem, scale, noise, _, _ = smooth or _smooth_problem(X, layout, lam2, options)
     nnz = []
     with one_blas_thread():  # the products call BLAS on small blocks, possibly from OpenMP threads
-        zero = np.zeros(d)
-        problem.fun(zero)
-        scale = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
-        noise = _gradient_rounding(X, layout, scale)
         if scale <= noise:
             # the loss gradient at 0 is rounding noise (e.g. every row the same: the loss does not depend on
             # w): w = 0 is the optimum with an l2 penalty, and any w is one without
@@ -393,30 +408,33 @@ def _kkt_excess(G, w, lam1, noise):
     return np.maximum(dist - noise, 0.0)
 
 
-def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options):
+def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=None):
     """scipy's L-BFGS-B (Byrd, Lu, Nocedal & Zhu 1995) on the smooth objective in place on w, with the fused
     loss and gradient of _smooth.fun_grad; it stops when max_r |grad_r| <= tol * scale (its pgtol: exactly the
     KKT measure of the other solvers). The "inner iterations" reported are its function evaluations."""
     from scipy.optimize import minimize
 
+    _, problem, scale, noise, f0, g0 = smooth or _smooth_problem(X, layout, lam2, options)
     d = X.shape[1]
-    problem = _NewtonProblem(_rows_of(X, layout.rows, options), layout, lam2, d, options.parallel_min_rows)
     hist_obj, hist_nnz = [], []
     with one_blas_thread():
-        zero = np.zeros(d)
-        problem.fun(zero)
-        scale = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
-        noise = _gradient_rounding(X, layout, scale)
         if scale <= noise:  # see _solve_newton
             if lam2 > 0:
                 w[:] = 0.0
             return problem.fun(w), [], [], 0.0, 0, 0, True, False
 
-        def fun_grad(x):
-            return problem.fun(x), problem.grad(x)
+        last = {"x": np.zeros(d), "f": f0, "g": g0}  # the evaluation at 0 of _smooth_problem
 
-        def record(x):
-            hist_obj.append(float(problem.fun(x)))
+        def fun_grad(x):
+            if np.array_equal(x, last["x"]):  # L-BFGS-B starts where the last evaluation was (w = 0, cold start)
+                return last["f"], last["g"]
+            f = problem.fun(x)
+            g = problem.grad(x)
+            last["x"], last["f"], last["g"] = x.copy(), f, g
+            return f, g
+
+        def record(x):  # after each iteration, at the point L-BFGS-B evaluated last (else evaluated here)
+            hist_obj.append(float(last["f"] if np.array_equal(x, last["x"]) else problem.fun(x)))
             hist_nnz.append(int(np.count_nonzero(x)))
             if verbose:
                 print(f"DominationRank lbfgs iter {len(hist_obj):4d}: f {hist_obj[-1]:.12g}")
@@ -425,8 +443,8 @@ def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options):
                        options={"maxiter": int(max_iter), "gtol": float(tol) * scale, "ftol": 0.0,
                                 "maxfun": 20 * int(max_iter) + 20})
         w[:] = res.x
-        objective = problem.fun(w)
-        excess = np.maximum(np.abs(problem.grad(w)) - noise, 0.0)
+        objective, grad = fun_grad(w)  # the last evaluation when it was at res.x (the usual case)
+        excess = np.maximum(np.abs(grad) - noise, 0.0)
         violation = float(np.max(excess, initial=0.0)) / scale
     converged = violation <= tol
     stalled = not converged and res.nit < max_iter
@@ -449,21 +467,17 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
     plus the zero ones with the largest KKT violations (as many as there are non-zeros, at least 10; with
     ``feature_induction`` = a, at most a per iteration, as Alg. 7 adds a features per round); the direction d on
     W minimises G_W'd + d'(X_W'HX_W + 2 lam2 I)d/2 + lam1 ||w_W + d||_1 to a KKT violation of min(0.1,
-    sqrt(violation)) times the current one (cyrank/optim/_quadratic_l1.pyx); w += t d with t = 1, 1/2, ... the first step satisfying
+    sqrt(violation)) times the current one (cyrank/optim/_quadratic_l1.pyx); w += t d with t = 1, 1/2, ... the
+    first step satisfying
     F(w + t d) <= F(w) + ARMIJO t (G_W'd + lam1 (||w_W + d||_1 - ||w_W||_1)).
     Returns what _solve_cd and _solve_newton return; the "inner iterations" are the sweeps of the inner CD.
     """
     d = X.shape[1]
-    rows = _rows_of(X, layout.rows, options)
-    problem = _NewtonProblem(rows, layout, lam2, d, options.parallel_min_rows)
+    rows, problem, scale, noise, _, _ = _smooth_problem(X, layout, lam2, options)
     hist_obj, hist_nnz = [], []
     n_inner, n_iter, converged, stalled, handover = 0, 0, False, False, False
     nnz = X.shape[0] * d if not sp.issparse(X) else X.nnz
     with one_blas_thread():
-        zero = np.zeros(d)
-        problem.fun(zero)
-        scale = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
-        noise = _gradient_rounding(X, layout, scale)
         if scale <= noise:  # the loss does not depend on w (see _solve_newton): w = 0 is an optimum
             w[:] = 0.0
             return problem.fun(w), [], [], 0.0, 0, 0, True, False, False
@@ -561,7 +575,7 @@ def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_
     lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     check_option("binary", binary, (True, False))
     check_option("group_by_query", group_by_query, (True, False))
-    X, y, qid, offset = _check_data(X, y, qid, offset)
+    X, y, qid, offset, _ = _check_data(X, y, qid, offset)
     layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
     data, indices, indptr, dense = _columns(X, layout.rows)
     coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
@@ -590,13 +604,8 @@ def _alpha_max(X, layout, penalty, l1_ratio, options):
     """The smallest alpha at which w = 0 is optimal: at w = 0 the loss gradient is g0 = X'dL/du and w = 0 is optimal
     iff max_r |g0_r| <= lam1 (the l2 term has no gradient at 0), lam1 = alpha ("l1") or alpha l1_ratio
     ("elasticnet"). A gradient below its rounding error counts as 0 (alpha_max = 0)."""
-    d = X.shape[1]
-    problem = _NewtonProblem(_rows_of(X, layout.rows, options), layout, 0.0, d, options.parallel_min_rows)
-    with one_blas_thread():
-        zero = np.zeros(d)
-        problem.fun(zero)
-        top = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
-    if top <= _gradient_rounding(X, layout, top):
+    _, _, top, noise, _, _ = _smooth_problem(X, layout, 0.0, options)
+    if top <= noise:
         return 0.0
     if penalty == "l1":
         return top
@@ -619,8 +628,9 @@ def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, pen
     check_option("penalty", penalty, PENALTIES)
     n_alphas = check_param("n_alphas", n_alphas, low=1, integer=True)
     eps = check_param("eps", eps, low=0.0, high=1.0, low_open=True, high_open=True)
-    X, y, qid, offset = _check_data(X, y, qid, offset)
+    X, y, qid, offset, x_max = _check_data(X, y, qid, offset)
     layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
+    layout.x_max = x_max
     options = options or Options()
     alpha_max = None
     if alphas is None:

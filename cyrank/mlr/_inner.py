@@ -348,7 +348,8 @@ class RestrictedSolver:
 
     The weights returned are the dual variables of the constraints tight at the solution
     (Delta_t - <W, Psi_t> >= xi - ``margin``; at least the smallest positive float, also for a tight constraint
-    outside the subset) and 0 for the others (an interior-point method never gives an exact 0). ``psis`` are d x d matrices ("trace", "frobenius") or length-d diagonals ("diagonal"). After a call,
+    outside the subset) and 0 for the others (an interior-point method never gives an exact 0). ``psis`` are d x d
+    matrices ("trace", "frobenius") or length-d diagonals ("diagonal"). After a call,
     ``last`` holds the :class:`InnerResult` (for the whole working set) and ``n_iter`` counts all iterations.
     """
 

@@ -22,18 +22,26 @@ ESTIMATORS = {
 }
 
 
+# functions of the functional layer also named at the top (imported on first use)
+FUNCTIONS = {"domination_path": ("cyrank.domination.solver", "path")}
+
+
 def __getattr__(name):
     if name in ESTIMATORS:
         return getattr(_importlib.import_module(ESTIMATORS[name]), name)
+    if name in FUNCTIONS:
+        module, attr = FUNCTIONS[name]
+        return getattr(_importlib.import_module(module), attr)
     raise AttributeError(f"module 'cyrank' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(ESTIMATORS))
+    return sorted(set(globals()) | set(ESTIMATORS) | set(FUNCTIONS))
 
 
 # a child forked after a threaded fit would hang in its first OpenMP region: run it serial instead (_fork.pyx)
 if hasattr(_os, "register_at_fork"):  # POSIX only; Windows has no fork
     _os.register_at_fork(after_in_child=_fork.serial_after_fork)
 
-__all__ = ["DominationRank", "MLR", "QueryGroups", "RankSVM", "RankingDataWarning", "SolveResult", "__version__"]
+__all__ = ["DominationRank", "MLR", "QueryGroups", "RankSVM", "RankingDataWarning", "SolveResult", "__version__",
+           "domination_path"]

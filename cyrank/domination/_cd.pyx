@@ -93,7 +93,9 @@ HESSIAN_MAX_SQ = BOUND_MAX_SQ
 
 UNDERFLOW_MESSAGE = (
     "domination loss: the margins inside one query span more than ~640 (natural-log units), beyond the "
-    "range of the per-query shifted exponentials; rescale the features or offsets, or increase alpha"
+    "range of coordinate descent's per-query shifted exponentials; use solver='prox_newton' (any penalty) or "
+    "solver='newton' / 'lbfgs' (l2), which work in the log domain and have no such limit, or rescale the "
+    "features or offsets, or increase alpha"
 )
 
 

@@ -676,3 +676,23 @@ def test_prox_newton_hands_over_to_cd_beyond_the_hessian_budget():
     assert res.solver == "prox_newton+cd" and res.converged and res.kkt_violation <= TOL
     assert res.objective == pytest.approx(ref.solve(X, y, qid, o, penalty="l1", alpha=0.5).objective, rel=1e-6)
     assert res.history["objective"].shape == (res.n_iter,)
+
+
+@pytest.mark.parametrize("solver, penalty", [("prox_newton", "l1"), ("prox_newton", "elasticnet"), ("auto", "l1"),
+                                             ("newton", "l2"), ("lbfgs", "l2"), ("auto", "l2")])
+def test_log_domain_solvers_on_margins_spanning_1e4(solver, penalty):
+    """Offsets of 0, 5e3 and 1e4 inside each query: far beyond CD's shifted exponentials (which refuse with a
+    clear error when its margins get there), while the log-domain solvers reach the reference optimum. Proximal Newton needs its damping
+    here: the loss is nearly piecewise linear at such margins, so the undamped model overshoots."""
+    X, y, qid, _ = make_problem(seed=50)
+    o = np.random.default_rng(1).choice([0.0, 5e3, 1e4], size=y.size) * (y > 0)
+    res = solve(X, y, qid, o, penalty=penalty, alpha=0.5, solver=solver, tol=TOL)
+    assert res.converged and res.kkt_violation <= TOL
+    sol = ref.solve(X, y, qid, o, penalty=penalty, alpha=0.5)
+    assert res.objective == pytest.approx(sol.objective, rel=1e-8)
+    try:  # CD: the clear refusal, or (when its iterates never reach the extreme span) the same optimum
+        cd = solve(X, y, qid, o, penalty=penalty, alpha=0.5, solver="cd", tol=TOL, max_iter=100000)
+    except FloatingPointError as exc:
+        assert "span more than" in str(exc)
+    else:
+        assert cd.objective == pytest.approx(sol.objective, rel=1e-6)

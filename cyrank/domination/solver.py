@@ -42,7 +42,10 @@ SOLVERS = ("auto", "cd", "newton", "lbfgs", "prox_newton")
 # solver="auto" on a smooth objective: L-BFGS-B for at most this many iterations, then Newton from its point
 AUTO_LBFGS_ITERATIONS = 30
 # proximal Newton: Armijo constant of the line search and its largest number of halvings (Yuan, Ho & Lin 2012)
-ARMIJO, MAX_HALVINGS = 0.01, 40
+ARMIJO = 0.01
+# ... at most SHORT_STEPS halvings, then the model is damped (H + mu I, mu x 100, at least DAMPING_MIN max H_rr) and
+# solved again, at most MAX_DAMPINGS times per iteration
+SHORT_STEPS, MAX_DAMPINGS, DAMPING_MIN = 10, 30, 1e-6
 RIDGE = 1e-10  # relative ridge of the proximal Newton model (see _solve_prox_newton)
 HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_SQ}
 
@@ -459,6 +462,34 @@ def _l1_change(w, s, lam1):
     return lam1 * float(np.sum(np.where(same, np.sign(w) * s, np.abs(z) - np.abs(w))))
 
 
+def _line_search(problem, w, ws, step, decrease, f, G, lam1, noise):
+    """Armijo backtracking along ``step`` (on the coordinates ws) from w, at most SHORT_STEPS halvings:
+    (accepted, t, trial point, its objective, its gradient if already computed else None). When the predicted
+    decrease is below the rounding error of f, the change is measured by the trapezoid rule on gradients (exact
+    for a quadratic, as TRON does), and at the rounding level of the gradients a step that lowers the KKT measure
+    itself is accepted."""
+    t = 1.0
+    for _ in range(SHORT_STEPS):
+        trial = w.copy()
+        trial[ws] += t * step
+        l1_trial = lam1 * float(np.abs(trial).sum())
+        f_trial = problem.fun(trial) + l1_trial
+        if -t * decrease >= NOISE_REL * abs(f):
+            if f_trial <= f + ARMIJO * t * decrease:
+                return True, t, trial, f_trial, None
+        else:
+            G_trial = problem.grad(trial)
+            dw = trial[ws] - w[ws]
+            change = float(np.sum(0.5 * (G[ws] + G_trial[ws]) * dw)) + _l1_change(w[ws], dw, lam1)
+            if change <= ARMIJO * t * decrease or (np.max(_kkt_excess(G_trial, trial, lam1, noise), initial=0.0)
+                                                   < np.max(_kkt_excess(G, w, lam1, noise), initial=0.0)):
+                return True, t, trial, f_trial, G_trial
+            problem.fun(w)
+            problem.grad(w)  # back to the Hessian state of w
+        t *= 0.5
+    return False, t, None, None, None
+
+
 def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options):
     """Proximal Newton with working sets (module docstring) in place on w.
 
@@ -475,7 +506,7 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
     d = X.shape[1]
     rows, problem, scale, noise, _, _ = _smooth_problem(X, layout, lam2, options)
     hist_obj, hist_nnz = [], []
-    n_inner, n_iter, converged, stalled, handover = 0, 0, False, False, False
+    n_inner, n_iter, converged, stalled, handover, damping = 0, 0, False, False, False, 0.0
     nnz = X.shape[0] * d if not sp.issparse(X) else X.nnz
     with one_blas_thread():
         if scale <= noise:  # the loss does not depend on w (see _solve_newton): w = 0 is an optimum
@@ -515,42 +546,29 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
             H = 0.5 * (H + H.T)
             H[np.diag_indices_from(H)] += 2.0 * lam2 + RIDGE * max(float(np.max(np.diag(H), initial=0.0)), 1e-300)
             g_ws, w_ws = np.ascontiguousarray(G[ws]), np.ascontiguousarray(w[ws])
-            # forcing term min(0.1, sqrt(violation)): the inner accuracy tightens as w converges (superlinear)
-            step, sweeps, _ = minimise_quadratic_l1(H, g_ws, w_ws, lam1,
-                                                    min(0.1, np.sqrt(violation)) * violation * scale)
-            n_inner += sweeps
-            decrease = float(np.sum(g_ws * step)) + _l1_change(w_ws, step, lam1)
-            if not decrease < 0.0:  # no descent left at this precision
-                n_iter -= 1
-                stalled = True
-                break
-            t, accepted, G_trial = 1.0, False, None
-            for _ in range(MAX_HALVINGS):
-                trial = w.copy()
-                trial[ws] += t * step
-                l1_trial = lam1 * float(np.abs(trial).sum())
-                f_trial = problem.fun(trial) + l1_trial
-                if -t * decrease >= NOISE_REL * abs(f):
-                    accepted = f_trial <= f + ARMIJO * t * decrease
+            accepted = False
+            for _ in range(MAX_DAMPINGS):
+                if damping > 0:
+                    Hd = H.copy()
+                    Hd[np.diag_indices_from(Hd)] += damping
                 else:
-                    # the decrease is below the rounding error of f: measure the smooth part's change by the
-                    # trapezoid rule on gradients, exact for a quadratic (as TRON does)
-                    G_trial = problem.grad(trial)
-                    dw = trial[ws] - w[ws]
-                    change = float(np.sum(0.5 * (G[ws] + G_trial[ws]) * dw)) + _l1_change(w[ws], dw, lam1)
-                    accepted = change <= ARMIJO * t * decrease
-                    if not accepted:
-                        # both sides at the rounding level of the gradients: accept a step that lowers the
-                        # optimality measure itself
-                        accepted = (np.max(_kkt_excess(G_trial, trial, lam1, noise), initial=0.0)
-                                    < np.max(_kkt_excess(G, w, lam1, noise), initial=0.0))
-                    if not accepted:
-                        problem.fun(w)
-                        problem.grad(w)  # back to the Hessian state of w
-                        G_trial = None
-                if accepted:
+                    Hd = H
+                # forcing term min(0.1, sqrt(violation)): the inner accuracy tightens as w converges (superlinear)
+                step, sweeps, _ = minimise_quadratic_l1(Hd, g_ws, w_ws, lam1,
+                                                        min(0.1, np.sqrt(violation)) * violation * scale)
+                n_inner += sweeps
+                decrease = float(np.sum(g_ws * step)) + _l1_change(w_ws, step, lam1)
+                if not decrease < 0.0:  # no descent left at this precision
                     break
-                t *= 0.5
+                accepted, t, trial, f_trial, G_trial = _line_search(problem, w, ws, step, decrease, f, G, lam1,
+                                                                    noise)
+                if accepted:
+                    # a full step: the model is good, trust it more; a shortened one: damp the next model
+                    damping = damping * 0.1 if t == 1.0 else max(10.0 * damping, DAMPING_MIN * H.diagonal().max())
+                    break
+                # no acceptable step within SHORT_STEPS halvings: the quadratic model is poor (e.g. a loss that is
+                # nearly piecewise linear at huge margins); damp it (Levenberg-Marquardt) and solve it again
+                damping = max(100.0 * damping, DAMPING_MIN * H.diagonal().max(), 1e-300)
             if not accepted:  # no decrease at this precision: the iteration did not happen
                 n_iter -= 1
                 stalled = True

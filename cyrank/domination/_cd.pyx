@@ -6,7 +6,9 @@ the loss is
 
     L(w) = sum_q sum_{k >= 1} sum_{i in G_k} log(Z_k + e^{m_i}) - m_i,    Z_k = sum_{j in G_0..G_{k-1}} e^{m_j}.
 
-Auxiliaries, kept per query q with a shift c_q ~ max_j m_j so that no exponential overflows (section 6):
+Auxiliaries, kept per query q with a shift c_q ~ max_j m_j so that no exponential overflows (section 6;
+a query whose margins span more than SAFE_SPAN = 500 would underflow them, so it keeps instead the derivatives
+c_j below computed in the log domain, recomputed in O(rows) whenever a step touches it: wide_query):
 
     e_j = exp(m_j - c_q)                     per row
     E_k = sum_{j in G_k} e_j                  per layer; Z_k = E_0 + ... + E_{k-1}
@@ -47,7 +49,7 @@ from libc.stdint cimport uintptr_t
 from libc.stdlib cimport qsort
 
 from cyrank._typedefs cimport floating, index_t, intp_t
-from cyrank._math cimport soft_threshold, fmax2, fmin2
+from cyrank._math cimport soft_threshold, fmax2, fmin2, sigmoid
 from cyrank._parallel cimport Interrupt, check_interrupt, interrupt_init, interrupted
 
 import numpy as np
@@ -68,6 +70,9 @@ cdef intp_t PREFETCH_AHEAD = 8
 
 # Rescale a query once a margin exceeds its shift by this much (e_j <= e^30: sums stay far from overflow).
 cdef double RESCALE_AT = 30.0
+# A query whose margins span more than this (natural-log units) keeps its derivatives in the log domain
+# (wide_query); the others keep every e_j in [e^-SAFE_SPAN, e^RESCALE_AT], so no denominator nears DENOM_MIN.
+cdef double SAFE_SPAN = 500.0
 # A denominator Z_k + e_i below this means the margins inside one query span more than ~640: reported as
 # an error rather than computed wrongly.
 cdef double DENOM_MIN = 1e-280
@@ -122,7 +127,7 @@ cdef struct Query:
     double shift
     intp_t first          # its layers: first:last
     intp_t last
-    intp_t _pad
+    intp_t wide           # 1: margins span more than SAFE_SPAN, derivatives kept in the log domain (wide_query)
 
 
 cdef struct Work:
@@ -245,15 +250,70 @@ cdef inline void powers_update(Work* s, Layer* L, double e_old, double e_new) no
     add_powers(B + 4, B[1] / (B[0] + e_old), -1.0)
 
 
-cdef void recompute_query(Work* s, intp_t q) noexcept nogil:
-    """Exact shift, e, E, Z, A, S of query q from its margins."""
+cdef inline double logaddexp(double a, double b) noexcept nogil:
+    """log(exp(a) + exp(b)) without overflow (a or b may be -inf)."""
+    if a < b:
+        a, b = b, a
+    if b == -INFINITY:
+        return a
+    return a + log1p(exp(b - a))
+
+
+cdef void wide_query(Work* s, intp_t q) noexcept nogil:
+    """Derivatives of the loss in the margins of query q computed in the log domain, for any span (as
+    _smooth.pyx: LZ_k = log sum_{j below k} e^{m_j}, s_i = sigmoid(LZ_k - m_i), E_j = e^{m_j - LZ_{l+1}} <= 1,
+    T_l = A'_{l+1} + e^{LZ_{l+1} - LZ_{l+2}} T_{l+1} with A'_k = sum_{i in k} s_i; c_j = E_j T_l - s_j). c_j is
+    stored in rows[j].e and every layer gets S = 1, Z = 0, so that coord_grad's e_j S_k - Z_k / (Z_k + e_j) reads
+    c_j. Layer fields E and A hold LZ_k and A'_k meanwhile; power sums are marked stale."""
     cdef Query* Q = &s.queries[q]
     cdef Layer* L
     cdef intp_t k, i
-    cdef double c = -INFINITY, z = 0.0, esum, ei
+    cdef double lz = -INFINITY, a, T = 0.0, E
+    for k in range(Q.first, Q.last):
+        L = &s.layers[k]
+        L.E = lz
+        for i in range(L.start, L.stop):
+            lz = logaddexp(lz, s.rows[i].m)
+    for k in range(Q.first, Q.last):
+        L = &s.layers[k]
+        a = 0.0
+        if not L.bottom:
+            for i in range(L.start, L.stop):
+                a += sigmoid(L.E - s.rows[i].m)
+        L.A = a
+    for k in range(Q.last - 1, Q.first - 1, -1):
+        L = &s.layers[k]
+        if k < Q.last - 1:
+            T = s.layers[k + 1].A + (exp(s.layers[k + 1].E - s.layers[k + 2].E) * T if k + 2 < Q.last else 0.0)
+        for i in range(L.start, L.stop):
+            E = exp(s.rows[i].m - s.layers[k + 1].E) if k < Q.last - 1 else 0.0
+            s.rows[i].e = E * T - (0.0 if L.bottom else sigmoid(L.E - s.rows[i].m))
+    for k in range(Q.first, Q.last):
+        L = &s.layers[k]
+        L.S = 1.0
+        L.Z = 0.0
+        if L.powers >= 0:
+            s.P[L.powers + 2] = INFINITY
+
+
+cdef void recompute_query(Work* s, intp_t q) noexcept nogil:
+    """Exact shift, e, E, Z, A, S of query q from its margins (log-domain derivatives when they span more than
+    SAFE_SPAN: wide_query)."""
+    cdef Query* Q = &s.queries[q]
+    cdef Layer* L
+    cdef intp_t k, i
+    cdef double c = -INFINITY, lo = INFINITY, z = 0.0, esum, ei
     for i in range(s.layers[Q.first].start, s.layers[Q.last - 1].stop):
         c = fmax2(c, s.rows[i].m)
+        lo = fmin2(lo, s.rows[i].m)
     Q.shift = c
+    Q.wide = c - lo > SAFE_SPAN
+    if Q.wide:
+        # charged to the signal check (about 8 transcendental functions per row): a sweep over wide queries
+        # recomputes them at every step that touches them
+        interrupted(&s.intr, 8 * (s.layers[Q.last - 1].stop - s.layers[Q.first].start))
+        wide_query(s, q)
+        return
     for k in range(Q.first, Q.last):
         L = &s.layers[k]
         esum = 0.0
@@ -388,7 +448,7 @@ cdef void apply_step(Work* s, const floating* data, const index_t* indices, cons
         if rescale:
             continue
         t = R.m - s.queries[q].shift
-        if t > RESCALE_AT:
+        if t > RESCALE_AT or t < -SAFE_SPAN or s.queries[q].wide:  # recomputed (and maybe made wide) at the end
             rescale = True
             continue
         e_old = R.e

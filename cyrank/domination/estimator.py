@@ -58,8 +58,9 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         l1_ratio = 0; no feature induction). "auto": for a smooth objective, L-BFGS-B for at most 30 iterations
         and then Newton from its point if it has not converged ("lbfgs" or "lbfgs+newton" in ``solver_``);
         otherwise "prox_newton", which hands over to "cd" (warm-started; "prox_newton+cd" in ``solver_``) when its
-        working set grows too large for an explicit Hessian (``cyrank.domination.Options.gram_budget``). "cd" keeps per-query shifted exponentials and raises FloatingPointError when the
-        margins inside one query span more than about 640; the others work in the log domain, no limit.
+        working set grows too large for an explicit Hessian (``cyrank.domination.Options.gram_budget``). Every solver handles margins of any span: "cd" keeps per-query shifted exponentials
+        and switches a query whose margins span more than 500 to log-domain derivatives; the others work in the log
+        domain throughout.
     hessian_bound : {"popoviciu", "max_sq"}, default="popoviciu"
         Curvature of the coordinate steps (solver "cd" only).
     max_iter : int >= 1, default=1000

@@ -638,10 +638,24 @@ def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, pen
     """The regularisation path of the domination-loss objective: one solve per alpha, decreasing, each started
     from the previous solution (warm start), on data validated and laid out once.
 
-    ``alphas`` default: ``n_alphas`` values from alpha_max down to ``eps`` * alpha_max, geometrically spaced, where
-    alpha_max is the smallest alpha with w = 0 optimal, computed exactly from the gradient at 0 (penalty "l1" or
-    "elasticnet" with l1_ratio > 0; pass ``alphas`` for "l2"). The other parameters are those of :func:`solve`.
-    Returns a :class:`PathResult`; the solver's messages are kept per alpha (nothing is warned here).
+    Parameters
+    ----------
+    X, y, qid, offset : arrays
+        The data, as for :func:`solve` (qid None: one query; offset None: no margins).
+    alphas : sequence of float >= 0 or None, default=None
+        The alphas (sorted decreasing). None: ``n_alphas`` values from alpha_max down to ``eps`` * alpha_max,
+        geometrically spaced, alpha_max being the smallest alpha with w = 0 optimal, computed exactly from the
+        gradient at 0 (penalty "l1", or "elasticnet" with l1_ratio > 0; "l2" needs ``alphas``).
+    n_alphas : int >= 1, default=20
+    eps : float in (0, 1), default=1e-3
+    penalty, l1_ratio, binary, group_by_query, solver, feature_induction, max_iter, tol, n_jobs, verbose, options : any
+        As for :func:`solve`.
+
+    Returns
+    -------
+    PathResult
+        Per alpha: coefficients (sparse columns), objective, KKT violation, iterations, convergence and the
+        solver's message (nothing is warned here).
     """
     check_option("penalty", penalty, PENALTIES)
     n_alphas = check_param("n_alphas", n_alphas, low=1, integer=True)

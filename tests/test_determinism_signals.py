@@ -87,8 +87,11 @@ def test_same_fit_twice_is_bit_identical():
 # the child catches the KeyboardInterrupt, prints where it was raised, and goes on with the next fit, so one
 # interpreter serves all of them and a fit after an interrupted one is checked to work.
 INTERRUPTIBLE = textwrap.dedent("""
-    import sys, traceback, warnings
+    import signal, sys, traceback, warnings
     import numpy as np
+    # Python installs KeyboardInterrupt only when SIGINT is not ignored at start-up, and a job started with "&" by
+    # a non-interactive shell (a CI runner, nohup) starts with SIGINT ignored: install it explicitly
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     warnings.simplefilter("ignore")
     from cyrank import MLR, DominationRank, RankSVM
 

@@ -648,6 +648,14 @@ def test_path_starts_at_the_exact_alpha_max(penalty, l1_ratio):
     assert np.all(np.diff(np.diff(p.coefs.indptr)) >= -1)  # supports grow (almost) monotonically
 
 
+def test_bad_coef0_is_refused():
+    X, y, qid, _ = make_problem(seed=51)
+    with pytest.raises(ValueError, match="coef0 has shape"):
+        solve(X, y, qid, coef0=np.zeros(3))
+    with pytest.raises(ValueError, match="coef0"):
+        solve(X, y, qid, coef0=np.full(X.shape[1], np.nan))
+
+
 def test_path_is_also_cyrank_domination_path():
     import cyrank
 

@@ -31,7 +31,8 @@ from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread, openmp_threads
 from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_random_state,
-                           check_ranking_data, check_row_weights, check_verbose, max_abs, warn_if_no_pairs)
+                           check_ranking_data, check_row_weights, check_verbose, check_y, max_abs,
+                           warn_if_no_pairs)
 from ..optim._quadratic_l1 import minimise_quadratic_l1
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import NOISE_REL, tron
@@ -298,7 +299,7 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
     d = X.shape[1]
     w = np.zeros(d)
     if coef0 is not None:
-        coef0 = np.asarray(coef0, dtype=np.float64).ravel()
+        coef0 = check_y(coef0, name="coef0")  # finite, 1-d, float64
         if coef0.shape != (d,):
             raise ValueError(f"coef0 has shape {coef0.shape}; expected ({d},)")
         w[:] = coef0

@@ -352,7 +352,8 @@ def test_popoviciu_needs_fewer_epochs_to_the_same_optimum():
     assert a.n_iter_ < b.n_iter_
 
 
-@pytest.mark.parametrize("solver, penalty", [("cd", "l2"), ("newton", "l2"), ("prox_newton", "l1"), ("lbfgs", "l2")])
+@pytest.mark.parametrize("solver, penalty", [("cd", "l2"), ("newton", "l2"), ("prox_newton", "l1"), ("lbfgs", "l2"),
+                                             ("auto", "l2")])
 def test_max_iter_warns_and_reports_not_converged(solver, penalty):
     X, y, qid, _ = make_problem(seed=18)
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):

@@ -312,11 +312,11 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
             smooth = _smooth_problem(X, layout, lam2, options)  # prepared once for both
             out = _solve_lbfgs(X, layout, w, lam2, tol, min(max_iter, AUTO_LBFGS_ITERATIONS), verbose, options,
                                smooth)
-            if out[6]:
+            if out[6] or out[4] >= max_iter:  # converged, or no iteration left
                 solver = "lbfgs"
             else:  # not converged within the budget: Newton from there
                 first = out
-                out = _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth)
+                out = _solve_newton(X, layout, w, lam2, tol, max_iter - first[4], verbose, options, smooth)
                 out = (out[0], list(first[1]) + list(out[1]), list(first[2]) + list(out[2]), out[3],
                        first[4] + out[4], first[5] + out[5], out[6], out[7])
         elif solver == "prox_newton":

@@ -605,7 +605,7 @@ def test_gram_hessian_is_the_hessian_restricted_to_the_working_set(fmt, dtype, t
         np.testing.assert_allclose(out, full[np.ix_(cols, cols)], rtol=1e-11, atol=1e-11 * np.abs(full).max())
 
 
-@pytest.mark.parametrize("l1_ratio", [0.1, 0.9])
+@pytest.mark.parametrize("l1_ratio", [0.1, 0.9, 1.0])          # 1.0: the l1 penalty
 @pytest.mark.parametrize("binary, group_by_query", [(False, True), (True, True), (False, False)])
 @pytest.mark.parametrize("fmt", ["dense", "csr32"])
 def test_prox_newton_elastic_net_matches_reference(l1_ratio, binary, group_by_query, fmt):

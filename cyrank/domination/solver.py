@@ -315,18 +315,14 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
             if out[6] or out[4] >= max_iter:  # converged, or no iteration left
                 solver = "lbfgs"
             else:  # not converged within the budget: Newton from there
-                first = out
-                out = _solve_newton(X, layout, w, lam2, tol, max_iter - first[4], verbose, options, smooth)
-                out = (out[0], list(first[1]) + list(out[1]), list(first[2]) + list(out[2]), out[3],
-                       first[4] + out[4], first[5] + out[5], out[6], out[7])
+                out = _chained(out, _solve_newton(X, layout, w, lam2, tol, max_iter - out[4], verbose, options,
+                                                  smooth))
         elif solver == "prox_newton":
             out = _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options)
             if out[8]:  # the working set outgrew the Hessian budget: CD from where proximal Newton stopped
-                first = out
-                out = _solve_cd(X, layout, w, lam1, lam2, tol, max(1, max_iter - first[4]), feature_induction,
-                                hessian_bound, verbose, options)
-                out = (out[0], list(first[1]) + list(out[1]), list(first[2]) + list(out[2]), out[3],
-                       first[4] + out[4], first[5], out[6], out[7])
+                # (the hand-over comes before an iteration is counted, so at least one is left)
+                out = _chained(out, _solve_cd(X, layout, w, lam1, lam2, tol, max_iter - out[4], feature_induction,
+                                              hessian_bound, verbose, options))
                 solver = "prox_newton+cd"
             out = out[:8]
         else:
@@ -348,6 +344,14 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
         converged=bool(converged), solver=solver,
         history={"objective": np.asarray(hist_obj, dtype=np.float64), "n_nonzero": np.asarray(hist_nnz, np.int64)},
         sample_mask=sample_mask, n_features_in=d, optimality_name="kkt_violation", message=message)
+
+
+def _chained(first, second):
+    """The output of two solvers run one after the other on the same w (objective, history, nnz history,
+    violation, iterations, inner iterations, converged, stalled): the second's final values, both histories and
+    counts."""
+    return (second[0], list(first[1]) + list(second[1]), list(first[2]) + list(second[2]), second[3],
+            first[4] + second[4], first[5] + second[5], second[6], second[7])
 
 
 def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessian_bound, verbose, options):

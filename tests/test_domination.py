@@ -18,9 +18,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from conftest import graded_problem
 from cyrank import RankingDataWarning
-from cyrank.domination import DominationRank, Options, _cd, _smooth, path, solve
-from cyrank.domination.solver import _columns, _layout, _NewtonProblem, _rows_of
+from cyrank.domination import DominationRank, Options, _cd, _model_cd, _smooth, path, solve
+from cyrank.domination.solver import _columns, _layout, _NewtonProblem, _rows_of, _ScoreModel
 from cyrank.io import load_model, save_model
+from cyrank.optim._quadratic_l1 import minimise_quadratic_l1, model_violation
 from cyrank.metrics import ndcg_score
 from reference import domination as ref
 
@@ -678,22 +679,110 @@ def test_path_with_given_alphas_and_the_estimator_warm_start_agree():
         path(X, y, qid, o, alphas=[1.0, -1.0])
 
 
-def test_prox_newton_hands_over_to_cd_beyond_the_hessian_budget():
+@pytest.mark.parametrize("fmt", ["dense", "csr", "csr32"])
+@pytest.mark.parametrize("levels", [2, 3, 6])  # the two- and three-layer shortcuts of query_sums, and the loop
+def test_matrix_free_model_is_the_gram_model(fmt, levels):
+    """_model_cd's diagonal, product and model value equal those of the formed X_W'HX_W, and its CD reaches the
+    exact minimiser of the model (the feature-sign search on the formed matrix), with tied labels."""
+    X, y, qid, o = make_problem(seed=52, n=90, d=9, n_queries=5, levels=levels, density=0.5, offset=True)
+    y[:12] = y[0]  # ties
+    X = X.astype(np.float32) if fmt == "csr32" else X
+    Xf = X if fmt == "dense" else sp.csr_matrix(X)
+    layout, _ = _layout(y, qid, o, binary=False, group_by_query=True)
+    rows = _rows_of(Xf, layout.rows, Options(densify_share=2.0))
+    problem = _NewtonProblem(rows, layout, 0.0, 9)
+    rng = np.random.default_rng(53)
+    w = rng.normal(size=9)
+    w[[1, 4]] = 0.0
+    problem.fun(w)
+    g = problem.grad(w)
+    cols = np.array([8, 0, 3, 4, 5, 1], dtype=np.int64)
+    pos = np.full(9, -1, dtype=np.int64)
+    pos[cols] = np.arange(cols.size)
+    H = np.empty((cols.size, cols.size))
+    _smooth.gram_hessian(*rows, 9, problem.state.smooth, cols, pos, H)
+    columns = _columns(Xf, layout.rows)
+    model = _model_cd.Model(layout, problem.state.smooth)
+    problem.fun(rng.normal(size=9))  # the model keeps its own copy of the state at w
+    diag, prod, v = np.empty(cols.size), np.empty(cols.size), rng.normal(size=cols.size)
+    _model_cd.model_diagonal(*columns, cols, model, diag)
+    _model_cd.model_product(*columns, cols, model, v, prod)
+    scale = np.abs(H).max()
+    np.testing.assert_allclose(diag, np.diag(H), rtol=1e-12, atol=1e-12 * scale)
+    np.testing.assert_allclose(prod, H @ v, rtol=1e-12, atol=1e-12 * scale * np.abs(v).max())
+    lam1, ridge = 0.2 * np.abs(g[cols]).max(), 1e-3 * scale
+    gw, ww = g[cols], w[cols]
+    _, _, value = _model_cd.solve_model(*columns, cols, model, diag, gw, ww, lam1, ridge, v.copy(), 0.0, 0,
+                                        np.empty((0, cols.size)))
+    Hr = H + ridge * np.eye(cols.size)
+    assert value == pytest.approx(gw @ v + 0.5 * v @ Hr @ v + lam1 * np.abs(ww + v).sum(), rel=1e-12)
+    d = np.zeros(cols.size)
+    history = np.empty((5000, cols.size))
+    sweeps, viol, _ = _model_cd.solve_model(*columns, cols, model, diag, gw, ww, lam1, ridge, d, 1e-10 * scale, 5000,
+                                            history)
+    assert viol <= 1e-10 * scale and 0 < sweeps < 5000 and np.array_equal(history[sweeps - 1], d)
+    exact, _, _ = minimise_quadratic_l1(Hr, gw, ww, lam1, 1e-13 * scale)
+    np.testing.assert_allclose(d, exact, atol=1e-8 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_matrix_free_model_minimiser_with_orthant_newton_steps_is_exact(fmt, monkeypatch):
+    """Nearly collinear features make CD on the model slow, so _ScoreModel alternates CD rounds with Newton
+    steps on the orthant; the result is the model's exact minimiser (feature-sign search on the formed matrix)."""
+    rng = np.random.default_rng(54)
+    X, y, qid, o = make_problem(seed=54, n=120, d=8, n_queries=6, levels=3, offset=True)
+    X = X[:, :1] + 0.03 * X  # every column close to the first
+    Xf = X if fmt == "dense" else sp.csr_matrix(X)
+    layout, _ = _layout(y, qid, o, binary=False, group_by_query=True)
+    rows = _rows_of(Xf, layout.rows, Options(densify_share=2.0))
+    problem = _NewtonProblem(rows, layout, 0.0, 8)
+    w = rng.normal(size=8)
+    problem.fun(w)
+    g = problem.grad(w)
+    ws = np.arange(8, dtype=np.int64)
+    model = _ScoreModel(layout, _columns(Xf, layout.rows), problem, ws, 0.0)
+    H = np.empty((8, 8))
+    _smooth.gram_hessian(*rows, 8, problem.state.smooth, ws, np.arange(8, dtype=np.int64), H)
+    H[np.diag_indices_from(H)] += model.ridge
+    calls = []
+    orthant_step = _ScoreModel._orthant_step
+    monkeypatch.setattr(_ScoreModel, "_orthant_step", lambda self, *a: calls.append(1) or orthant_step(self, *a))
+    lam1 = 0.05 * np.abs(g).max()
+    tol = 1e-10 * np.abs(g).max()
+    d, work = model.minimise(g, w, lam1, 0.0, tol)
+    exact, _, _ = minimise_quadratic_l1(H, g, w, lam1, 1e-3 * tol)
+    assert calls and work < 100
+    assert model_violation(H, g, w, lam1, d) <= 10 * tol
+    np.testing.assert_allclose(d, exact, rtol=1e-6, atol=1e-8 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("penalty", ["l1", "elasticnet"])
+@pytest.mark.parametrize("binary, group_by_query", [(False, True), (True, True), (False, False)])
+@pytest.mark.parametrize("fmt", ["dense", "csr32"])
+def test_prox_newton_with_the_matrix_free_model_matches_reference(penalty, binary, group_by_query, fmt):
+    """gram_budget=0: every working set takes the matrix-free model (_model_cd.pyx: CD rounds and Newton steps on
+    the orthant), as large sparse problems do; the optimum is the reference's."""
     X, y, qid, o = make_problem(seed=49, density=0.6, offset=True)
-    res = solve(sp.csr_matrix(X), y, qid, o, penalty="l1", alpha=0.5, tol=TOL, options=Options(gram_budget=1e-9))
-    assert res.solver == "prox_newton+cd" and res.converged and res.kkt_violation <= TOL
-    assert res.objective == pytest.approx(ref.solve(X, y, qid, o, penalty="l1", alpha=0.5).objective, rel=1e-6)
+    Xf = sp.csr_matrix(X.astype(np.float32)) if fmt == "csr32" else X
+    res = solve(Xf, y, qid if group_by_query else None, o, penalty=penalty, alpha=0.5, binary=binary, tol=TOL,
+                options=Options(gram_budget=0.0))
+    assert res.solver == "prox_newton" and res.converged and res.kkt_violation <= TOL
+    Xr = X.astype(np.float32).astype(np.float64) if fmt == "csr32" else X
+    sol = ref.solve(Xr, y, qid if group_by_query else None, o, penalty=penalty, alpha=0.5, binary=binary)
+    assert res.objective == pytest.approx(sol.objective, rel=1e-6)
+    assert res.objective >= sol.objective - 1e-7 * abs(sol.objective)
     assert res.history["objective"].shape == (res.n_iter,)
 
 
-@pytest.mark.parametrize("solver, penalty", [("prox_newton", "l1"), ("prox_newton", "elasticnet"), ("auto", "l1"),
-                                             ("newton", "l2"), ("lbfgs", "l2"), ("auto", "l2")])
-def test_log_domain_solvers_on_margins_spanning_1e4(solver, penalty):
+@pytest.mark.parametrize("solver, penalty, gram_budget", [
+    ("prox_newton", "l1", 1500.0), ("prox_newton", "elasticnet", 1500.0), ("auto", "l1", 1500.0),
+    ("prox_newton", "l1", 0.0), ("newton", "l2", 1500.0), ("lbfgs", "l2", 1500.0), ("auto", "l2", 1500.0)])
+def test_log_domain_solvers_on_margins_spanning_1e4(solver, penalty, gram_budget):
     """Offsets of 0, 5e3 and 1e4 inside each query: the log-domain solvers reach the reference optimum. Proximal Newton needs its damping
     here: the loss is nearly piecewise linear at such margins, so the undamped model overshoots."""
     X, y, qid, _ = make_problem(seed=50)
     o = np.random.default_rng(1).choice([0.0, 5e3, 1e4], size=y.size) * (y > 0)
-    res = solve(X, y, qid, o, penalty=penalty, alpha=0.5, solver=solver, tol=TOL)
+    res = solve(X, y, qid, o, penalty=penalty, alpha=0.5, solver=solver, tol=TOL, options=Options(gram_budget=gram_budget))
     assert res.converged and res.kkt_violation <= TOL
     sol = ref.solve(X, y, qid, o, penalty=penalty, alpha=0.5)
     assert res.objective == pytest.approx(sol.objective, rel=1e-8)

@@ -57,10 +57,10 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         the fused Cython loss and gradient; both for a smooth objective only (penalty "l2", or "elasticnet" with
         l1_ratio = 0; no feature induction). "auto": for a smooth objective, L-BFGS-B for at most 30 iterations
         and then Newton from its point if it has not converged ("lbfgs" or "lbfgs+newton" in ``solver_``);
-        otherwise "prox_newton", which hands over to "cd" (warm-started; "prox_newton+cd" in ``solver_``) when its
-        working set grows too large for an explicit Hessian (``cyrank.domination.Options.gram_budget``). Every solver handles margins of any span: "cd" keeps per-query shifted exponentials
-        and switches a query whose margins span more than 500 to log-domain derivatives; the others work in the log
-        domain throughout.
+        otherwise "prox_newton", whose model is solved without forming its Hessian once its working set grows
+        too large for it (``cyrank.domination.Options.gram_budget``). Every solver handles margins of any span:
+        "cd" keeps per-query shifted exponentials and switches a query whose margins span more than 500 to
+        log-domain derivatives; the others work in the log domain throughout.
     hessian_bound : {"popoviciu", "max_sq"}, default="popoviciu"
         Curvature of the coordinate steps (solver "cd" only).
     max_iter : int >= 1, default=1000
@@ -81,7 +81,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     ----------
     coef_ : ndarray of shape (n_features,)
     solver_ : str
-        The solver used: "cd", "newton", "lbfgs", "lbfgs+newton", "prox_newton" or "prox_newton+cd".
+        The solver used: "cd", "newton", "lbfgs", "lbfgs+newton" or "prox_newton".
     n_iter_ : int
         Sweeps over the active features ("cd") or Newton iterations ("newton").
     n_cg_iter_ : int

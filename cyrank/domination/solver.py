@@ -16,10 +16,13 @@ cyrank/domination/_cd.pyx); "newton", trust-region Newton-CG (cyrank.optim.tron)
 exact gradients and Hessian-vector products in O(nnz + rows) (cyrank/domination/_smooth.pyx); "prox_newton",
 proximal Newton for the l1 and elastic-net penalties (Yuan, Ho & Lin, "An Improved GLMNET for L1-regularized
 Logistic Regression", JMLR 2012): at w, the quadratic model of the smooth part on a working set W of features
-(the non-zero ones and the worst KKT violators), with its exact Hessian X_W' H X_W (_smooth.gram_hessian), plus the
-l1 term is minimised by coordinate descent and a feature-sign search (cyrank/optim/_quadratic_l1.pyx), and the
-step is scaled by an Armijo line search on the true objective; KKT is checked on every feature at every iteration
-(the gradient is full); "lbfgs", scipy's L-BFGS-B on the fused loss and gradient (smooth objective only).
+(the non-zero ones and the worst KKT violators), with its exact Hessian X_W' H X_W, plus the l1 term is minimised
+(formed by _smooth.gram_hessian and solved by coordinate descent and a feature-sign search,
+cyrank/optim/_quadratic_l1.pyx, while rows |W|^2 stays within Options.gram_budget nnz; beyond, never formed:
+coordinate descent and Newton steps on the orthant with the Hessian applied in the scores,
+cyrank/domination/_model_cd.pyx), and the step is scaled by an Armijo line search on the true objective; KKT is
+checked on every feature at every iteration (the gradient is full); "lbfgs", scipy's L-BFGS-B on the fused loss
+and gradient (smooth objective only).
 """
 from dataclasses import dataclass
 
@@ -36,7 +39,7 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
 from ..optim._quadratic_l1 import minimise_quadratic_l1
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import NOISE_REL, tron
-from . import _cd, _smooth
+from . import _cd, _model_cd, _smooth
 
 PENALTIES = ("l2", "l1", "elasticnet")
 SOLVERS = ("auto", "cd", "newton", "lbfgs", "prox_newton")
@@ -47,7 +50,9 @@ ARMIJO = 0.01
 # ... at most SHORT_STEPS halvings, then the model is damped (H + mu I, mu x 100, at least DAMPING_MIN max H_rr) and
 # solved again, at most MAX_DAMPINGS times per iteration
 SHORT_STEPS, MAX_DAMPINGS, DAMPING_MIN = 10, 30, 1e-6
-RIDGE = 1e-10  # relative ridge of the proximal Newton model (see _solve_prox_newton)
+RIDGE = 1e-10  # relative ridge of the proximal Newton model (see _GramModel)
+MODEL_SWEEPS = 100  # largest number of sweeps of the matrix-free inner solver (_ScoreModel) per model
+MODEL_CD_SWEEPS = 10  # ... in rounds of this many CD sweeps and one Newton step on the orthant they found
 HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_SQ}
 
 
@@ -62,10 +67,13 @@ class Options:
     densify_share      Newton products: sparse X with at least this share of entries stored is densified ...
     densify_max_bytes  ... when the dense copy fits in this many bytes (cyrank/_dense.py)
     parallel_min_rows  Newton products over fewer rows run on one thread (-1: the shared default, 20,000)
-    gram_budget        proximal Newton hands over to CD (warm-started) once its working set W would make the
-                       Hessian X_W'HX_W cost more than this many multiply-adds per stored entry of X,
-                       rows |W|^2 > gram_budget nnz: about 20 CD sweeps at the measured 0.4 ns per multiply-add
-                       of the Hessian and 30 ns per entry of a sweep
+    gram_budget        proximal Newton forms its model's Hessian X_W'HX_W while that costs at most this many
+                       multiply-adds per stored entry of X (rows |W|^2 <= gram_budget nnz); beyond, it applies
+                       the Hessian in the scores without forming it (cyrank/domination/_model_cd.pyx). 0: always
+                       the latter. At the measured 0.4 ns per multiply-add of the Hessian and 14 ns per entry of
+                       a matrix-free sweep, the budget equals about 40 sweeps; on dense data with a few hundred
+                       features the formed model is 3-10 times faster, on the sparse bench problem with 3,000
+                       to 12,000 non-zeros the matrix-free one is the only one that fits
     """
 
     power_sum_rows: int = 8
@@ -319,12 +327,6 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
                                                   smooth))
         elif solver == "prox_newton":
             out = _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options)
-            if out[8]:  # the working set outgrew the Hessian budget: CD from where proximal Newton stopped
-                # (the hand-over comes before an iteration is counted, so at least one is left)
-                out = _chained(out, _solve_cd(X, layout, w, lam1, lam2, tol, max_iter - out[4], feature_induction,
-                                              hessian_bound, verbose, options))
-                solver = "prox_newton+cd"
-            out = out[:8]
         else:
             out = _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessian_bound, verbose,
                             options)
@@ -495,6 +497,130 @@ def _line_search(problem, w, ws, step, decrease, f, G, lam1, noise):
     return False, t, None, None, None
 
 
+class _GramModel:
+    """The proximal Newton model on W with its Hessian X_W'HX_W + (2 lam2 + ridge) I formed (_smooth.gram_hessian:
+    O(rows |W|^2)), minimised by cyrank/optim/_quadratic_l1.pyx (CD, then the feature-sign search: exact)."""
+
+    def __init__(self, rows, d, problem, ws, lam2):
+        pos = np.full(d, -1, dtype=np.int64)
+        pos[ws] = np.arange(ws.size)
+        H = np.empty((ws.size, ws.size))
+        _smooth.gram_hessian(*rows, d, problem.state.smooth, ws, pos, H)
+        # symmetric, and positive definite: the loss is flat along per-query constant scores, so H is singular
+        # (computed slightly indefinite) whenever a feature is constant within queries; a relative ridge of
+        # RIDGE (newGLMNET's nu) keeps the model bounded and changes nothing else measurably
+        H = 0.5 * (H + H.T)
+        self.max_curvature = max(float(np.max(np.diag(H), initial=0.0)), 1e-300)
+        H[np.diag_indices_from(H)] += 2.0 * lam2 + RIDGE * self.max_curvature
+        self.H = H
+
+    def minimise(self, g, w, lam1, damping, tol):
+        """(d, inner sweeps): the model's minimiser on W, plus damping/2 ||d||^2, to a KKT violation <= tol."""
+        H = self.H
+        if damping > 0:
+            H = H.copy()
+            H[np.diag_indices_from(H)] += damping
+        step, sweeps, _ = minimise_quadratic_l1(H, g, w, lam1, tol)
+        return step, sweeps
+
+
+class _ScoreModel:
+    """The same model never formed: coordinate descent with the Hessian applied in the scores
+    (cyrank/domination/_model_cd.pyx), O(nnz of X_W + layers) per sweep, for working sets too large for
+    _GramModel."""
+
+    def __init__(self, layout, columns, problem, ws, lam2):
+        self.columns, self.ws = columns, ws
+        self.model = _model_cd.Model(layout, problem.state.smooth)
+        self.curvature = np.empty(ws.size)
+        _model_cd.model_diagonal(*columns, ws, self.model, self.curvature)
+        self.max_curvature = max(float(np.max(self.curvature, initial=0.0)), 1e-300)
+        self.ridge = 2.0 * lam2 + RIDGE * self.max_curvature
+        self.no_history = np.empty((0, ws.size))
+
+    def minimise(self, g, w, lam1, damping, tol):
+        """(d, inner sweeps): rounds of MODEL_CD_SWEEPS sweeps of CD (which find the signs) and one Newton step
+        on the orthant of the signs they found (_orthant_step), until the model's KKT violation is <= tol or
+        MODEL_SWEEPS sweeps and products (each costs about a sweep) are spent."""
+        step = np.zeros(self.ws.size)
+        ridge = self.ridge + damping
+        work = 0
+        while work < MODEL_SWEEPS:
+            done, viol, _ = _model_cd.solve_model(*self.columns, self.ws, self.model, self.curvature, g, w, lam1,
+                                                  ridge, step, tol, min(MODEL_CD_SWEEPS, MODEL_SWEEPS - work),
+                                                  self.no_history)
+            work += done
+            if viol <= tol or work >= MODEL_SWEEPS:
+                break
+            work += self._orthant_step(g, w, lam1, ridge, step, tol, MODEL_SWEEPS - work)
+        return step, work
+
+    def _orthant_step(self, g, w, lam1, ridge, step, tol, budget):
+        """In place on step: with A = the non-zero coordinates of z = w + step and theta = sign(z_A), the
+        model is the smooth quadratic q(step) + lam1 theta'(z_A) on the orthant; conjugate gradients (products by
+        _model_cd.model_product) for its Newton step Delta on A, then step_A += t Delta with t <= 1 the largest
+        step that keeps every sign (the coordinate that reaches 0 leaves A: the feature-sign search of Lee, Battle,
+        Raina & Ng, NIPS 2006, first sign change only). q decreases: it is convex along the segment and lower at
+        Delta (CG lowers the quadratic) than at 0. Returns the number of products."""
+        z = w + step
+        A = np.flatnonzero(z)
+        if A.size == 0:
+            return 0
+        theta = np.sign(z[A])
+        cols = self.ws[A]
+        Hs = np.empty(self.ws.size)
+        _model_cd.model_product(*self.columns, self.ws, self.model, step, Hs)
+        r = -(g[A] + Hs[A] + ridge * step[A] + lam1 * theta)
+        stop = max(0.5 * tol, 1e-3 * float(np.max(np.abs(r))))
+        delta, p, Hp = np.zeros(A.size), r.copy(), np.empty(A.size)
+        rr, products = float(r @ r), 1
+        while products < budget and float(np.max(np.abs(r))) > stop:
+            _model_cd.model_product(*self.columns, cols, self.model, p, Hp)
+            Hp += ridge * p
+            products += 1
+            pHp = float(p @ Hp)
+            if not pHp > 0.0:
+                break
+            alpha = rr / pHp
+            delta += alpha * p
+            r -= alpha * Hp
+            rr_new = float(r @ r)
+            p = r + (rr_new / rr) * p
+            rr = rr_new
+        # the projected Newton step (coordinates that would change sign stop at 0) when it lowers q; else the
+        # step to the first sign change, which always does
+        current = self._value(g, w, lam1, ridge, step)
+        trial = step.copy()
+        trial[A] += delta
+        trial[A[np.sign(w[A] + trial[A]) != theta]] = -w[A[np.sign(w[A] + trial[A]) != theta]]
+        products += 1
+        if self._value(g, w, lam1, ridge, trial) < current:
+            step[:] = trial
+            return products
+        crossing = theta * delta < 0
+        t = min(1.0, float(np.min(-z[A][crossing] / delta[crossing], initial=1.0)))
+        step[A] += t * delta
+        if t < 1.0:  # the first coordinates to reach 0 sit exactly at 0
+            hit = crossing & (np.abs(z[A] + t * delta) <= 1e-12 * np.abs(z[A]))
+            step[A[hit]] = -w[A[hit]]
+        return products
+
+    def _value(self, g, w, lam1, ridge, step):
+        """q(step), the model's value (O(nnz of X_W))."""
+        return _model_cd.solve_model(*self.columns, self.ws, self.model, self.curvature, g, w, lam1, ridge,
+                                     step.copy(), 0.0, 0, self.no_history)[2]
+
+
+def _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz, columns):
+    """The model of this iteration: formed (_GramModel) while rows |W|^2 <= options.gram_budget nnz, else applied
+    in the scores (_ScoreModel; ``columns``, a one-item cache, receives the column copy of X on first use)."""
+    if layout.rows.shape[0] * ws.size ** 2 <= options.gram_budget * nnz:
+        return _GramModel(rows, d, problem, ws, lam2)
+    if not columns:
+        columns.append(_columns(X, layout.rows))
+    return _ScoreModel(layout, columns[0], problem, ws, lam2)
+
+
 def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options):
     """Proximal Newton with working sets (module docstring) in place on w.
 
@@ -511,15 +637,15 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
     d = X.shape[1]
     rows, problem, scale, noise, _, _ = _smooth_problem(X, layout, lam2, options)
     hist_obj, hist_nnz = [], []
-    n_inner, n_iter, converged, stalled, handover, damping = 0, 0, False, False, False, 0.0
+    n_inner, n_iter, converged, stalled, damping = 0, 0, False, False, 0.0
     nnz = X.shape[0] * d if not sp.issparse(X) else X.nnz
     with one_blas_thread():
         if scale <= noise:  # the loss does not depend on w (see _solve_newton): w = 0 is an optimum
             w[:] = 0.0
-            return problem.fun(w), [], [], 0.0, 0, 0, True, False, False
+            return problem.fun(w), [], [], 0.0, 0, 0, True, False
         f = problem.fun(w) + lam1 * float(np.abs(w).sum())
         G = problem.grad(w)
-        pos = np.full(d, -1, dtype=np.int64)
+        columns = []  # the sorted rows column by column, made once when the first large working set needs them
         while True:
             excess = _kkt_excess(G, w, lam1, noise)
             violation = float(np.max(excess, initial=0.0)) / scale
@@ -536,31 +662,14 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
             if candidates.size > k:
                 candidates = candidates[np.argsort(-zero_viol[candidates], kind="stable")[:k]]
             ws = np.sort(np.concatenate([nonzero, candidates])).astype(np.int64)
-            if layout.rows.shape[0] * ws.size ** 2 > options.gram_budget * nnz:
-                # the working-set Hessian would cost more than about 20 CD sweeps: coordinate descent goes on
-                n_iter -= 1
-                handover = True
-                break
-            pos[ws] = np.arange(ws.size)
-            H = np.empty((ws.size, ws.size))
-            _smooth.gram_hessian(*rows, d, problem.state.smooth, ws, pos, H)
-            pos[ws] = -1
-            # symmetric, and positive definite: the loss is flat along per-query constant scores, so H is singular
-            # (computed slightly indefinite) whenever a feature is constant within queries; a relative ridge of
-            # RIDGE (newGLMNET's nu) keeps the model bounded and changes nothing else measurably
-            H = 0.5 * (H + H.T)
-            H[np.diag_indices_from(H)] += 2.0 * lam2 + RIDGE * max(float(np.max(np.diag(H), initial=0.0)), 1e-300)
+            model = _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz, columns)
             g_ws, w_ws = np.ascontiguousarray(G[ws]), np.ascontiguousarray(w[ws])
             accepted = False
             for _ in range(MAX_DAMPINGS):
-                if damping > 0:
-                    Hd = H.copy()
-                    Hd[np.diag_indices_from(Hd)] += damping
-                else:
-                    Hd = H
-                # forcing term min(0.1, sqrt(violation)): the inner accuracy tightens as w converges (superlinear)
-                step, sweeps, _ = minimise_quadratic_l1(Hd, g_ws, w_ws, lam1,
-                                                        min(0.1, np.sqrt(violation)) * violation * scale)
+                # forcing term min(0.1, sqrt(violation)): the inner accuracy tightens as w converges (superlinear),
+                # never beyond half the outer tolerance (a model solved finer than that buys nothing)
+                step, sweeps = model.minimise(g_ws, w_ws, lam1, damping,
+                                              max(min(0.1, np.sqrt(violation)) * violation, 0.5 * tol) * scale)
                 n_inner += sweeps
                 decrease = float(np.sum(g_ws * step)) + _l1_change(w_ws, step, lam1)
                 if not decrease < 0.0:  # no descent left at this precision
@@ -569,11 +678,11 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
                                                                     noise)
                 if accepted:
                     # a full step: the model is good, trust it more; a shortened one: damp the next model
-                    damping = damping * 0.1 if t == 1.0 else max(10.0 * damping, DAMPING_MIN * H.diagonal().max())
+                    damping = damping * 0.1 if t == 1.0 else max(10.0 * damping, DAMPING_MIN * model.max_curvature)
                     break
                 # no acceptable step within SHORT_STEPS halvings: the quadratic model is poor (e.g. a loss that is
                 # nearly piecewise linear at huge margins); damp it (Levenberg-Marquardt) and solve it again
-                damping = max(100.0 * damping, DAMPING_MIN * H.diagonal().max(), 1e-300)
+                damping = max(100.0 * damping, DAMPING_MIN * model.max_curvature, 1e-300)
             if not accepted:  # no decrease at this precision: the iteration did not happen
                 n_iter -= 1
                 stalled = True
@@ -589,7 +698,7 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
         excess = _kkt_excess(G, w, lam1, noise)
         violation = float(np.max(excess, initial=0.0)) / scale
         converged = violation <= tol
-    return f, hist_obj, hist_nnz, violation, n_iter, n_inner, converged, stalled and not converged, handover
+    return f, hist_obj, hist_nnz, violation, n_iter, n_inner, converged, stalled and not converged
 
 
 def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,

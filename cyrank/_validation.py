@@ -315,6 +315,53 @@ def check_scores(y_true, y_score, qid=None):
     return y_true, y_score, check_qid(qid, y_true.shape[0], of="y_true")
 
 
+def check_label_matrix(R, name):
+    """A label matrix (instances x labels: indicator, graded relevance or label scores), dense or sparse, as a
+    finite 2-d float64 array with at least one row and one column."""
+    if R is None:
+        raise ValueError(f"{name} is required")
+    R = R.toarray() if sp.issparse(R) else np.asarray(R)
+    _check_kind(R, name)
+    if R.ndim != 2:
+        raise ValueError(f"{name} must be a 2-d (instances x labels) matrix, got shape {R.shape}")
+    if R.shape[0] == 0 or R.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {R.shape})")
+    R = R.astype(np.float64, copy=False)
+    _check_finite(R, name)
+    return R
+
+
+def check_preference_edges(edge_ptr, init, term, n_labels):
+    """Flat preference graphs (cyrank.labelrank.graphs): edge_ptr (int64, from 0, non-decreasing, ending at the
+    number of edges), init and term (labels in 0 .. n_labels - 1, int32), no self-loop, no repeated edge within an
+    instance, edges sorted by (init, term) within each instance. Returns the arrays in those dtypes."""
+    n_labels = check_param("n_labels", n_labels, low=1, integer=True)
+    edge_ptr, init, term = np.asarray(edge_ptr), np.asarray(init), np.asarray(term)
+    for name, a in (("edge_ptr", edge_ptr), ("init", init), ("term", term)):
+        if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+            raise ValueError(f"{name} must be a 1-d integer array")
+    if edge_ptr.size < 2:
+        raise ValueError("preference graphs need at least one instance (edge_ptr of length >= 2)")
+    if edge_ptr[0] != 0 or np.any(np.diff(edge_ptr) < 0) or edge_ptr[-1] != init.size or init.size != term.size:
+        raise ValueError("edge_ptr must start at 0, never decrease and end at the number of edges (len(init) == "
+                         "len(term))")
+    for name, a in (("init", init), ("term", term)):
+        if a.size and (a.min() < 0 or a.max() >= n_labels):
+            bad = int(a[(a < 0) | (a >= n_labels)][0])
+            raise ValueError(f"{name} holds label {bad}, out of range for n_labels={n_labels}")
+    if np.any(init == term):
+        e = int(np.flatnonzero(init == term)[0])
+        raise ValueError(f"edge {e} is a self-loop ({int(init[e])} -> {int(term[e])}); preference graphs are simple")
+    inst = np.repeat(np.arange(edge_ptr.size - 1), np.diff(edge_ptr))
+    key = (inst * n_labels + init) * n_labels + term
+    if key.size > 1 and not np.all(np.diff(key) > 0):
+        bad = int(np.flatnonzero(np.diff(key) <= 0)[0]) + 1
+        what = "repeats an edge" if key[bad] == key[bad - 1] else "is not sorted by (init, term)"
+        raise ValueError(f"instance {int(inst[bad])} {what} at edge {bad}; build graphs with "
+                         "PreferenceGraphs.from_edges, which sorts them and reports repeated edges")
+    return (edge_ptr.astype(np.int64), init.astype(np.int32), term.astype(np.int32), n_labels)
+
+
 def check_param(name, value, *, low=None, high=None, low_open=False, high_open=False, integer=False, none_ok=False):
     """Return a checked scalar hyper-parameter: a finite real (or an integer) within the given bounds.
 

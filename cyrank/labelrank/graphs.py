@@ -1,0 +1,277 @@
+"""Preference graphs over a label set and their decompositions (Dekel, Manning & Singer, "Log-Linear Models for
+Label Ranking", NIPS 2003, sections 1-2).
+
+A preference graph of instance i is a simple directed graph over the labels 0 .. n_labels - 1: an edge
+init -> term says that init is preferred to term (should score higher). All graphs of a data set are stored flat,
+CSR-like: the edges of instance i are e = edge_ptr[i] .. edge_ptr[i + 1] - 1 with labels init[e] -> term[e]
+(int32), sorted by (init, term) inside each instance. Cycles are allowed (Fig. 1d); self-loops and repeated
+edges are not (the paper's graphs are simple). An instance may have no edge: it then contributes nothing to the
+loss and 0 to every error.
+
+A decomposition A maps each graph G_i to s_i subgraphs G_i1 .. G_is_i (section 2, Fig. 2), stored flat as well
+(:class:`Subgraphs`): "zero_one" (G_i itself), "disagreement" (one subgraph per edge), "domination" (per label
+with outgoing edges: that label and the labels it dominates) and "dominated" (per label with incoming edges:
+that label and the labels that dominate it); or a user callable.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_preference_edges, check_label_matrix, check_param
+
+DECOMPOSITIONS = ("zero_one", "disagreement", "domination", "dominated")
+
+
+class Subgraphs:
+    """The subgraphs of a decomposition, flat: instance i owns subgraphs sub_ptr[i] .. sub_ptr[i + 1] - 1 and
+    subgraph k holds the edges members[member_ptr[k] .. member_ptr[k + 1] - 1] (indices into the graphs' edge
+    arrays; an edge may belong to several subgraphs of a user decomposition). n_subgraphs[i] = s_i."""
+
+    def __init__(self, sub_ptr, member_ptr, members):
+        self.sub_ptr = np.ascontiguousarray(sub_ptr, dtype=np.int64)
+        self.member_ptr = np.ascontiguousarray(member_ptr, dtype=np.int64)
+        self.members = np.ascontiguousarray(members, dtype=np.int64)
+
+    @property
+    def n_subgraphs(self):
+        return np.diff(self.sub_ptr)
+
+    def instance_of_subgraph(self):
+        return np.repeat(np.arange(self.sub_ptr.size - 1), self.n_subgraphs)
+
+
+class PreferenceGraphs:
+    """Preference graphs of n_instances instances over n_labels labels (module docstring).
+
+    Build them with the constructors: :meth:`from_indicator` (multilabel, Fig. 1b), :meth:`from_classes`
+    (single label, Fig. 1a), :meth:`from_relevance` (graded, multi-layer, Fig. 1c), :meth:`from_hierarchy`
+    (leaves of a label tree layered by tree distance, section 4) and :meth:`from_edges` (any graphs, Fig. 1d).
+    """
+
+    def __init__(self, edge_ptr, init, term, n_labels):
+        self.edge_ptr, self.init, self.term, self.n_labels = check_preference_edges(edge_ptr, init, term, n_labels)
+
+    # ------------------------------------------------------------------------------------------ sizes
+    @property
+    def n_instances(self):
+        return self.edge_ptr.shape[0] - 1
+
+    @property
+    def n_edges(self):
+        return int(self.edge_ptr[-1])
+
+    def __len__(self):
+        return self.n_instances
+
+    def __repr__(self):
+        return f"PreferenceGraphs({self.n_instances} instances, {self.n_labels} labels, {self.n_edges} edges)"
+
+    def instance_of_edge(self):
+        """The instance of every edge (int64)."""
+        return np.repeat(np.arange(self.n_instances), np.diff(self.edge_ptr))
+
+    def __getitem__(self, rows):
+        """The graphs of the given instances (an index array, a boolean mask or a slice), in that order."""
+        rows = np.arange(self.n_instances)[rows]
+        counts = np.diff(self.edge_ptr)[rows]
+        starts = self.edge_ptr[rows]
+        take = np.repeat(starts - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())
+        return PreferenceGraphs(np.r_[0, np.cumsum(counts)], self.init[take], self.term[take], self.n_labels)
+
+    def __eq__(self, other):
+        return (isinstance(other, PreferenceGraphs) and self.n_labels == other.n_labels
+                and np.array_equal(self.edge_ptr, other.edge_ptr) and np.array_equal(self.init, other.init)
+                and np.array_equal(self.term, other.term))
+
+    __hash__ = None
+
+    # ------------------------------------------------------------------------------------------ constructors
+    @classmethod
+    def from_edges(cls, instance, init, term, *, n_instances=None, n_labels=None, duplicates="raise"):
+        """Graphs from edge arrays: edge e of instance ``instance[e]`` prefers ``init[e]`` to ``term[e]``. Any
+        order; cycles allowed. A repeated edge raises ValueError (``duplicates="drop"`` keeps one copy)."""
+        instance = np.asarray(instance)
+        init, term = np.asarray(init), np.asarray(term)
+        if not (instance.shape == init.shape == term.shape) or instance.ndim != 1:
+            raise ValueError(f"instance, init and term must be 1-d arrays of one length; got shapes "
+                             f"{instance.shape}, {init.shape}, {term.shape}")
+        for name, a in (("instance", instance), ("init", init), ("term", term)):
+            if a.size and (a.dtype.kind not in "iu" or a.min() < 0):
+                raise ValueError(f"{name} must hold non-negative integers")
+        if n_instances is None:
+            n_instances = int(instance.max()) + 1 if instance.size else 0
+        if n_labels is None:
+            n_labels = int(max(init.max(initial=-1), term.max(initial=-1))) + 1
+        if instance.size and instance.max() >= n_instances:
+            raise ValueError(f"instance {int(instance.max())} is out of range for n_instances={n_instances}")
+        order = np.lexsort((term, init, instance))
+        instance, init, term = instance[order], init[order], term[order]
+        if duplicates not in ("raise", "drop"):
+            raise ValueError(f"duplicates must be 'raise' or 'drop', got {duplicates!r}")
+        same = (instance[1:] == instance[:-1]) & (init[1:] == init[:-1]) & (term[1:] == term[:-1])
+        if same.any():
+            if duplicates == "raise":
+                e = int(np.flatnonzero(same)[0]) + 1
+                raise ValueError(f"instance {int(instance[e])} repeats the edge {int(init[e])} -> {int(term[e])}; "
+                                 "preference graphs are simple (pass duplicates='drop' to keep one copy)")
+            keep = np.r_[True, ~same]
+            instance, init, term = instance[keep], init[keep], term[keep]
+        edge_ptr = np.r_[0, np.cumsum(np.bincount(instance, minlength=n_instances))]
+        return cls(edge_ptr, init, term, n_labels)
+
+    @classmethod
+    def from_relevance(cls, R):
+        """Multi-layer graphs from graded relevance R (n_instances x n_labels, dense or sparse; larger = more
+        relevant): an edge from every label to every label with a smaller grade of the same instance (Fig. 1c).
+        Labels of equal grade are not compared."""
+        R = check_label_matrix(R, "R")
+        n, L = R.shape
+        step = max(1, (1 << 24) // (L * L))  # rows per block of the n x L x L comparison
+        parts = [np.nonzero(R[lo:lo + step, :, None] > R[lo:lo + step, None, :]) for lo in range(0, n, step)]
+        inst = np.concatenate([p[0] + lo for p, lo in zip(parts, range(0, n, step))])
+        init = np.concatenate([p[1] for p in parts])
+        term = np.concatenate([p[2] for p in parts])
+        return cls(np.r_[0, np.cumsum(np.bincount(inst, minlength=n))], init, term, L)
+
+    @classmethod
+    def from_indicator(cls, Y):
+        """Bipartite graphs from a multilabel indicator matrix Y (n_instances x n_labels, dense or sparse, 0/1):
+        every relevant label is preferred to every irrelevant one (Fig. 1b)."""
+        Y = check_label_matrix(Y, "Y")
+        if not np.isin(Y, (0, 1)).all():
+            raise ValueError("Y must be a 0/1 indicator matrix; use from_relevance for graded labels")
+        return cls.from_relevance(Y)
+
+    @classmethod
+    def from_classes(cls, y, n_labels=None):
+        """Single-label graphs from class indices y (integers 0 .. n_labels - 1): the class is preferred to every
+        other label (Fig. 1a)."""
+        y = np.asarray(y)
+        if y.ndim != 1 or y.size == 0 or y.dtype.kind not in "iu" or y.min() < 0:
+            raise ValueError("y must be a non-empty 1-d array of class indices (non-negative integers)")
+        n_labels = int(y.max()) + 1 if n_labels is None else int(n_labels)
+        if y.max() >= n_labels:
+            raise ValueError(f"class {int(y.max())} is out of range for n_labels={n_labels}")
+        R = np.zeros((y.size, n_labels), dtype=np.int8)
+        R[np.arange(y.size), y] = 1
+        return cls.from_relevance(R)
+
+    @classmethod
+    def from_hierarchy(cls, parent, correct, n_layers=3):
+        """Graphs over the leaves of a label tree (section 4): ``parent[v]`` is the parent of tree node v (-1 at
+        the root); the labels are the leaves in increasing node order; ``correct`` (n_instances x n_leaves
+        indicator, dense or sparse) marks each instance's correct leaves. A leaf's distance is its tree distance
+        to the closest correct leaf; the layers are the distinct distances in increasing order with everything
+        beyond the first ``n_layers - 1`` collapsed into the last layer (the paper uses 3). Every leaf is
+        preferred to every leaf of a lower layer. An instance with no correct leaf gets no edge."""
+        parent = np.asarray(parent)
+        if parent.ndim != 1 or parent.dtype.kind not in "iu" or parent.size == 0:
+            raise ValueError("parent must be a non-empty 1-d integer array (-1 at the root)")
+        n_layers = check_param("n_layers", n_layers, low=2, integer=True)
+        depth = _tree_depths(parent)
+        leaves = np.setdiff1d(np.arange(parent.size), parent[parent >= 0])
+        C = check_label_matrix(correct, "correct")
+        if C.shape[1] != leaves.size:
+            raise ValueError(f"correct has {C.shape[1]} columns but the tree has {leaves.size} leaves")
+        if not np.isin(C, (0, 1)).all():
+            raise ValueError("correct must be a 0/1 indicator matrix over the leaves")
+        dist = _leaf_distances(parent, depth, leaves)
+        R = np.zeros(C.shape, dtype=np.int64)
+        for i in np.flatnonzero(C.any(axis=1)):
+            nearest = dist[C[i] > 0].min(axis=0)  # each leaf's distance to its closest correct leaf
+            levels = np.unique(nearest)
+            layer = np.minimum(np.searchsorted(levels, nearest), n_layers - 1)
+            R[i] = n_layers - 1 - layer
+        return cls.from_relevance(R)
+
+    # ------------------------------------------------------------------------------------------ decompositions
+    def decompose(self, decomposition="domination"):
+        """The :class:`Subgraphs` of a decomposition: one of DECOMPOSITIONS or a callable
+        ``f(init, term, n_labels) -> list of arrays of edge positions`` applied to each instance's edges (local
+        positions 0 .. n_edges_i - 1, each subgraph non-empty)."""
+        n, E = self.n_instances, self.n_edges
+        inst = self.instance_of_edge()
+        if callable(decomposition):
+            return self._decompose_with(decomposition)
+        if decomposition == "zero_one":
+            has = np.diff(self.edge_ptr) > 0
+            return Subgraphs(np.r_[0, np.cumsum(has)], np.r_[self.edge_ptr[:-1][has], E], np.arange(E))
+        if decomposition == "disagreement":
+            return Subgraphs(self.edge_ptr, np.arange(E + 1), np.arange(E))
+        if decomposition in ("domination", "dominated"):
+            key = self.init if decomposition == "domination" else self.term
+            order = np.lexsort((key, inst))  # stable: edges of one (instance, label) stay in storage order
+            k_inst, k_key = inst[order], key[order]
+            start = np.r_[True, (k_inst[1:] != k_inst[:-1]) | (k_key[1:] != k_key[:-1])] if E else np.zeros(0, bool)
+            firsts = np.flatnonzero(start)
+            per_instance = np.bincount(k_inst[firsts], minlength=n)
+            return Subgraphs(np.r_[0, np.cumsum(per_instance)], np.r_[firsts, E], order)
+        raise ValueError(f"decomposition must be one of {DECOMPOSITIONS} or a callable, got {decomposition!r}")
+
+    def _decompose_with(self, fun):
+        sub_counts, member_ptr, members = [], [0], []
+        for i in range(self.n_instances):
+            lo, hi = self.edge_ptr[i], self.edge_ptr[i + 1]
+            parts = fun(self.init[lo:hi].copy(), self.term[lo:hi].copy(), self.n_labels) if hi > lo else []
+            for part in parts:
+                part = np.asarray(part)
+                if part.ndim != 1 or part.size == 0 or part.dtype.kind not in "iu":
+                    raise ValueError(f"decomposition of instance {i}: every subgraph must be a non-empty 1-d "
+                                     "integer array of edge positions")
+                if part.min() < 0 or part.max() >= hi - lo:
+                    raise ValueError(f"decomposition of instance {i}: edge position out of range 0..{hi - lo - 1}")
+                if np.unique(part).size != part.size:
+                    raise ValueError(f"decomposition of instance {i}: a subgraph repeats an edge")
+                members.append(lo + part.astype(np.int64))
+                member_ptr.append(member_ptr[-1] + part.size)
+            sub_counts.append(len(parts))
+        return Subgraphs(np.r_[0, np.cumsum(sub_counts, dtype=np.int64)], member_ptr,
+                         np.concatenate(members) if members else np.zeros(0, np.int64))
+
+
+def _tree_depths(parent):
+    """Depth of every node (root 0); a ValueError for anything but one rooted tree."""
+    n = parent.size
+    if np.count_nonzero(parent < 0) != 1 or parent.min() < -1 or parent.max() >= n:
+        raise ValueError("parent must describe one rooted tree: exactly one -1 (the root) and parents in range")
+    depth = np.full(n, -1, dtype=np.int64)
+    depth[parent < 0] = 0
+    for _ in range(n):
+        todo = depth < 0
+        if not todo.any():
+            return depth
+        ready = todo & (depth[np.maximum(parent, 0)] >= 0)
+        if not ready.any():
+            break
+        depth[ready] = depth[parent[ready]] + 1
+    raise ValueError("parent has a cycle: not a tree")
+
+
+def _leaf_distances(parent, depth, leaves):
+    """Tree distance between every two leaves: depth a + depth b - 2 depth(lowest common ancestor)."""
+    ancestors = [set() for _ in leaves]
+    for t, leaf in enumerate(leaves):
+        v = leaf
+        while v >= 0:
+            ancestors[t].add(int(v))
+            v = parent[v]
+    m = leaves.size
+    dist = np.zeros((m, m), dtype=np.int64)
+    for a in range(m):
+        for b in range(a + 1, m):
+            lca_depth = max(depth[v] for v in ancestors[a] & ancestors[b])
+            dist[a, b] = dist[b, a] = depth[leaves[a]] + depth[leaves[b]] - 2 * lca_depth
+    return dist
+
+
+def as_graphs(G, n_instances=None):
+    """``G`` as PreferenceGraphs: graphs pass through; a 2-d 0/1 indicator matrix (dense or sparse) becomes
+    bipartite graphs (from_indicator). ``n_instances`` checks the length."""
+    if not isinstance(G, PreferenceGraphs):
+        if sp.issparse(G) or np.ndim(G) == 2:
+            G = PreferenceGraphs.from_indicator(G)
+        else:
+            raise TypeError("G must be PreferenceGraphs or a 2-d multilabel indicator matrix; got "
+                            f"{type(G).__name__}")
+    if n_instances is not None and G.n_instances != n_instances:
+        raise ValueError(f"G has {G.n_instances} instances but X has {n_instances} rows; lengths must match")
+    return G

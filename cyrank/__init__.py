@@ -17,13 +17,15 @@ __version__ = "0.1.0"
 # estimator name -> module defining it (imported by __getattr__ and by cyrank.io.load_model)
 ESTIMATORS = {
     "DominationRank": "cyrank.domination.estimator",
+    "LabelRankBoost": "cyrank.labelrank.estimator",
     "MLR": "cyrank.mlr.estimator",
     "RankSVM": "cyrank.ranksvm.estimator",
 }
 
 
 # functions of the functional layer also named at the top (imported on first use)
-FUNCTIONS = {"domination_path": ("cyrank.domination.solver", "path")}
+FUNCTIONS = {"domination_path": ("cyrank.domination.solver", "path"),
+             "PreferenceGraphs": ("cyrank.labelrank.graphs", "PreferenceGraphs")}
 
 
 def __getattr__(name):
@@ -43,5 +45,5 @@ def __dir__():
 if hasattr(_os, "register_at_fork"):  # POSIX only; Windows has no fork
     _os.register_at_fork(after_in_child=_fork.serial_after_fork)
 
-__all__ = ["DominationRank", "MLR", "QueryGroups", "RankSVM", "RankingDataWarning", "SolveResult", "__version__",
-           "domination_path"]
+__all__ = ["DominationRank", "LabelRankBoost", "MLR", "QueryGroups", "RankSVM", "RankingDataWarning", "SolveResult", "__version__",
+           "domination_path", "PreferenceGraphs"]

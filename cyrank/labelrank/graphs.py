@@ -266,6 +266,9 @@ def _leaf_distances(parent, depth, leaves):
 def as_graphs(G, n_instances=None):
     """``G`` as PreferenceGraphs: graphs pass through; a 2-d 0/1 indicator matrix (dense or sparse) becomes
     bipartite graphs (from_indicator). ``n_instances`` checks the length."""
+    if G is None:
+        raise ValueError("label ranking requires y to be passed, but the target y is None (give preference graphs, "
+                         "a multilabel indicator matrix or class labels)")
     if not isinstance(G, PreferenceGraphs):
         if sp.issparse(G) or np.ndim(G) == 2:
             G = PreferenceGraphs.from_indicator(G)

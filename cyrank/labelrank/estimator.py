@@ -1,0 +1,147 @@
+"""LabelRankBoost: the scikit-learn estimator of log-linear label ranking over preference graphs (Dekel, Manning &
+Singer, NIPS 2003). The objective and the solvers are in solver.py, the functional layer this estimator wraps.
+"""
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from .._base import set_fitted
+from .._validation import FLOAT_DTYPES, check_class_labels, check_X
+from ..io import register_model
+from . import solver
+from .graphs import PreferenceGraphs
+
+
+@register_model
+class LabelRankBoost(BaseEstimator):
+    """Label ranking with label-specific linear scores f(x, y) = coef_[y] . x, learnt from preference graphs.
+
+    Objective (Dekel, Manning & Singer 2003, section 3; natural log)::
+
+        sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e))) + alpha ||coef||^2
+
+    over the subgraphs E_i1 .. E_is_i of each instance's preference graph under ``decomposition``.
+
+    Parameters
+    ----------
+    decomposition : {"domination", "zero_one", "disagreement", "dominated"} or callable, default="domination"
+        How each graph is split into subgraphs (section 2; the paper found "domination" best on every error). A
+        callable ``f(init, term, n_labels) -> list of arrays of edge positions`` defines your own.
+    solver : {"auto", "boost", "newton"}, default="auto"
+        "boost": the parallel boosting update of Fig. 3 (first order; many iterations). "newton": trust-region
+        Newton-CG with exact Hessian products. "auto": "newton".
+    alpha : float >= 0, default=0.0
+        Weight of ||coef||^2. With alpha = 0 (the paper's loss) the optimum can be at infinity (separable data,
+        or a label never preferred to another): use alpha > 0 then.
+    max_iter : int >= 1, default=1000
+        Newton iterations or boosting rounds; ConvergenceWarning when reached.
+    tol : float > 0, default=1e-6
+        Stop when ||grad|| <= tol ||grad at coef = 0|| (``grad_norm_``).
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_labels, n_features)
+    objective_, grad_norm_ (relative), n_iter_, n_cg_iter_ (Hessian products of "newton"), converged_, solver_,
+    n_labels_, n_features_in_
+    classes_ : ndarray, only after a fit on class labels
+    """
+
+    _model_schema = {
+        "n_features_in_": "int>=1", "coef_": "float[*, d]", "n_labels_": "int>=1", "objective_": "float",
+        "grad_norm_": "float>=0", "n_iter_": "int>=0", "n_cg_iter_": "int>=0", "converged_": "bool", "solver_": "str",
+        "classes_": "any[*]?",
+    }
+
+    def __init__(self, decomposition="domination", solver="auto", alpha=0.0, max_iter=1000, tol=1e-6, verbose=0):
+        self.decomposition = decomposition
+        self.solver = solver
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+
+    def _check_params(self):
+        params = self.get_params()
+        del params["verbose"]
+        return solver.check_params(**params)
+
+    def fit(self, X, y):
+        """Fit on X (n_instances x n_features, dense or sparse) and y: PreferenceGraphs with one graph per row of
+        X, a multilabel indicator matrix (n_instances x n_labels; relevant labels preferred to the others), or
+        1-d class labels (any values; labels are then the sorted classes, ``classes_``, and each instance's class
+        is preferred to every other, Fig. 1a)."""
+        self.__dict__.pop("classes_", None)
+        if self._is_class_vector(y):
+            classes, index = check_class_labels(np.ravel(y), np.shape(X)[0] if np.ndim(X) == 2 else None,
+                                                who="LabelRankBoost")
+            result = solver.solve(X, PreferenceGraphs.from_classes(index, classes.size), **self.get_params())
+            self.classes_ = classes
+        else:
+            result = solver.solve(X, y, **self.get_params())
+        return set_fitted(self, result)
+
+    @staticmethod
+    def _is_class_vector(G):
+        """1-d labels, or a single column of them (scikit-learn's column-vector y)."""
+        return (not isinstance(G, PreferenceGraphs) and not sp.issparse(G)
+                and (np.ndim(G) == 1 or (np.ndim(G) == 2 and np.shape(G)[1] == 1)))
+
+    def _graphs(self, G, n):
+        """G as graphs for scoring: class labels through ``classes_`` (an unseen class is an error)."""
+        if not self._is_class_vector(G):
+            return G
+        if not hasattr(self, "classes_"):
+            raise ValueError("this LabelRankBoost was fitted on preference graphs or an indicator matrix; score it "
+                             "on the same kind of targets, not on class labels")
+        G = np.ravel(G)
+        index = np.searchsorted(self.classes_, G)
+        if G.shape[0] != n or np.any(index >= self.classes_.size) or np.any(self.classes_[np.minimum(
+                index, self.classes_.size - 1)] != G):
+            raise ValueError("y holds labels not seen in fit, or its length differs from the rows of X")
+        return PreferenceGraphs.from_classes(index, self.classes_.size)
+
+    def _check_predict_X(self, X):
+        check_is_fitted(self)
+        X = check_X(X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but LabelRankBoost is expecting {self.n_features_in_} "
+                             "features as input")
+        return X
+
+    def decision_function(self, X):
+        """Label scores f(x, y) = coef_[y] . x, shape (n_instances, n_labels)."""
+        return np.asarray(self._check_predict_X(X) @ self.coef_.T, dtype=np.float64)
+
+    def predict(self, X):
+        """Label scores, as :meth:`decision_function` (higher = preferred)."""
+        return self.decision_function(X)
+
+    def predict_ranking(self, X):
+        """The induced total order: per instance the labels from most to least preferred (ties by label index)."""
+        return np.argsort(-self.decision_function(X), axis=1, kind="stable")
+
+    def score(self, X, y):
+        """1 - the generalised error of this estimator's decomposition (cyrank.metrics.label_ranking_error, ties
+        pessimistic, instances without edges dropped): higher is better, as scikit-learn expects."""
+        from ..metrics import label_ranking_error
+
+        scores = self.decision_function(X)
+        return 1.0 - label_ranking_error(self._graphs(y, scores.shape[0]), scores, self.decomposition)
+
+    def objective(self, X, y, coef=None):
+        """The objective at ``coef`` (default ``coef_``) with this estimator's decomposition and alpha."""
+        if coef is None:
+            check_is_fitted(self, "coef_")
+            coef = self.coef_
+        return solver.objective(X, self._graphs(y, np.shape(X)[0]), coef, decomposition=self.decomposition,
+                                alpha=self.alpha)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        return tags

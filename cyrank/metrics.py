@@ -662,11 +662,16 @@ def label_ranking_error(G, y_score, decomposition="disagreement", *, ties="pessi
 
         eps_i = (1/s_i) sum_k [exists e in E_ik: score(init e) <= score(term e)]
 
-    and the result is the mean of eps_i over instances. Ties: "pessimistic" (default; the paper's <=, a tie
-    violates an edge) or "optimistic" (a tie does not). An instance with no edge follows ``empty``: "drop"
-    (default; left out of the mean, NaN per instance), "zero" or "one". On bipartite graphs (an indicator
-    matrix) "disagreement" with empty="zero" is scikit-learn's ``label_ranking_loss``. Vectorised, O(edges).
-    Returns the mean, or (mean, per_instance) with ``return_per_instance=True``.
+    and the result is the mean of eps_i over instances.
+
+    Ties: "pessimistic" (default; the paper's <=, a tie violates an edge) or "optimistic" (a tie does not).
+
+    Empty: an instance with no edge follows ``empty``: "drop" (default; left out of the mean, NaN per
+    instance), "zero" or "one".
+
+    On bipartite graphs (an indicator matrix) "disagreement" with empty="zero" is scikit-learn's
+    ``label_ranking_loss``. Vectorised, O(edges). Returns the mean, or (mean, per_instance) with
+    ``return_per_instance=True``.
     """
     from ._validation import check_label_matrix
     from .labelrank.graphs import as_graphs

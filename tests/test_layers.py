@@ -18,7 +18,7 @@ from cyrank import domination, mlr, ranksvm
 PACKAGE = pathlib.Path(cyrank.__file__).parent
 # the scikit-learn layer: estimators, their shared base, and what sits above them
 UPPER = {"_base.py", "cli.py", "__main__.py", "domination/estimator.py", "ranksvm/estimator.py",
-         "mlr/estimator.py"}
+         "mlr/estimator.py", "labelrank/estimator.py"}
 
 
 def _module_imports(path):
@@ -61,7 +61,7 @@ FUNCTIONAL_SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
     import cyrank
-    from cyrank import domination, mlr, ranksvm, metrics
+    from cyrank import domination, labelrank, mlr, ranksvm, metrics
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 4)); y = (X[:, 0] + rng.normal(size=80) > 0).astype(float)
     qid = np.repeat(np.arange(8), 10)
@@ -69,8 +69,11 @@ FUNCTIONAL_SCRIPT = textwrap.dedent("""
                ranksvm.solve(X, y, qid), ranksvm.solve(X, y, qid, loss="hinge", kernel="rbf", max_iter=2),
                ranksvm.solve(X, y, qid, C=10.0),
                mlr.solve(X[:30], y[:30].astype(int), max_iter=2)]
+    G = labelrank.PreferenceGraphs.from_relevance(rng.integers(0, 3, size=(80, 4)))
+    results += [labelrank.solve(X, G, alpha=0.1), labelrank.solve(X, G, solver="boost", max_iter=2)]
     metrics.ndcg_score(y, X[:, 0], qid)
-    assert [r.converged for r in results] == [True, False, True, False, True, False], results
+    metrics.label_ranking_error(G, X @ results[-2].coef.T, "domination")
+    assert [r.converged for r in results] == [True, False, True, False, True, False, True, False], results
     assert all(r.message for r in results if not r.converged)
     loaded = [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]
     print("sklearn" if loaded else "clean")
@@ -134,3 +137,22 @@ def test_the_estimator_warns_what_the_functional_layer_reports(solve, Estimator,
     with pytest.warns(ConvergenceWarning) as record:
         Estimator(**params).fit(X, y, qid)
     assert [str(w.message) for w in record if w.category is ConvergenceWarning] == [result.message]
+
+
+def test_label_ranking_estimator_attributes_are_the_functional_result():
+    from cyrank import labelrank
+
+    X, _, _ = _problem()
+    G = labelrank.PreferenceGraphs.from_relevance(np.random.default_rng(0).integers(0, 3, size=(X.shape[0], 4)))
+    for params in ({"alpha": 0.2}, {"solver": "boost", "max_iter": 3}):
+        result = labelrank.solve(X, G, **params)
+        if result.converged:
+            est = cyrank.LabelRankBoost(**params).fit(X, G)
+        else:
+            with pytest.warns(ConvergenceWarning) as record:
+                est = cyrank.LabelRankBoost(**params).fit(X, G)
+            assert [str(w.message) for w in record if w.category is ConvergenceWarning] == [result.message]
+        fitted = {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+        assert set(fitted) == set(result.fitted_attributes())
+        for name, value in result.fitted_attributes().items():
+            np.testing.assert_array_equal(fitted[name], value, err_msg=name)

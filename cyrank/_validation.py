@@ -331,6 +331,24 @@ def check_label_matrix(R, name):
     return R
 
 
+def check_joint_features(J, n, n_labels):
+    """Joint label-ranking features: a finite float64 array of shape (n, n_labels, p), p >= 1."""
+    J = np.asarray(J)
+    _check_kind(J, "joint")
+    if J.ndim != 3 or J.shape[:2] != (n, n_labels) or J.shape[2] == 0:
+        raise ValueError(f"joint must have shape (n_instances, n_labels, n_joint_features) = ({n}, {n_labels}, p "
+                         f">= 1); got {J.shape}")
+    J = np.ascontiguousarray(J, dtype=np.float64)
+    _check_finite(J, "joint")
+    return J
+
+
+def warn_no_preferences():
+    """Label-ranking data with no preference edge at all: nothing to learn (the model stays 0)."""
+    warnings.warn("no instance has a preference edge: the loss is 0 whatever the model, which stays at 0",
+                  RankingDataWarning, stacklevel=3)
+
+
 def check_preference_edges(edge_ptr, init, term, n_labels):
     """Flat preference graphs (cyrank.labelrank.graphs): edge_ptr (int64, from 0, non-decreasing, ending at the
     number of edges), init and term (labels in 0 .. n_labels - 1, int32), no self-loop, no repeated edge within an

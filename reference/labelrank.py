@@ -1,9 +1,11 @@
 """Exact optimum of the log-linear label-ranking loss with cvxpy (Dekel, Manning & Singer, NIPS 2003, section 3).
 
-With label-specific weights coef (n_labels x d), f(x, y) = coef[y] . x, and each instance's preference graph
-(edges init -> term) split into subgraphs E_i1 .. E_is_i by a decomposition:
+With label-specific weights coef (n_labels x d) and optional joint features joint[i, y] (p values) with shared
+weights theta, f(x_i, y) = coef[y] . x_i + theta . joint[i, y], and each instance's preference graph (edges
+init -> term) split into subgraphs E_i1 .. E_is_i by a decomposition:
 
-    F(coef) = sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e))) + alpha ||coef||^2
+    F = sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
+        + alpha (||coef||^2 + ||theta||^2)
 
 Written independently of cyrank: graphs are read from any object with ``edge_ptr``, ``init``, ``term`` and
 ``n_labels`` (cyrank's PreferenceGraphs) or from a 0/1 indicator matrix, and decomposed here by plain loops.
@@ -50,11 +52,17 @@ def subgraphs(init, term, decomposition):
     raise ValueError(f"unknown decomposition {decomposition!r}")
 
 
-def objective(X, G, coef, *, decomposition="domination", alpha=0.0):
-    """F(coef) in plain numpy (a stable log-sum-exp per subgraph)."""
+def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="domination", alpha=0.0):
+    """F in plain numpy (a stable log-sum-exp per subgraph)."""
     X = _dense(X)
     coef = np.asarray(coef, dtype=np.float64)
     S = X @ coef.T
+    if joint is not None:
+        theta = np.asarray(joint_coef, dtype=np.float64)
+        S = S + np.asarray(joint) @ theta
+        alpha_theta = alpha * float(theta @ theta)
+    else:
+        alpha_theta = 0.0
     total = 0.0
     for i, (init, term) in enumerate(edges_of(G)[0]):
         parts = subgraphs(init, term, decomposition)
@@ -62,11 +70,12 @@ def objective(X, G, coef, *, decomposition="domination", alpha=0.0):
             t = np.r_[0.0, [S[i, term[e]] - S[i, init[e]] for e in part]]
             top = t.max()
             total += (top + np.log(np.exp(t - top).sum())) / len(parts)
-    return total + alpha * float(np.sum(coef * coef))
+    return total + alpha * float(np.sum(coef * coef)) + alpha_theta
 
 
-def solve(X, G, decomposition="domination", alpha=0.0, **solver_options):
-    """Exact minimiser; returns a :class:`reference.Solution` with variable ``"coef"`` (n_labels x d).
+def solve(X, G, decomposition="domination", alpha=0.0, joint=None, **solver_options):
+    """Exact minimiser; returns a :class:`reference.Solution` with variables ``"coef"`` (n_labels x d) and, with
+    joint features (n x n_labels x p), ``"joint_coef"`` (p).
 
     Epigraph form: one variable t_k per subgraph with exp(-t_k) + sum_{e in E_ik} exp(m_e - t_k) <= 1, i.e.
     t_k >= log(1 + sum exp(m_e)), and the objective sum_i (1/s_i) sum_k t_k + alpha ||coef||^2; the margins
@@ -76,6 +85,8 @@ def solve(X, G, decomposition="domination", alpha=0.0, **solver_options):
     X = _dense(X)
     n, d = X.shape
     graphs, L = edges_of(G)
+    J = None if joint is None else np.asarray(joint, dtype=np.float64)
+    p = 0 if J is None else J.shape[2]
     rows, cols, vals, sub_of_member, weights = [], [], [], [], []
     n_members = 0
     for i, (init, term) in enumerate(graphs):
@@ -89,17 +100,26 @@ def solve(X, G, decomposition="domination", alpha=0.0, **solver_options):
                         rows += [n_members, n_members]
                         cols += [int(term[e]) * d + j, int(init[e]) * d + j]
                         vals += [X[i, j], -X[i, j]]
+                for j in range(p):
+                    diff = J[i, term[e], j] - J[i, init[e], j]
+                    if diff != 0.0:
+                        rows.append(n_members)
+                        cols.append(L * d + j)
+                        vals.append(diff)
                 sub_of_member.append(k)
                 n_members += 1
     C = cp.Variable((L, d), name="coef")
-    penalty = alpha * cp.sum_squares(C) if alpha > 0 else 0.0
+    theta = cp.Variable(max(p, 1), name="joint_coef")
+    variables = {"coef": C, "joint_coef": theta} if p else {"coef": C}
+    params = cp.hstack([cp.reshape(C, (L * d,), order="C"), theta]) if p else cp.reshape(C, (L * d,), order="C")
+    penalty = alpha * cp.sum_squares(params) if alpha > 0 else 0.0
     if not weights:
-        problem = cp.Problem(cp.Minimize(penalty if alpha > 0 else cp.sum(C) * 0.0))
-        return solve_problem(problem, {"coef": C}, **solver_options)
+        problem = cp.Problem(cp.Minimize(penalty if alpha > 0 else cp.sum(params) * 0.0))
+        return solve_problem(problem, variables, **solver_options)
     K = len(weights)
-    margins = sp.csr_matrix((vals, (rows, cols)), shape=(n_members, L * d)) @ cp.reshape(C, (L * d,), order="C")
+    margins = sp.csr_matrix((vals, (rows, cols)), shape=(n_members, L * d + p)) @ params
     member_sub = sp.csr_matrix((np.ones(n_members), (np.arange(n_members), sub_of_member)), shape=(n_members, K))
     t = cp.Variable(K, name="t")
     sums = member_sub.T @ cp.exp(margins - member_sub @ t)
     problem = cp.Problem(cp.Minimize(np.asarray(weights) @ t + penalty), [cp.exp(-t) + sums <= 1])
-    return solve_problem(problem, {"coef": C}, **solver_options)
+    return solve_problem(problem, variables, **solver_options)

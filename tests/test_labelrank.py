@@ -89,6 +89,38 @@ def test_user_decomposition():
         assert res.converged and res.objective == pytest.approx(sol.objective, rel=1e-6)
 
 
+@pytest.mark.parametrize("decomposition", DECOMPOSITIONS)
+@pytest.mark.parametrize("solver", ["newton", "boost"])
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_shared_joint_features_reach_the_reference_optimum(decomposition, solver, fmt):
+    """f(x_i, y) = coef[y] . x_i + theta . joint[i, y] (joint features shared by every label)."""
+    X, G = make_problem(16, n=24, d=3, density=0.7)
+    J = np.random.default_rng(3).normal(size=(24, G.n_labels, 2))
+    sol = ref.solve(X, G, decomposition, 0.2, joint=J)
+    res = solve(X if fmt == "dense" else sp.csr_matrix(X), G, joint=J, decomposition=decomposition, solver=solver,
+                alpha=0.2, tol=TOL, max_iter=200_000)
+    assert res.converged and res.objective == pytest.approx(sol.objective, rel=1e-6)
+    np.testing.assert_allclose(res.joint_coef, sol["joint_coef"], atol=1e-4 * np.abs(sol["joint_coef"]).max())
+    assert objective(X, G, res.coef, joint=J, joint_coef=res.joint_coef, decomposition=decomposition,
+                     alpha=0.2) == pytest.approx(ref.objective(X, G, res.coef, joint=J, joint_coef=res.joint_coef,
+                                                               decomposition=decomposition, alpha=0.2), rel=1e-12)
+
+
+def test_estimator_with_joint_features():
+    X, G = make_problem(17, n=30)
+    J = np.random.default_rng(4).normal(size=(30, G.n_labels, 3))
+    est = LabelRankBoost(alpha=0.1).fit(X, G, joint=J)
+    assert est.joint_coef_.shape == (3,)
+    np.testing.assert_allclose(est.predict(X, J), X @ est.coef_.T + J @ est.joint_coef_)
+    assert est.objective(X, G, J) == pytest.approx(est.objective_, rel=1e-12)
+    with pytest.raises(ValueError, match="joint features"):
+        est.predict(X)
+    with pytest.raises(ValueError, match="joint must have shape"):
+        LabelRankBoost().fit(X, G, joint=J[:, :2])
+    with pytest.raises(ValueError, match="without joint features"):
+        LabelRankBoost(alpha=0.1).fit(X, G).predict(X, J)
+
+
 def test_objective_matches_the_reference_formula_at_random_points():
     for seed in range(3):
         X, G = make_problem(seed, density=0.5)
@@ -108,40 +140,44 @@ def test_loss_is_stable_at_huge_margins():
 
 
 @pytest.mark.parametrize("decomposition", DECOMPOSITIONS)
-def test_gradient_and_hessian_products_match_finite_differences(decomposition):
+@pytest.mark.parametrize("with_joint", [False, True])
+def test_gradient_and_hessian_products_match_finite_differences(decomposition, with_joint):
     X, G = make_problem(5, n=15, density=0.6)
-    data = _Data(X, G, decomposition, Options())
-    n, L, d = data.n, data.L, data.d
+    J = np.random.default_rng(2).normal(size=(15, G.n_labels, 3)) if with_joint else None
+    data = _Data(X, G, decomposition, Options(), J)
+    n, L = data.n, data.L
     rng = np.random.default_rng(1)
-    W, V = rng.normal(size=(d, L)), rng.normal(size=(d, L))
+    w, v = rng.normal(size=data.size), rng.normal(size=data.size)
     A, B = np.empty((n, L)), np.empty((n, L))
 
-    def loss(W):
-        return data.loss_grad_scores(data.scores(W), A, B)
+    def loss(w):
+        return data.loss_grad_scores(data.scores(w), A, B)
 
-    loss(W)
+    loss(w)
     grad = data.xt(A - B)
     p = data.p.copy()
     h = 1e-6
-    fd = (loss(W + h * V) - loss(W - h * V)) / (2 * h)
-    assert float(np.sum(grad * V)) == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    fd = (loss(w + h * v) - loss(w - h * v)) / (2 * h)
+    assert float(grad @ v) == pytest.approx(fd, rel=1e-6, abs=1e-8)
     dG = np.empty((n, L))
-    _loss.hess_scores(data.scores(V), G.edge_ptr, G.init, G.term, data.sub.sub_ptr, data.sub.member_ptr,
+    _loss.hess_scores(data.scores(v), G.edge_ptr, G.init, G.term, data.sub.sub_ptr, data.sub.member_ptr,
                       data.sub.members, p, dG)
-    loss(W + h * V)
+    loss(w + h * v)
     g_plus = data.xt(A - B)
-    loss(W - h * V)
+    loss(w - h * v)
     g_minus = data.xt(A - B)
     np.testing.assert_allclose(data.xt(dG), (g_plus - g_minus) / (2 * h), rtol=1e-5, atol=1e-7)
 
 
-def _fig3_weights(X, G, decomposition, coef):
-    """q, W+, W- and rho of Fig. 3 by their definitions: base functions h_(j,y)(x, y') = x_j [y' = y],
-    pi_(i,e,(j,y)) = h(x_i, term e) - h(x_i, init e)."""
+def _fig3_weights(X, G, decomposition, coef, J=None, theta=None):
+    """q, W+, W- and rho of Fig. 3 by their definitions: base functions h_(j,y)(x, y') = x_j [y' = y] and
+    h_j(x_i, y') = J[i, y', j], pi_(i,e,j) = h_j(x_i, term e) - h_j(x_i, init e). W+ and W- are returned flat:
+    the label-specific ones (d x L, C order), then the joint ones."""
     n, d = X.shape
     L = G.n_labels
-    S = X @ coef.T
-    Wp, Wm, rho = np.zeros((d, L)), np.zeros((d, L)), 0.0
+    p = 0 if J is None else J.shape[2]
+    S = X @ coef.T + (J @ theta if p else 0.0)
+    Wp, Wm, rho = np.zeros(d * L + p), np.zeros(d * L + p), 0.0
     for i in range(n):
         lo, hi = G.edge_ptr[i], G.edge_ptr[i + 1]
         init, term = G.init[lo:hi], G.term[lo:hi]
@@ -155,6 +191,7 @@ def _fig3_weights(X, G, decomposition, coef):
             pi = np.zeros((d, L))
             pi[:, term[e]] += X[i]
             pi[:, init[e]] -= X[i]
+            pi = np.r_[pi.ravel(), (J[i, term[e]] - J[i, init[e]]) if p else []]
             rho = max(rho, np.abs(pi).sum())
             Wp += np.where(pi > 0, q[e] * pi, 0.0) / len(parts)
             Wm += np.where(pi < 0, -q[e] * pi, 0.0) / len(parts)
@@ -162,23 +199,28 @@ def _fig3_weights(X, G, decomposition, coef):
 
 
 @pytest.mark.parametrize("decomposition", DECOMPOSITIONS)
-def test_boosting_is_figure_3_and_keeps_theorem_1(decomposition):
-    """Each boosting iterate is lambda - Lambda / rho with q, W+, W- and rho computed by their definitions, and
-    the decrease of the loss is at least (1/rho) sum (sqrt W+ - sqrt W-)^2 (Theorem 1)."""
+@pytest.mark.parametrize("with_joint", [False, True])
+def test_boosting_is_figure_3_and_keeps_theorem_1(decomposition, with_joint):
+    """Each boosting iterate is lambda - Lambda / rho with q, W+, W- and rho computed by their definitions (over
+    the label-specific and the joint base functions), and the decrease of the loss is at least
+    (1/rho) sum (sqrt W+ - sqrt W-)^2 (Theorem 1)."""
     X, G = make_problem(6, n=14, d=3, L=3)
-    prev = solve(X, G, decomposition=decomposition, solver="boost", max_iter=1, tol=1e-300)
-    coef = np.zeros_like(prev.coef)
-    f = objective(X, G, coef, decomposition=decomposition)
+    J = np.random.default_rng(5).normal(size=(14, 3, 2)) if with_joint else None
+    d, L = X.shape[1], G.n_labels
+    coef, theta = np.zeros((L, d)), np.zeros(2) if with_joint else None
+    f = objective(X, G, coef, joint=J, joint_coef=theta, decomposition=decomposition)
     for t in range(1, 8):
-        Wp, Wm, rho = _fig3_weights(X, G, decomposition, coef)
-        expected = coef - (0.5 * np.log(Wp / Wm) / rho).T
+        Wp, Wm, rho = _fig3_weights(X, G, decomposition, coef, J, theta)
+        step = 0.5 * np.log(Wp / Wm) / rho
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = solve(X, G, decomposition=decomposition, solver="boost", max_iter=t, tol=1e-300)
-        np.testing.assert_allclose(res.coef, expected, rtol=1e-10, atol=1e-12)
+            res = solve(X, G, joint=J, decomposition=decomposition, solver="boost", max_iter=t, tol=1e-300)
+        np.testing.assert_allclose(res.coef, coef - step[:d * L].reshape(d, L).T, rtol=1e-10, atol=1e-12)
+        if with_joint:
+            np.testing.assert_allclose(res.joint_coef, theta - step[d * L:], rtol=1e-10, atol=1e-12)
         bound = float(np.sum((np.sqrt(Wp) - np.sqrt(Wm)) ** 2)) / rho
         assert f - res.objective >= bound * (1 - 1e-9) and bound > 0
-        coef, f = res.coef, res.objective
+        coef, theta, f = res.coef, res.joint_coef, res.objective
 
 
 def test_boosting_with_a_penalty_never_raises_the_objective():
@@ -302,3 +344,13 @@ def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+def test_graphs_without_any_edge_warn_and_leave_the_model_at_zero():
+    from cyrank import RankingDataWarning
+
+    X = np.random.default_rng(18).normal(size=(6, 2))
+    G = PreferenceGraphs.from_indicator(np.ones((6, 3), dtype=int))  # every label relevant: no preference
+    with pytest.warns(RankingDataWarning, match="no instance has a preference edge"):
+        res = solve(X, G, alpha=0.1)
+    assert res.converged and res.objective == 0.0 and not res.coef.any()

@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import set_fitted
-from .._validation import FLOAT_DTYPES, check_class_labels, check_X
+from .._validation import FLOAT_DTYPES, check_class_labels, check_joint_features, check_X
 from ..io import register_model
 from . import solver
 from .graphs import PreferenceGraphs
@@ -15,11 +15,14 @@ from .graphs import PreferenceGraphs
 
 @register_model
 class LabelRankBoost(BaseEstimator):
-    """Label ranking with label-specific linear scores f(x, y) = coef_[y] . x, learnt from preference graphs.
+    """Label ranking with label-specific linear scores f(x, y) = coef_[y] . x (plus, with joint features
+    joint[i, y] of p values, theta . joint[i, y] with one shared theta = ``joint_coef_``), learnt from preference
+    graphs.
 
     Objective (Dekel, Manning & Singer 2003, section 3; natural log)::
 
-        sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e))) + alpha ||coef||^2
+        sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
+            + alpha (||coef||^2 + ||theta||^2)
 
     over the subgraphs E_i1 .. E_is_i of each instance's preference graph under ``decomposition``.
 
@@ -43,6 +46,7 @@ class LabelRankBoost(BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray of shape (n_labels, n_features)
+    joint_coef_ : ndarray of shape (n_joint_features,), or None when fitted without joint features
     objective_, grad_norm_ (relative), n_iter_, n_cg_iter_ (Hessian products of "newton"), converged_, solver_,
     n_labels_, n_features_in_
     classes_ : ndarray, only after a fit on class labels
@@ -51,7 +55,7 @@ class LabelRankBoost(BaseEstimator):
     _model_schema = {
         "n_features_in_": "int>=1", "coef_": "float[*, d]", "n_labels_": "int>=1", "objective_": "float",
         "grad_norm_": "float>=0", "n_iter_": "int>=0", "n_cg_iter_": "int>=0", "converged_": "bool", "solver_": "str",
-        "classes_": "any[*]?",
+        "classes_": "any[*]?", "joint_coef_": "float[*]|None",
     }
 
     def __init__(self, decomposition="domination", solver="auto", alpha=0.0, max_iter=1000, tol=1e-6, verbose=0):
@@ -67,19 +71,20 @@ class LabelRankBoost(BaseEstimator):
         del params["verbose"]
         return solver.check_params(**params)
 
-    def fit(self, X, y):
+    def fit(self, X, y, joint=None):
         """Fit on X (n_instances x n_features, dense or sparse) and y: PreferenceGraphs with one graph per row of
         X, a multilabel indicator matrix (n_instances x n_labels; relevant labels preferred to the others), or
         1-d class labels (any values; labels are then the sorted classes, ``classes_``, and each instance's class
-        is preferred to every other, Fig. 1a)."""
+        is preferred to every other, Fig. 1a). ``joint``: optional joint features, (n_instances, n_labels, p)."""
         self.__dict__.pop("classes_", None)
         if self._is_class_vector(y):
             classes, index = check_class_labels(np.ravel(y), np.shape(X)[0] if np.ndim(X) == 2 else None,
                                                 who="LabelRankBoost")
-            result = solver.solve(X, PreferenceGraphs.from_classes(index, classes.size), **self.get_params())
+            result = solver.solve(X, PreferenceGraphs.from_classes(index, classes.size), joint=joint,
+                                  **self.get_params())
             self.classes_ = classes
         else:
-            result = solver.solve(X, y, **self.get_params())
+            result = solver.solve(X, y, joint=joint, **self.get_params())
         return set_fitted(self, result)
 
     @staticmethod
@@ -110,33 +115,39 @@ class LabelRankBoost(BaseEstimator):
                              "features as input")
         return X
 
-    def decision_function(self, X):
-        """Label scores f(x, y) = coef_[y] . x, shape (n_instances, n_labels)."""
-        return np.asarray(self._check_predict_X(X) @ self.coef_.T, dtype=np.float64)
+    def decision_function(self, X, joint=None):
+        """Label scores f(x, y) = coef_[y] . x (+ joint_coef_ . joint[i, y]), shape (n_instances, n_labels)."""
+        X = self._check_predict_X(X)
+        scores = np.asarray(X @ self.coef_.T, dtype=np.float64)
+        if self.joint_coef_ is not None:
+            if joint is None:
+                raise ValueError("this LabelRankBoost was fitted with joint features: pass joint= to predict")
+            scores += check_joint_features(joint, X.shape[0], self.n_labels_) @ self.joint_coef_
+        elif joint is not None:
+            raise ValueError("this LabelRankBoost was fitted without joint features; joint must be None")
+        return scores
 
-    def predict(self, X):
+    def predict(self, X, joint=None):
         """Label scores, as :meth:`decision_function` (higher = preferred)."""
-        return self.decision_function(X)
+        return self.decision_function(X, joint)
 
-    def predict_ranking(self, X):
+    def predict_ranking(self, X, joint=None):
         """The induced total order: per instance the labels from most to least preferred (ties by label index)."""
-        return np.argsort(-self.decision_function(X), axis=1, kind="stable")
+        return np.argsort(-self.decision_function(X, joint), axis=1, kind="stable")
 
-    def score(self, X, y):
+    def score(self, X, y, joint=None):
         """1 - the generalised error of this estimator's decomposition (cyrank.metrics.label_ranking_error, ties
         pessimistic, instances without edges dropped): higher is better, as scikit-learn expects."""
         from ..metrics import label_ranking_error
 
-        scores = self.decision_function(X)
+        scores = self.decision_function(X, joint)
         return 1.0 - label_ranking_error(self._graphs(y, scores.shape[0]), scores, self.decomposition)
 
-    def objective(self, X, y, coef=None):
-        """The objective at ``coef`` (default ``coef_``) with this estimator's decomposition and alpha."""
-        if coef is None:
-            check_is_fitted(self, "coef_")
-            coef = self.coef_
-        return solver.objective(X, self._graphs(y, np.shape(X)[0]), coef, decomposition=self.decomposition,
-                                alpha=self.alpha)
+    def objective(self, X, y, joint=None):
+        """The objective at ``coef_`` (and ``joint_coef_``) with this estimator's decomposition and alpha."""
+        check_is_fitted(self, "coef_")
+        return solver.objective(X, self._graphs(y, np.shape(X)[0]), self.coef_, joint=joint,
+                                joint_coef=self.joint_coef_, decomposition=self.decomposition, alpha=self.alpha)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -2,18 +2,25 @@
 gradient norm and n_iter out (no scikit-learn import; the estimator in estimator.py is a thin wrapper).
 
 Objective (Dekel, Manning & Singer, "Log-Linear Models for Label Ranking", NIPS 2003, section 3), with
-label-specific linear functions f(x, y) = coef[y] . x and the subgraphs G_i1 .. G_is_i of each instance's
-preference graph under the chosen decomposition (graphs.py):
+label-specific linear functions plus optional shared joint features phi(x_i, y) = joint[i, y] (p values per
+instance and label, with one weight vector theta for every label),
 
-    F(coef) = sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e))) + alpha ||coef||^2
+    f(x_i, y) = coef[y] . x_i + theta . joint[i, y],
+
+and the subgraphs G_i1 .. G_is_i of each instance's preference graph under the chosen decomposition (graphs.py):
+
+    F = sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
+        + alpha (||coef||^2 + ||theta||^2)
 
 (natural log; the penalty is optional, alpha = 0 is the paper's loss; with alpha > 0 the optimum is finite on
 every data set). Loss, gradient and Hessian products in the scores are the Cython kernels of _loss.pyx; the
 products with X are X @ W and X' @ G (BLAS or scipy's sparse kernels), O(nnz L) each.
 
 Solvers:
-- "boost": the parallel update of Fig. 3 exactly. rho = max_(i,e) sum_j |pi_(i,e,j)| = 2 max_i ||x_i||_1 for the
-  label-specific base functions; weights q, W+, W- (_loss.boost_weights); Lambda = (1/2) ln(W+ / W-) and
+- "boost": the parallel update of Fig. 3 exactly, over the base functions x_j [y' = y] (label-specific) and
+  joint[i, y', j] (shared): rho = max_(i,e) sum_j |pi_(i,e,j)| = max_(i,e) (2 ||x_i||_1 + ||joint[i, term e] -
+  joint[i, init e]||_1); weights q, W+, W- (_loss.boost_weights for the label-specific ones, per edge for the
+  joint ones); Lambda = (1/2) ln(W+ / W-) and
   coef <- coef - Lambda / rho. With alpha > 0 each coordinate's Lambda minimises the bound of Theorem 1 plus the
   penalty, (1/rho)(W+ e^-Lambda + W- e^Lambda) + alpha (coef - Lambda / rho)^2 (a strictly convex 1-d problem,
   solved by safeguarded Newton), so the objective still never rises. W+ = W- = 0 (a base function no edge
@@ -32,7 +39,7 @@ import scipy.sparse as sp
 
 from .._result import SolveResult
 from .._threads import one_blas_thread
-from .._validation import check_X, check_option, check_param
+from .._validation import check_joint_features, check_option, check_param, check_X, warn_no_preferences
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
 from . import _loss
@@ -53,19 +60,31 @@ class Options:
 
 
 class _Data:
-    """X (CSR or C-ordered dense, float32/64 as given), the graphs and the subgraphs of one decomposition."""
+    """X (CSR or C-ordered dense, float32/64 as given), the joint features J (n x L x p, float64, or None), the
+    graphs and the subgraphs of one decomposition. Parameters travel as one vector: W (d x L, C order), then
+    theta (p)."""
 
-    def __init__(self, X, G, decomposition, options):
+    def __init__(self, X, G, decomposition, options, J=None):
         self.X = X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X)
-        self.G = G
+        self.G, self.J = G, J
         self.sub = G.decompose(decomposition)
         self.L, self.d, self.n = G.n_labels, X.shape[1], X.shape[0]
+        self.n_joint = 0 if J is None else J.shape[2]
+        self.size = self.d * self.L + self.n_joint
         self.p = np.empty(self.sub.members.shape[0])
         self.parallel_min_rows = options.parallel_min_rows
 
-    def scores(self, W):
-        """S = X W (n x L, float64) for W (d x L)."""
-        return np.ascontiguousarray(self.X @ W, dtype=np.float64)
+    def split(self, w):
+        """(W as d x L, theta) views of a parameter vector."""
+        return w[:self.d * self.L].reshape(self.d, self.L), w[self.d * self.L:]
+
+    def scores(self, w):
+        """S = X W + J theta (n x L, float64)."""
+        W, theta = self.split(w)
+        S = np.ascontiguousarray(self.X @ W, dtype=np.float64)
+        if self.n_joint:
+            S += self.J @ theta
+        return S
 
     def loss_grad_scores(self, S, A, B):
         """The loss at S; fills self.p, A and B (_loss.loss_grad)."""
@@ -73,8 +92,12 @@ class _Data:
                                self.sub.members, self.p, A, B, self.parallel_min_rows)
 
     def xt(self, G):
-        """X' G (d x L) in float64."""
-        return np.asarray(self.X.T @ G, dtype=np.float64)
+        """The gradient in the parameters of sum(G * S): X' G (d x L) and sum_(i,y) G[i, y] J[i, y] (p), as one
+        vector."""
+        grad = np.asarray(self.X.T @ G, dtype=np.float64).ravel()
+        if self.n_joint:
+            grad = np.concatenate([grad, np.tensordot(G, self.J, axes=([0, 1], [0, 1]))])
+        return grad
 
 
 class _State:
@@ -96,19 +119,16 @@ class _Problem(SmoothProblem):
 
     def evaluate(self, w, Mw, state):
         D = self.data
-        W = w.reshape(D.d, D.L)
-        loss = D.loss_grad_scores(D.scores(W), self.A, self.B)
+        loss = D.loss_grad_scores(D.scores(w), self.A, self.B)
         state.p[:] = D.p
-        grad = D.xt(self.A - self.B) + 2.0 * self.alpha * W
-        return loss + self.alpha * float(w @ w), grad.ravel()
+        return loss + self.alpha * float(w @ w), D.xt(self.A - self.B) + 2.0 * self.alpha * w
 
     def hessian_product(self, state, v, Mv):
         D = self.data
-        V = v.reshape(D.d, D.L)
         dG = np.empty((D.n, D.L))
-        _loss.hess_scores(D.scores(V), D.G.edge_ptr, D.G.init, D.G.term, D.sub.sub_ptr, D.sub.member_ptr,
+        _loss.hess_scores(D.scores(v), D.G.edge_ptr, D.G.init, D.G.term, D.sub.sub_ptr, D.sub.member_ptr,
                           D.sub.members, state.p, dG, D.parallel_min_rows)
-        return (D.xt(dG) + 2.0 * self.alpha * V).ravel()
+        return D.xt(dG) + 2.0 * self.alpha * v
 
 
 def check_params(*, decomposition, solver, alpha, max_iter, tol):
@@ -124,75 +144,91 @@ def check_params(*, decomposition, solver, alpha, max_iter, tol):
     return ("newton" if solver == "auto" else solver), alpha, max_iter, tol
 
 
-def _check_data(X, G):
+def _check_data(X, G, joint):
+    """Validated X, graphs and joint features (n x L x p float64, or None)."""
     X = check_X(X, accept_sparse=("csr", "csc"))
-    return X, as_graphs(G, X.shape[0])
+    G = as_graphs(G, X.shape[0])
+    if joint is not None:
+        joint = check_joint_features(joint, X.shape[0], G.n_labels)
+    return X, G, joint
 
 
-def objective(X, G, coef, *, decomposition="domination", alpha=0.0):
-    """F(coef) (module docstring) for coef of shape (n_labels, n_features)."""
-    X, G = _check_data(X, G)
-    alpha = check_param("alpha", alpha, low=0.0)
+def _parameters(data, coef, joint_coef, what):
+    """The parameter vector of (coef, joint_coef), checked against the data's shapes."""
     coef = np.asarray(coef, dtype=np.float64)
-    if coef.shape != (G.n_labels, X.shape[1]):
-        raise ValueError(f"coef has shape {coef.shape}; expected ({G.n_labels}, {X.shape[1]})")
-    data = _Data(X, G, decomposition, Options())
+    if coef.shape != (data.L, data.d) or not np.all(np.isfinite(coef)):
+        raise ValueError(f"{what} must be a finite array of shape ({data.L}, {data.d}); got shape {coef.shape}")
+    theta = np.zeros(data.n_joint) if joint_coef is None else np.asarray(joint_coef, dtype=np.float64).ravel()
+    if theta.shape != (data.n_joint,) or not np.all(np.isfinite(theta)):
+        raise ValueError(f"joint coefficients must be finite, one per joint feature ({data.n_joint}); got "
+                         f"{theta.shape}")
+    return np.concatenate([coef.T.ravel(), theta])
+
+
+def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="domination", alpha=0.0):
+    """F (module docstring) at coef (n_labels x n_features) and, with joint features, joint_coef (p)."""
+    X, G, joint = _check_data(X, G, joint)
+    alpha = check_param("alpha", alpha, low=0.0)
+    data = _Data(X, G, decomposition, Options(), joint)
+    w = _parameters(data, coef, joint_coef, "coef")
     n, L = data.n, data.L
-    return data.loss_grad_scores(data.scores(coef.T), np.empty((n, L)), np.empty((n, L))) + alpha * float(
-        np.sum(coef * coef))
+    return data.loss_grad_scores(data.scores(w), np.empty((n, L)), np.empty((n, L))) + alpha * float(w @ w)
 
 
-def solve(X, G, *, decomposition="domination", solver="auto", alpha=0.0, max_iter=1000, tol=1e-6, coef0=None,
-          verbose=0, options=None):
-    """Minimise F (module docstring) on X (n x d, dense or sparse) and preference graphs G (PreferenceGraphs or a
-    multilabel indicator matrix). Returns a SolveResult with coef (n_labels x n_features), objective, grad_norm
-    (||grad F|| / ||grad F at 0||), n_iter, converged, solver, n_labels, n_features_in."""
+def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=0.0, max_iter=1000, tol=1e-6,
+          coef0=None, verbose=0, options=None):
+    """Minimise F (module docstring) on X (n x d, dense or sparse), preference graphs G (PreferenceGraphs or a
+    multilabel indicator matrix) and optional joint features (n x n_labels x p). Returns a SolveResult with coef
+    (n_labels x n_features), joint_coef (p, or None without joint features), objective, grad_norm
+    (||grad F|| / ||grad F at 0||), n_iter, n_cg_iter, converged, solver, n_labels, n_features_in.
+    ``coef0``: a starting coef (and with joint features a pair (coef, joint_coef))."""
     solver, alpha, max_iter, tol = check_params(decomposition=decomposition, solver=solver, alpha=alpha,
                                                 max_iter=max_iter, tol=tol)
-    X, G = _check_data(X, G)
+    X, G, joint = _check_data(X, G, joint)
     options = options or Options()
-    data = _Data(X, G, decomposition, options)
-    d, L = data.d, data.L
-    W = np.zeros((d, L))
+    data = _Data(X, G, decomposition, options, joint)
+    if G.n_edges == 0:
+        warn_no_preferences()
+    w = np.zeros(data.size)
     if coef0 is not None:
-        coef0 = np.asarray(coef0, dtype=np.float64)
-        if coef0.shape != (L, d) or not np.all(np.isfinite(coef0)):
-            raise ValueError(f"coef0 must be a finite array of shape ({L}, {d})")
-        W[:] = coef0.T
+        coef, theta = coef0 if isinstance(coef0, tuple) else (coef0, None)
+        w = _parameters(data, coef, theta, "coef0")
     problem = _Problem(data, alpha)
     with one_blas_thread():
-        g0 = float(np.linalg.norm(problem.grad(np.zeros(d * L))))
+        g0 = float(np.linalg.norm(problem.grad(np.zeros(data.size))))
         if solver == "newton":
-            res = tron(problem, W.ravel(), tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose,
+            res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose,
                        name="LabelRankBoost (newton)")
-            W = res.x.reshape(d, L)
+            w = res.x
             objective, n_iter, n_inner, grad_norm, converged = res.fun, res.n_iter, res.n_cg, res.grad_norm, \
                 res.converged
             message = "" if converged else res.message
         else:
-            objective, n_iter, grad_norm, converged, message = _boost(data, W, alpha, tol, max_iter, g0, verbose)
+            objective, n_iter, grad_norm, converged, message = _boost(data, w, alpha, tol, max_iter, g0, verbose)
             n_inner = 0
+    W, theta = data.split(w)
     rel = grad_norm / g0 if g0 > 0 else 0.0
-    return SolveResult(coef=np.ascontiguousarray(W.T), objective=float(objective), grad_norm=float(rel),
-                       n_iter=int(n_iter), n_cg_iter=int(n_inner), converged=bool(converged), solver=solver,
-                       n_labels=L, n_features_in=d, optimality_name="grad_norm", message=message)
+    return SolveResult(coef=np.ascontiguousarray(W.T), joint_coef=theta.copy() if data.n_joint else None,
+                       objective=float(objective), grad_norm=float(rel), n_iter=int(n_iter), n_cg_iter=int(n_inner),
+                       converged=bool(converged), solver=solver, n_labels=data.L, n_features_in=data.d,
+                       optimality_name="grad_norm", message=message)
 
 
-def _boost_step(Wp, Wm, W, alpha, rho):
-    """Lambda (d x L) of Fig. 3 (alpha = 0) or of the penalised bound (module docstring), and whether a
-    one-sided coordinate needed smoothing."""
+def _boost_step(Wp, Wm, w, alpha, rho):
+    """Lambda (one per base function) of Fig. 3 (alpha = 0) or of the penalised bound (module docstring), and
+    whether a one-sided coordinate needed smoothing."""
     one_sided = (Wp > 0) != (Wm > 0)
     if alpha == 0.0:
         eps = np.where(one_sided, SMOOTHING * (Wp + Wm), 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             lam = 0.5 * np.log((Wp + eps) / (Wm + eps))
         return np.where((Wp > 0) | (Wm > 0), lam, 0.0), bool(one_sided.any())
-    # minimise phi(t) = (Wp e^-t + Wm e^t) / rho + alpha (W - t / rho)^2 per coordinate: convex, phi'' > 0
-    t = np.zeros_like(W)
+    # minimise phi(t) = (Wp e^-t + Wm e^t) / rho + alpha (w - t / rho)^2 per coordinate: convex, phi'' > 0
+    t = np.zeros_like(w)
     c = 2.0 * alpha / rho
     for _ in range(100):
         ep, em = np.exp(-t), np.exp(t)
-        g = (Wm * em - Wp * ep) / rho - c * (W - t / rho)
+        g = (Wm * em - Wp * ep) / rho - c * (w - t / rho)
         h = (Wm * em + Wp * ep) / rho + c / rho
         step = np.clip(g / h, -1.0, 1.0)  # a damped Newton step: at most 1 in t (e^t changes by e at most)
         t -= step
@@ -201,8 +237,28 @@ def _boost_step(Wp, Wm, W, alpha, rho):
     return t, False
 
 
-def _boost(data, W, alpha, tol, max_iter, g0, verbose):
-    """Fig. 3 in place on W (module docstring): (objective, iterations, ||grad||, converged, message)."""
+class _JointBoost:
+    """The joint base functions' part of Fig. 3: pi_(e, j) = joint[i, term e, j] - joint[i, init e, j] per edge,
+    and W+ / W- = sum_e (q_e / s_i) (pi_(e, j))+ / (pi_(e, j))- with q_e = the sum of the edge's membership
+    weights (O(edges p) per iteration)."""
+
+    def __init__(self, data):
+        G, sub = data.G, data.sub
+        inst = G.instance_of_edge()
+        self.pi = data.J[inst, G.term] - data.J[inst, G.init]  # edges x p
+        self.members, self.n_edges = sub.members, G.n_edges
+        s = sub.n_subgraphs
+        self.inv_s = np.where(s > 0, 1.0 / np.maximum(s, 1), 0.0)[inst]
+        self.edge_l1 = np.abs(self.pi).sum(axis=1)
+        self.inst = inst
+
+    def weights(self, p):
+        q = np.bincount(self.members, p, self.n_edges) * self.inv_s
+        return np.maximum(self.pi, 0.0).T @ q, np.maximum(-self.pi, 0.0).T @ q
+
+
+def _boost(data, w, alpha, tol, max_iter, g0, verbose):
+    """Fig. 3 in place on w (module docstring): (objective, iterations, ||grad||, converged, message)."""
     X = data.X
     n, L, d = data.n, data.L, data.d
     if sp.issparse(X):
@@ -211,16 +267,21 @@ def _boost(data, W, alpha, tol, max_iter, g0, verbose):
     else:
         rows_l1 = np.abs(X).sum(axis=1)
         args = (X.ravel(), np.zeros(1, np.int32), np.zeros(1, np.int32), True)
-    has_edges = np.diff(data.G.edge_ptr) > 0
-    rho = 2.0 * float(np.max(rows_l1[has_edges], initial=0.0))
+    joint = _JointBoost(data) if data.n_joint else None
+    edge_rho = 2.0 * rows_l1[data.G.instance_of_edge()]
+    if joint is not None:
+        edge_rho += joint.edge_l1
+    rho = float(np.max(edge_rho, initial=0.0))
     A, B = np.empty((n, L)), np.empty((n, L))
-    Wp, Wm = np.empty((d, L)), np.empty((d, L))
+    Wp, Wm = np.empty(data.size), np.empty(data.size)
     smoothed = False
     n_iter, converged = 0, False
-    f = data.loss_grad_scores(data.scores(W), A, B) + alpha * float(np.sum(W * W))
+    f = data.loss_grad_scores(data.scores(w), A, B) + alpha * float(w @ w)
     while True:
-        _loss.boost_weights(*args, d, A, B, Wp, Wm)
-        grad = Wp - Wm + 2.0 * alpha * W
+        _loss.boost_weights(*args, d, A, B, Wp[:d * L].reshape(d, L), Wm[:d * L].reshape(d, L))
+        if joint is not None:
+            Wp[d * L:], Wm[d * L:] = joint.weights(data.p)
+        grad = Wp - Wm + 2.0 * alpha * w
         grad_norm = float(np.linalg.norm(grad))
         if grad_norm <= tol * g0 or rho == 0.0:
             converged = True
@@ -228,10 +289,10 @@ def _boost(data, W, alpha, tol, max_iter, g0, verbose):
         if n_iter >= max_iter:
             break
         n_iter += 1
-        lam, one_sided = _boost_step(Wp, Wm, W, alpha, rho)
+        lam, one_sided = _boost_step(Wp, Wm, w, alpha, rho)
         smoothed |= one_sided
-        W -= lam / rho
-        f = data.loss_grad_scores(data.scores(W), A, B) + alpha * float(np.sum(W * W))
+        w -= lam / rho
+        f = data.loss_grad_scores(data.scores(w), A, B) + alpha * float(w @ w)
         if verbose:
             print(f"LabelRankBoost boost iter {n_iter:5d}: objective {f:.12g}  |grad| {grad_norm / g0:.3e}")
     message = ""

@@ -22,6 +22,18 @@ def set_fitted(estimator, result, stale=()):
     return estimator
 
 
+def check_predict_X(estimator, X, *, accept_sparse=("csr", "csc")):
+    """X checked like training data, with the number of features ``estimator`` saw in ``fit``."""
+    check_is_fitted(estimator)
+    X = check_X(X, accept_sparse=accept_sparse, dtype=FLOAT_DTYPES)
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting {estimator.n_features_in_} "
+            "features as input"
+        )
+    return X
+
+
 class RankerMixin:
     """``predict`` returns ranking scores (higher = ranked higher); ``score`` is the mean NDCG@10 over queries.
 
@@ -41,14 +53,7 @@ class RankerMixin:
 
     def _check_predict_X(self, X, *, accept_sparse=("csr", "csc")):
         """X checked like training data, with the number of features seen in ``fit``."""
-        check_is_fitted(self)
-        X = check_X(X, accept_sparse=accept_sparse, dtype=FLOAT_DTYPES)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} "
-                "features as input"
-            )
-        return X
+        return check_predict_X(self, X, accept_sparse=accept_sparse)
 
 
 class LinearRankerMixin(RankerMixin):

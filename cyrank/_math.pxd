@@ -29,6 +29,15 @@ cdef inline double soft_threshold(double x, double t) noexcept nogil:
     return 0.0
 
 
+cdef inline double l1_violation(double grad, double z, double lam1) noexcept nogil:
+    """dist(-grad, lam1 * subdifferential of |.| at z): the KKT violation of one coordinate of an l1 problem."""
+    if z > 0.0:
+        return fabs(grad + lam1)
+    if z < 0.0:
+        return fabs(grad - lam1)
+    return max(fabs(grad) - lam1, 0.0)
+
+
 cdef inline double fmax2(double a, double b) noexcept nogil:
     return a if a > b else b
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from libc.math cimport fabs
 
+from cyrank._math cimport l1_violation, soft_threshold
 from cyrank._parallel cimport Interrupt, check_interrupt, interrupt_init, interrupted
 from cyrank._typedefs cimport floating, index_t, intp_t
 
@@ -68,21 +69,25 @@ cdef inline void query_sums(intp_t k0, intp_t k1, const double* rho, const doubl
         U[k - 1] = b[k] + S2[k] * V[k] + rho[k] * U[k]
 
 
-cdef inline double soft_threshold(double x, double t) noexcept nogil:
-    if x > t:
-        return x - t
-    if x < -t:
-        return x + t
-    return 0.0
-
-
-cdef inline double violation(double grad, double z, double lam1) noexcept nogil:
-    """dist(-grad, lam1 * subdifferential of |.| at z)."""
-    if z > 0.0:
-        return fabs(grad + lam1)
-    if z < 0.0:
-        return fabs(grad - lam1)
-    return max(fabs(grad) - lam1, 0.0)
+cdef void set_direction(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+                        const intp_t[::1] cols, const double[::1] v, const intp_t[::1] row_qk,
+                        const intp_t[::1] q_ptr, const double[::1] E, const double[::1] c, const double[::1] rho,
+                        const double[::1] S2, double* z, intp_t stride, double[::1] a, double[::1] b, double[::1] V,
+                        double[::1] U) noexcept nogil:
+    """z = X_W v (z[i * stride] for row i; z, a and b start at 0) and the layer sums a, b, V, U of z."""
+    cdef intp_t r, j, p, i, k, q
+    for r in range(cols.shape[0]):
+        if v[r] != 0.0:
+            j = cols[r]
+            for p in range(indptr[j], indptr[j + 1]):
+                i = p - indptr[j] if dense else indices[p]
+                z[i * stride] += v[r] * data[p]
+    for i in range(E.shape[0]):
+        k = row_qk[i]
+        a[k] += z[i * stride] * E[i]
+        b[k] += z[i * stride] * c[i]
+    for q in range(q_ptr.shape[0] - 1):
+        query_sums(q_ptr[q], q_ptr[q + 1], &rho[0], &a[0], &b[0], &S2[0], &V[0], &U[0])
 
 
 cdef class Model:
@@ -99,7 +104,8 @@ cdef class Model:
         self.E, self.s, self.rho, self.T = (np.array(state.E), np.array(state.s), np.array(state.rho),
                                             np.array(state.T))
         self.c = self.s * (1.0 - self.s)
-        self.S2 = np.add.reduceat(self.s * self.s, self.lay_ptr[:-1]) if self.s.shape[0] else np.zeros(0)
+        starts = self.lay_ptr[:self.lay_ptr.shape[0] - 1]
+        self.S2 = np.add.reduceat(self.s * self.s, starts) if self.s.shape[0] else np.zeros(starts.shape[0])
         self.S2[np.diff(self.lay_ptr) == 0] = 0.0  # reduceat gives the next entry for an empty segment
 
 
@@ -167,7 +173,7 @@ def solve_model(const floating[::1] data, const index_t[::1] indices, const inde
     cdef intp_t m = cols.shape[0], n = model.E.shape[0], nl = model.lay_ptr.shape[0] - 1, nq = model.q_ptr.shape[0] - 1
     cdef intp_t r, j, i, p, p0, pe, k, q, sweep = 0
     cdef const intp_t[::1] row_qk = model.row_qk, qk_q = model.qk_q, q_ptr = model.q_ptr
-    cdef const double[::1] rho = model.rho, S2 = model.S2, T = model.T
+    cdef const double[::1] rho = model.rho, S2 = model.S2, T = model.T, E = model.E, c = model.c
     # per row, side by side (one cache line): z_p, c_p, E_p and its layer l: (Hz)_p = z_p (c_p + E_p T_l) - ...
     cdef RowState[::1] R = np.zeros(n, dtype=ROW_STATE)
     cdef double[::1] a = np.zeros(nl + 1), b = np.zeros(nl + 1), V = np.zeros(nl + 1), U = np.zeros(nl + 1)
@@ -184,19 +190,9 @@ def solve_model(const floating[::1] data, const index_t[::1] indices, const inde
     np.asarray(R)["k"] = model.row_qk
     interrupt_init(&intr)
     with nogil:
-        # z = X_W d and the layer sums of the warm start
-        for r in range(m):
-            if d[r] != 0.0:
-                j = cols[r]
-                for p in range(indptr[j], indptr[j + 1]):
-                    i = p - indptr[j] if dense else indices[p]
-                    R[i].z += d[r] * data[p]
-        for i in range(n):
-            k = row_qk[i]
-            a[k] += R[i].z * R[i].E
-            b[k] += R[i].z * R[i].c
-        for q in range(nq):
-            query_sums(q_ptr[q], q_ptr[q + 1], &rho[0], &a[0], &b[0], &S2[0], &V[0], &U[0])
+        # z = X_W d and the layer sums of the warm start (z is the first field of RowState)
+        set_direction(data, indices, indptr, dense, cols, d, row_qk, q_ptr, E, c, rho, S2, <double*> &R[0],
+                      sizeof(RowState) // sizeof(double), a, b, V, U)
         while sweep < max_sweeps:
             sweep += 1
             viol = 0.0
@@ -211,7 +207,7 @@ def solve_model(const floating[::1] data, const index_t[::1] indices, const inde
                     k = Ri.k
                     grad += data[p] * (Ri.c * (Ri.z - V[k]) + Ri.E * (Ri.z * T[k] - U[k]))
                 old = w[r] + d[r]
-                viol = max(viol, violation(grad, old, lam1))
+                viol = max(viol, l1_violation(grad, old, lam1))
                 curv = curvature[r] + ridge
                 if curv <= 0.0:
                     continue  # q is linear in d_r: left where it is (the violation reports it)
@@ -266,18 +262,7 @@ def model_product(const floating[::1] data, const index_t[::1] indices, const in
     if v.shape[0] != m or out.shape[0] != m:
         raise ValueError("model_product: wrong array sizes")
     with nogil:
-        for r in range(m):
-            if v[r] != 0.0:
-                j = cols[r]
-                for p in range(indptr[j], indptr[j + 1]):
-                    i = p - indptr[j] if dense else indices[p]
-                    z[i] += v[r] * data[p]
-        for i in range(n):
-            k = row_qk[i]
-            a[k] += z[i] * E[i]
-            b[k] += z[i] * c[i]
-        for q in range(nq):
-            query_sums(q_ptr[q], q_ptr[q + 1], &rho[0], &a[0], &b[0], &S2[0], &V[0], &U[0])
+        set_direction(data, indices, indptr, dense, cols, v, row_qk, q_ptr, E, c, rho, S2, &z[0], 1, a, b, V, U)
         for i in range(n):
             k = row_qk[i]
             h[i] = c[i] * (z[i] - V[k]) + E[i] * (z[i] * T[k] - U[k])

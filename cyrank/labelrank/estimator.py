@@ -6,8 +6,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import set_fitted
-from .._validation import FLOAT_DTYPES, check_class_labels, check_joint_features, check_X
+from .._base import check_predict_X, set_fitted
+from .._validation import check_class_labels, check_joint_features
 from ..io import register_model
 from . import solver
 from .graphs import PreferenceGraphs
@@ -107,17 +107,9 @@ class LabelRankBoost(BaseEstimator):
             raise ValueError("y holds labels not seen in fit, or its length differs from the rows of X")
         return PreferenceGraphs.from_classes(index, self.classes_.size)
 
-    def _check_predict_X(self, X):
-        check_is_fitted(self)
-        X = check_X(X, accept_sparse=("csr", "csc"), dtype=FLOAT_DTYPES)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but LabelRankBoost is expecting {self.n_features_in_} "
-                             "features as input")
-        return X
-
     def decision_function(self, X, joint=None):
         """Label scores f(x, y) = coef_[y] . x (+ joint_coef_ . joint[i, y]), shape (n_instances, n_labels)."""
-        X = self._check_predict_X(X)
+        X = check_predict_X(self, X)
         scores = np.asarray(X @ self.coef_.T, dtype=np.float64)
         if self.joint_coef_ is not None:
             if joint is None:

@@ -8,20 +8,11 @@ coordinate step minimises q exactly in d_r (soft-thresholding with the exact cur
 date (one row of H), so a sweep costs O(m^2). The stopping measure is the model's KKT violation,
 max_r dist(-(g + H d)_r, lam1 * subdifferential of |w_r + d_r|).
 """
-from libc.math cimport fabs
 
 import numpy as np
 
+from cyrank._math cimport l1_violation
 from cyrank._typedefs cimport intp_t
-
-
-cdef inline double _violation(double grad, double z, double lam1) noexcept nogil:
-    """dist(-grad, lam1 * subdifferential of |.| at z)."""
-    if z > 0.0:
-        return fabs(grad + lam1)
-    if z < 0.0:
-        return fabs(grad - lam1)
-    return max(fabs(grad) - lam1, 0.0)
 
 
 def solve_quadratic_l1(const double[:, ::1] H, const double[::1] g, const double[::1] w, double lam1,
@@ -46,7 +37,7 @@ def solve_quadratic_l1(const double[:, ::1] H, const double[::1] g, const double
         while True:
             viol = 0.0
             for r in range(m):
-                viol = max(viol, _violation(g[r] + Hd[r], w[r] + d[r], lam1))
+                viol = max(viol, l1_violation(g[r] + Hd[r], w[r] + d[r], lam1))
             if viol <= tol or sweep >= max_sweeps:
                 break
             sweep += 1

@@ -13,12 +13,12 @@ from sklearn.exceptions import ConvergenceWarning
 
 import cyrank
 from conftest import graded_problem
-from cyrank import domination, mlr, ranksvm
+from cyrank import domination, lambdarank, mlr, ranksvm
 
 PACKAGE = pathlib.Path(cyrank.__file__).parent
 # the scikit-learn layer: estimators, their shared base, and what sits above them
 UPPER = {"_base.py", "cli.py", "__main__.py", "domination/estimator.py", "ranksvm/estimator.py",
-         "mlr/estimator.py", "labelrank/estimator.py"}
+         "mlr/estimator.py", "labelrank/estimator.py", "lambdarank/estimator.py"}
 
 
 def _module_imports(path):
@@ -61,7 +61,7 @@ FUNCTIONAL_SCRIPT = textwrap.dedent("""
     import sys
     import numpy as np
     import cyrank
-    from cyrank import domination, labelrank, mlr, ranksvm, metrics
+    from cyrank import domination, labelrank, lambdarank, mlr, ranksvm, metrics
     rng = np.random.default_rng(0)
     X = rng.normal(size=(80, 4)); y = (X[:, 0] + rng.normal(size=80) > 0).astype(float)
     qid = np.repeat(np.arange(8), 10)
@@ -70,10 +70,14 @@ FUNCTIONAL_SCRIPT = textwrap.dedent("""
                ranksvm.solve(X, y, qid, C=10.0),
                mlr.solve(X[:30], y[:30].astype(int), max_iter=2)]
     G = labelrank.PreferenceGraphs.from_relevance(rng.integers(0, 3, size=(80, 4)))
-    results += [labelrank.solve(X, G, alpha=0.1), labelrank.solve(X, G, solver="boost", max_iter=2)]
+    label_model = labelrank.solve(X, G, alpha=0.1)
+    results += [label_model, labelrank.solve(X, G, solver="boost", max_iter=2)]
+    results += [lambdarank.solve(X, y, qid), lambdarank.solve(X, y, qid, max_iter=1, tol=1e-12)]
+    lambdarank.lambdas(y, X[:, 0], qid, metric="ndcg@10")
     metrics.ndcg_score(y, X[:, 0], qid)
-    metrics.label_ranking_error(G, X @ results[-2].coef.T, "domination")
-    assert [r.converged for r in results] == [True, False, True, False, True, False, True, False], results
+    metrics.label_ranking_error(G, X @ label_model.coef.T, "domination")
+    assert [r.converged for r in results] == [True, False, True, False, True, False, True, False, True, False], \
+        results
     assert all(r.message for r in results if not r.converged)
     loaded = [m for m in sys.modules if m == "sklearn" or m.startswith("sklearn.")]
     print("sklearn" if loaded else "clean")
@@ -95,6 +99,7 @@ def _problem():
 
 
 CASES = [
+    (lambdarank.solve, cyrank.RankNet, {"alpha": 0.5}),
     (domination.solve, cyrank.DominationRank, {"penalty": "l1", "alpha": 0.5}),
     (domination.solve, cyrank.DominationRank, {"neg_sample": 0.5, "random_state": 3}),
     (ranksvm.solve, cyrank.RankSVM, {"C": 0.3}),

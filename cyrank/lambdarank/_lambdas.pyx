@@ -1,0 +1,188 @@
+"""RankNet and LambdaRank gradients ("lambdas") per document (Burges, "From RankNet to LambdaRank to LambdaMART:
+An Overview", MSR-TR-2010-82, sections 2-4).
+
+Rows come grouped by query and, inside a query, in increasing label order. For every pair (i, j) of a query with
+y_i > y_j and score gap u = s_i - s_j, with rho = 1 / (1 + exp(sigma u)) (a sigmoid, stable for any gap):
+
+    cost      C_ij = |dZ_ij| log(1 + exp(-sigma u))        (RankNet: |dZ_ij| = 1)
+    gradient  dC/ds_i = -sigma rho |dZ_ij|,  dC/ds_j = +sigma rho |dZ_ij|   (summed per document: lambda)
+    weight    sigma^2 rho (1 - rho) |dZ_ij| added to both documents (the diagonal of the Gauss-Newton Hessian,
+              the "hessian" LightGBM's custom objectives take)
+
+|dZ_ij| is the change of the query's metric when i and j swap places in the current ranking. Positions: sort by
+decreasing score, equal scores by increasing label (pessimistic ties, as cyrank.metrics), 0-based r_i:
+
+- NDCG@k: |g_i - g_j| |D(r_i) - D(r_j)| / IDCG@k, g = 2^y - 1, D(r) = 1 / log2(r + 2) for r < k, else 0; IDCG
+  from the label order, once per query. O(1) per pair.
+- ERR@k: R_r = (2^y - 1) / 2^max_rel at position r, p_r = prod_{t<r} (1 - R_t), w_r = 1/(r + 1) for r < k, else 0,
+  ERR = sum_r R_r p_r w_r. Swapping positions a < b changes the terms a..b only:
+  dERR = (R_b - R_a) p_a w_a + ((1 - R_b)/(1 - R_a) - 1) sum_{a<r<b} R_r p_r w_r + (R_a (1 - R_b)/(1 - R_a) - R_b) p_b w_b,
+  exact, O(1) per pair with prefix sums of R_r p_r w_r (O(n) per query).
+- AP (MAP): relevant = y > threshold, n_rel of them, c_r = relevant documents at positions <= r. A relevant
+  document at a and an irrelevant one at b > a: dAP = (c_b/(b+1) - c_a/(a+1) - sum_{a<r<b relevant} 1/(r+1)) / n_rel;
+  the irrelevant one above (at a, the relevant at b): dAP = ((c_a + 1)/(a+1) + sum_{a<r<b relevant} 1/(r+1) -
+  c_b/(b+1)) / n_rel. O(1) per pair with prefix sums; 0 when both are (ir)relevant.
+
+``truncation`` > 0 keeps only the pairs with one document in the top ``truncation`` positions (LightGBM's
+lambdarank_truncation_level). Cost per query: O(n log n) for the sort plus O(pairs). Queries run in parallel
+(OpenMP), each writing only its own rows; the loss is summed in query order.
+"""
+import numpy as np
+
+from cython.parallel cimport parallel, prange, threadid
+from libc.math cimport fabs, log2, pow
+
+from cyrank._math cimport log1pexp, sigmoid
+from cyrank._parallel cimport product_threads
+from cyrank._sort cimport KeyIndex, introsort
+from cyrank._typedefs cimport intp_t
+
+RANKNET, NDCG, ERR, AP = 0, 1, 2, 3
+cdef enum:
+    _RANKNET = 0
+    _NDCG = 1
+    _ERR = 2
+    _AP = 3
+
+
+cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric, intp_t k, intp_t truncation,
+                          double sigma, double max_rel, double threshold, double* lam, double* hess,
+                          KeyIndex* rec, intp_t* pos, double* val, double* pre, double* cnt) noexcept nogil:
+    """Lambdas of one query (rows 0..n-1, labels ascending) into lam and hess; returns its cost."""
+    cdef intp_t t, r, i, j, a, b, lo_end
+    cdef double idcg = 0.0, loss = 0.0, delta, u, rho, p, n_rel = 0.0, ra, rb, ratio, mid, wa, wb
+    for t in range(n):
+        lam[t] = 0.0
+        hess[t] = 0.0
+    if n < 2 or y[0] == y[n - 1]:
+        return 0.0
+    for t in range(n):
+        rec[t].key = -s[t]
+        rec[t].index = t
+    introsort(rec, n)
+    for r in range(n):
+        pos[rec[r].index] = r
+    if metric == _NDCG:
+        for r in range(min(n, k)):  # ideal order: labels descending = rows n-1, n-2, ...
+            idcg = idcg + (pow(2.0, y[n - 1 - r]) - 1.0) / log2(r + 2.0)
+        if idcg <= 0.0:
+            return 0.0
+    elif metric == _ERR:
+        # val[r] = R at position r; pre[r] = sum_{t<r} R_t p_t w_t; cnt[r] = p_r
+        p = 1.0
+        pre[0] = 0.0
+        for r in range(n):
+            val[r] = (pow(2.0, y[rec[r].index]) - 1.0) / pow(2.0, max_rel)
+            cnt[r] = p
+            pre[r + 1] = pre[r] + (val[r] * p / (r + 1.0) if r < k else 0.0)
+            p = p * (1.0 - val[r])
+    elif metric == _AP:
+        # cnt[r] = relevant at positions <= r; pre[r] = sum_{t<r relevant} 1/(t+1)
+        pre[0] = 0.0
+        for r in range(n):
+            i = rec[r].index
+            n_rel = n_rel + (1.0 if y[i] > threshold else 0.0)
+            cnt[r] = n_rel
+            pre[r + 1] = pre[r] + (1.0 / (r + 1.0) if y[i] > threshold else 0.0)
+        if n_rel == 0.0:
+            return 0.0
+    # pairs: i above (larger label) j; rows are label-ascending, so j < lo_end = the first row of i's label
+    lo_end = 0
+    for i in range(1, n):
+        if y[i] != y[i - 1]:
+            lo_end = i
+        for j in range(lo_end):
+            a = min(pos[i], pos[j])
+            b = max(pos[i], pos[j])
+            if truncation > 0 and a >= truncation:
+                continue
+            if metric == _RANKNET:
+                delta = 1.0
+            elif metric == _NDCG:
+                delta = fabs((pow(2.0, y[i]) - pow(2.0, y[j]))
+                             * ((1.0 / log2(pos[i] + 2.0) if pos[i] < k else 0.0)
+                                - (1.0 / log2(pos[j] + 2.0) if pos[j] < k else 0.0))) / idcg
+            elif metric == _ERR:
+                if a >= k:
+                    continue
+                ra = val[a]
+                rb = val[b]
+                ratio = (1.0 - rb) / (1.0 - ra)
+                wa = 1.0 / (a + 1.0)
+                wb = 1.0 / (b + 1.0) if b < k else 0.0
+                mid = pre[min(b, k)] - pre[a + 1] if min(b, k) > a + 1 else 0.0
+                delta = fabs((rb - ra) * cnt[a] * wa + (ratio - 1.0) * mid + (ra * ratio - rb) * cnt[b] * wb)
+            else:  # AP
+                if (y[i] > threshold) == (y[j] > threshold):
+                    continue
+                mid = pre[b] - pre[a + 1]
+                if pos[i] < pos[j]:  # the relevant one (i) above
+                    delta = (cnt[b] / (b + 1.0) - cnt[a] / (a + 1.0) - mid) / n_rel
+                else:
+                    delta = ((cnt[a] + 1.0) / (a + 1.0) + mid - cnt[b] / (b + 1.0)) / n_rel
+                delta = fabs(delta)
+            if delta == 0.0:
+                continue
+            u = s[i] - s[j]
+            rho = sigmoid(-sigma * u)
+            loss = loss + delta * log1pexp(-sigma * u)
+            lam[i] -= sigma * rho * delta
+            lam[j] += sigma * rho * delta
+            hess[i] += sigma * sigma * rho * (1.0 - rho) * delta
+            hess[j] += sigma * sigma * rho * (1.0 - rho) * delta
+    return loss
+
+
+def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets, int metric, intp_t k,
+            intp_t truncation, double sigma, double max_rel, double threshold, double[::1] lam, double[::1] hess,
+            intp_t parallel_min_rows=-1):
+    """Lambdas and weights of every query (rows offsets[q]:offsets[q+1], labels ascending inside a query; module
+    docstring) into lam and hess; returns the total cost. k <= 0 means every position."""
+    cdef intp_t n = s.shape[0], nq = offsets.shape[0] - 1, q, m = 0, tid
+    cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
+    if y.shape[0] != n or lam.shape[0] != n or hess.shape[0] != n or offsets[nq] != n:
+        raise ValueError("lambdas: wrong array sizes")
+    if metric < _RANKNET or metric > _AP:
+        raise ValueError(f"lambdas: unknown metric code {metric}")
+    if k <= 0:
+        k = n + 1
+    for q in range(nq):
+        m = max(m, offsets[q + 1] - offsets[q])
+    cdef double[::1] loss = np.zeros(max(nq, 1))
+    cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), max(m, 1)), dtype=[("key", np.float64), ("index", np.int64)])
+    cdef intp_t[:, ::1] pos = np.zeros((max(nt, 1), max(m, 1)), dtype=np.int64)
+    cdef double[:, ::1] work = np.zeros((max(nt, 1), 3 * max(m, 1) + 1))
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        for q in prange(nq, schedule="dynamic", chunksize=16):
+            loss[q] = query_lambdas(&s[offsets[q]], &y[offsets[q]], offsets[q + 1] - offsets[q], metric, k,
+                                    truncation, sigma, max_rel, threshold, &lam[offsets[q]], &hess[offsets[q]],
+                                    &rec[tid, 0], &pos[tid, 0], &work[tid, 0], &work[tid, m], &work[tid, 2 * m + 1])
+    return float(np.sum(loss))
+
+
+def ranknet_hess_vec(const double[::1] s, const double[::1] y, const intp_t[::1] offsets, double sigma,
+                     const double[::1] v, double[::1] out, intp_t parallel_min_rows=-1):
+    """out = H v, H the Hessian in the scores of the RankNet cost sum_{y_i > y_j} log(1 + exp(-sigma (s_i - s_j))):
+    each pair adds sigma^2 rho (1 - rho) (v_i - v_j) to out_i and subtracts it from out_j. O(pairs)."""
+    cdef intp_t n = s.shape[0], nq = offsets.shape[0] - 1, q, i, j, lo, hi, lo_end
+    cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
+    cdef double rho, c
+    if y.shape[0] != n or v.shape[0] != n or out.shape[0] != n:
+        raise ValueError("ranknet_hess_vec: wrong array sizes")
+    with nogil:
+        for q in prange(nq, num_threads=nt, schedule="dynamic", chunksize=16):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            for i in range(lo, hi):
+                out[i] = 0.0
+            lo_end = lo
+            for i in range(lo + 1, hi):
+                if y[i] != y[i - 1]:
+                    lo_end = i
+                for j in range(lo, lo_end):
+                    rho = sigmoid(-sigma * (s[i] - s[j]))
+                    c = sigma * sigma * rho * (1.0 - rho) * (v[i] - v[j])
+                    out[i] += c
+                    out[j] -= c

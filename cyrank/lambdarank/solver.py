@@ -1,0 +1,147 @@
+"""RankNet's functional layer and the lambda gradients (Burges, "From RankNet to LambdaRank to LambdaMART: An
+Overview", MSR-TR-2010-82): validated arrays in, numbers out (no scikit-learn import).
+
+:func:`lambdas` returns, per document, the gradient of the pairwise cost in the scores and its Gauss-Newton
+weight for RankNet or LambdaRank (NDCG@k, ERR@k, MAP), from the Cython kernel _lambdas.pyx (formulas there).
+
+:func:`solve` trains linear RankNet, f(x) = w.x, by trust-region Newton (cyrank.optim.tron) on the convex
+
+    F(w) = sum_{(i, j) in P} log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2,   P = {same query, y_i > y_j},
+
+gradient X' lambda + 2 alpha w and Hessian products X' H X v + 2 alpha v, H the pairwise Hessian in the scores;
+each costs O(nnz + pairs). The loss over all pairs has no order-statistic form (unlike the squared hinge of
+RankSVM): log(1 + e^(-u)) is not a polynomial, so the pairs are enumerated, per query, in parallel.
+"""
+import re
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._queries import QueryGroups
+from .._result import SolveResult
+from .._threads import one_blas_thread
+from .._validation import check_param, check_ranking_data, check_scores, warn_if_no_pairs
+from ..optim.smooth import SmoothProblem
+from ..optim.tron import tron
+from . import _lambdas
+
+METRICS = {"ranknet": _lambdas.RANKNET, "ndcg": _lambdas.NDCG, "err": _lambdas.ERR, "map": _lambdas.AP}
+
+
+def parse_metric(metric):
+    """("ranknet" | "ndcg" | "err" | "map", k or None) from names like "ndcg@10", "err@5", "map", "ranknet"."""
+    m = re.fullmatch(r"(ranknet|ndcg|err|map)(?:@(\d+))?", str(metric))
+    if not m or (m.group(2) is not None and (m.group(1) in ("ranknet", "map") or int(m.group(2)) < 1)):
+        raise ValueError(f"metric must be 'ranknet', 'ndcg', 'ndcg@k', 'err', 'err@k' or 'map' (k >= 1), got "
+                         f"{metric!r}")
+    return m.group(1), (int(m.group(2)) if m.group(2) else None)
+
+
+class _Pairs:
+    """Rows in (query, label) order, the query offsets and the kernel's settings."""
+
+    def __init__(self, y, qid, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None, threshold=0.0,
+                 parallel_min_rows=-1):
+        name, k = parse_metric(metric)
+        self.code, self.k = METRICS[name], (k or 0)
+        if name in ("ndcg", "err") and np.any(y < 0):
+            raise ValueError(f"{name} needs labels >= 0 (gains 2^y - 1)")
+        groups = QueryGroups(qid, y)
+        self.groups = groups
+        self.order = groups.label_order
+        self.offsets = np.ascontiguousarray(groups.offsets, dtype=np.int64)
+        self.y = np.ascontiguousarray(y[self.order], dtype=np.float64)
+        self.sigma = check_param("sigma", sigma, low=0.0, low_open=True)
+        self.truncation = 0 if truncation is None else check_param("truncation", truncation, low=1, integer=True)
+        self.max_rel = float(np.max(y)) if max_rel is None else float(max_rel)
+        self.threshold = float(threshold)
+        self.parallel_min_rows = parallel_min_rows
+
+    def lambdas(self, scores_sorted, lam, hess):
+        return _lambdas.lambdas(scores_sorted, self.y, self.offsets, self.code, self.k, self.truncation, self.sigma,
+                                self.max_rel, self.threshold, lam, hess, self.parallel_min_rows)
+
+
+def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
+            threshold=0.0):
+    """(cost, gradient, weight): per document dC/ds and its Gauss-Newton weight (input order) for RankNet
+    (metric "ranknet") or LambdaRank ("ndcg@k", "err@k", "map"; _lambdas.pyx has the formulas). ``max_rel``: the
+    ERR normaliser (default max y); ``threshold``: relevant = y > threshold (MAP)."""
+    y_true, y_score, qid = check_scores(y_true, y_score, qid)
+    pairs = _Pairs(y_true, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel,
+                   threshold=threshold)
+    n = y_true.shape[0]
+    lam, hess = np.empty(n), np.empty(n)
+    cost = pairs.lambdas(np.ascontiguousarray(y_score[pairs.order], dtype=np.float64), lam, hess)
+    grad, weight = np.empty(n), np.empty(n)
+    grad[pairs.order], weight[pairs.order] = lam, hess
+    return cost, grad, weight
+
+
+class _State:
+    def __init__(self, n):
+        self.s = np.zeros(n)
+
+
+class _RankNetProblem(SmoothProblem):
+    """F(w) (module docstring) on the rows in (query, label) order, for cyrank.optim.tron."""
+
+    def __init__(self, X, pairs, alpha):
+        self.X, self.pairs, self.alpha = X, pairs, alpha
+        n = X.shape[0]
+        self.lam, self.hess = np.empty(n), np.empty(n)
+        super().__init__()
+
+    def new_state(self):
+        return _State(self.X.shape[0])
+
+    def evaluate(self, w, Mw, state):
+        state.s[:] = self.X @ w
+        loss = self.pairs.lambdas(state.s, self.lam, self.hess)
+        return loss + self.alpha * float(w @ w), np.asarray(self.X.T @ self.lam).ravel() + 2.0 * self.alpha * w
+
+    def hessian_product(self, state, v, Mv):
+        P = self.pairs
+        out = np.empty(self.X.shape[0])
+        _lambdas.ranknet_hess_vec(state.s, P.y, P.offsets, P.sigma, np.asarray(self.X @ v, dtype=np.float64), out,
+                                  P.parallel_min_rows)
+        return np.asarray(self.X.T @ out).ravel() + 2.0 * self.alpha * v
+
+
+def check_params(*, sigma, alpha, max_iter, tol):
+    return (check_param("sigma", sigma, low=0.0, low_open=True), check_param("alpha", alpha, low=0.0),
+            check_param("max_iter", max_iter, low=1, integer=True), check_param("tol", tol, low=0.0, low_open=True))
+
+
+def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0):
+    """F(coef) (module docstring) on (X, y, qid), in float64."""
+    X, y, qid = check_ranking_data(X, y, qid)
+    pairs = _Pairs(y, qid, sigma=sigma)
+    Xs = X.tocsr()[pairs.order] if sp.issparse(X) else X[pairs.order]
+    coef = np.asarray(coef, dtype=np.float64)
+    n = X.shape[0]
+    s = np.ascontiguousarray(Xs @ coef, dtype=np.float64)
+    return pairs.lambdas(s, np.empty(n), np.empty(n)) + check_param("alpha", alpha, low=0.0) * float(coef @ coef)
+
+
+def solve(X, y, qid=None, *, sigma=1.0, alpha=1.0, max_iter=1000, tol=1e-6, coef0=None, verbose=0):
+    """Linear RankNet by TRON (module docstring). Returns a SolveResult with coef, objective, grad_norm
+    (||grad|| / ||grad at 0||), n_iter, n_cg_iter, converged, n_features_in."""
+    sigma, alpha, max_iter, tol = check_params(sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol)
+    X, y, qid = check_ranking_data(X, y, qid)
+    pairs = _Pairs(y, qid, sigma=sigma)
+    warn_if_no_pairs(pairs.groups)
+    Xs = X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
+    d = X.shape[1]
+    w = np.zeros(d)
+    if coef0 is not None:
+        w = np.asarray(coef0, dtype=np.float64).copy()
+        if w.shape != (d,) or not np.all(np.isfinite(w)):
+            raise ValueError(f"coef0 must be a finite array of shape ({d},)")
+    problem = _RankNetProblem(Xs, pairs, alpha)
+    with one_blas_thread():
+        g0 = float(np.linalg.norm(problem.grad(np.zeros(d))))
+        res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name="RankNet")
+    return SolveResult(coef=res.x, objective=float(res.fun), grad_norm=float(res.grad_norm / g0 if g0 > 0 else 0.0),
+                       n_iter=int(res.n_iter), n_cg_iter=int(res.n_cg), converged=bool(res.converged),
+                       n_features_in=d, optimality_name="grad_norm", message="" if res.converged else res.message)

@@ -5,6 +5,9 @@
 :func:`lightgbm_rank_provenance`). Train: 3005 documents, 201 queries; test: 768 documents, 50 queries;
 300 sparse features in [0, 1]; labels 0..4. Stored as gzip-compressed LETOR/SVMlight text with one-based
 indices 1..300.
+
+Label ranking: :func:`label_ranking_dataset` (scikit-learn's classification sets, labels ranked by naive Bayes) and
+:func:`multilabel_dataset` (label_ranking.py).
 """
 from importlib import resources
 
@@ -12,7 +15,9 @@ import numpy as np
 
 from ..io import _check_dtype, _decompress, _load_bytes
 
-__all__ = ["load_lightgbm_rank", "lightgbm_rank_provenance"]
+from .label_ranking import label_ranking_dataset, multilabel_dataset
+
+__all__ = ["load_lightgbm_rank", "lightgbm_rank_provenance", "label_ranking_dataset", "multilabel_dataset"]
 
 _LIGHTGBM_FILES = {"train": "rank.train.qid.svm.gz", "test": "rank.test.qid.svm.gz"}
 _LIGHTGBM_N_FEATURES = 300

@@ -2,7 +2,8 @@
 
     cyrank demo                                   every solver on the embedded real data + reference gap; MLR on
                                                   scikit-learn's bundled Wine data
-    cyrank fit SOLVER TRAIN.svm -o MODEL.npz      train (``--param name=value`` sets hyper-parameters)
+    cyrank fit SOLVER TRAIN.svm -o MODEL.npz      train (``--param name=value`` sets hyper-parameters); SOLVER
+                                                  labelrank reads multilabel files (l1,l2,... idx:val ...)
     cyrank predict MODEL.npz DATA.svm [-o FILE]   one score per line
     cyrank eval DATA.svm (--model M | --scores S) ranking metrics of a model or a score file
     cyrank verify SOLVER [DATA.svm]               fast solver vs the cvxpy reference, objectives side by side
@@ -236,9 +237,35 @@ def demo_mlr(out=None, n_splits=10, exact=True):
     return gap
 
 
+def fit_labelrank(args):
+    """LabelRankBoost on a multilabel SVMlight file, through the functional layer."""
+    from .io import load_svmlight_multilabel, save_model
+    from .labelrank import solve
+    from .labelrank.estimator import LabelRankBoost  # only to write the model file
+
+    params = {**parse_params(args.param), "verbose": args.verbose}
+    X, Y = load_svmlight_multilabel(args.train)
+    t0 = time.perf_counter()
+    result = solve(X, Y, **params)
+    elapsed = time.perf_counter() - t0
+    print(f"labelrank: fit in {elapsed:.3f} s, n_iter={result.n_iter}, objective={result.objective:.10g}, "
+          f"converged={result.converged}")
+    if result.message:
+        print(f"labelrank: {result.message}", file=sys.stderr)
+    if args.output:
+        est = LabelRankBoost(**params)
+        for name, value in result.fitted_attributes().items():
+            setattr(est, name, value)
+        save_model(est, args.output)
+        print(f"model written to {args.output}")
+    return 0
+
+
 def cmd_fit(args):
     from .io import save_model
 
+    if args.solver == "labelrank":
+        return fit_labelrank(args)
     spec = _registry.get(args.solver)
     params = {**parse_params(args.param), "verbose": args.verbose}
     X, y, qid = load_data(args.train)
@@ -259,6 +286,11 @@ def model_scores(model_path, data_path):
     from .io import load_model
 
     est = load_model(model_path)
+    if type(est).__name__ == "LabelRankBoost":  # label scores (n x n_labels) on a multilabel file
+        from .io import load_svmlight_multilabel
+
+        X, Y = load_svmlight_multilabel(data_path, n_features=est.n_features_in_, n_labels=est.n_labels_)
+        return est.predict(X), Y, None
     if not callable(getattr(est, "predict", None)):
         raise ValueError(f"{model_path} holds a model of class {type(est).__name__}, which gives no ranking scores (MLR "
                          "learns a metric: use its transform in Python); predict and eval need a ranker such as "
@@ -286,6 +318,13 @@ def cmd_eval(args):
         metric_function(spec)
     if args.model:
         scores, y, qid = model_scores(args.model, args.data)
+        if scores.ndim == 2:  # a label-ranking model: its errors on preference graphs
+            from .metrics import label_ranking_error
+
+            rows = [[f"{d} error", label_ranking_error(y, scores, d)]
+                    for d in ("zero_one", "disagreement", "domination", "dominated")]
+            print_table(["metric", "value"], rows)
+            return 0
     else:
         _, y, qid = load_data(args.data)
         scores = np.loadtxt(args.scores, dtype=np.float64, ndmin=1)
@@ -312,7 +351,7 @@ def cmd_verify(args):
 
 
 def build_parser():
-    solvers = ", ".join(_registry.SOLVERS) or "none registered yet"
+    solvers = ", ".join(list(_registry.SOLVERS) + ["labelrank"])
     p = argparse.ArgumentParser(prog="cyrank", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"cyrank {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -328,7 +367,7 @@ def build_parser():
 
     f = add("fit", cmd_fit, "train a solver on an SVMlight/LETOR file")
     f.add_argument("solver", help=solvers)
-    f.add_argument("train", help="training file (label qid:N idx:val ...)")
+    f.add_argument("train", help="training file (label qid:N idx:val ...; labelrank: l1,l2,... idx:val ...)")
     f.add_argument("-o", "--output", help="model file to write (.npz, loaded without pickle)")
     f.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", help="hyper-parameter (repeatable)")
 

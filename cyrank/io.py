@@ -17,6 +17,7 @@ numeric arrays: no pickle anywhere, so opening a model file never runs code. Onl
 """
 import bz2
 import gzip
+import io
 import json
 import locale
 import numbers
@@ -31,7 +32,8 @@ import scipy.sparse as sp
 
 from ._validation import check_option, check_param, check_ranking_data, check_sparse_structure
 
-__all__ = ["load_svmlight", "dump_svmlight", "save_model", "load_model", "register_model"]
+__all__ = ["load_svmlight", "dump_svmlight", "load_svmlight_multilabel", "dump_svmlight_multilabel", "save_model",
+           "load_model", "register_model"]
 
 _FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
@@ -396,6 +398,89 @@ def dump_svmlight(X, y, path, qid=None, zero_based=False):
             write(packed)
 
     atomic_write(path, write_file)
+
+
+# ----------------------------------------------------------------------------------- multilabel files
+def _split_labels(raw, name):
+    """(text with every label list replaced by 0, the label lists): LIBSVM's multilabel lines ``l1,l2,... idx:val
+    ...``, where a line starting with a feature (``idx:val``) or with blanks has no label. Blank and comment-only
+    lines are kept as they are (the reader skips them)."""
+    lines, labels = raw.split(b"\n"), []
+    for number, line in enumerate(lines, 1):
+        if not line.split(b"#", 1)[0].strip():
+            continue
+        head, sep, rest = line.partition(b" ") if not line[:1].isspace() else (b"", b" ", line)
+        if b"\t" in head:
+            head, _, more = head.partition(b"\t")
+            rest = more + sep + rest
+        if b":" in head:  # the first token is a feature: no label
+            rest, head = line, b""
+        try:
+            ids = [int(t) for t in head.split(b",")] if head else []
+        except ValueError:
+            raise ValueError(f"{name}, line {number}: labels must be comma-separated non-negative integers, got "
+                             f"{head.decode(errors='replace')!r}") from None
+        if any(i < 0 for i in ids):
+            raise ValueError(f"{name}, line {number}: negative label in {head.decode(errors='replace')!r}")
+        labels.append(ids)
+        lines[number - 1] = b"0 " + rest
+    return b"\n".join(lines), labels
+
+
+def load_svmlight_multilabel(path, *, n_features=None, n_labels=None, dtype=np.float64, zero_based="auto",
+                             max_bytes=None):
+    """Read a multilabel SVMlight file (LIBSVM's multilabel sets) into ``(X, Y)``.
+
+    Format, one example per line: ``l1,l2,... idx:val idx:val ... [# comment]`` with labels non-negative
+    integers as written (0-based); a line starting with a feature or with blanks has no relevant label.
+    ``X``: as :func:`load_svmlight` (CSR, float64 or float32). ``Y``: the 0/1 indicator as a CSR int8 matrix of
+    shape (n, n_labels), n_labels = the largest label + 1 unless given (a larger label is refused); pass it to
+    ``PreferenceGraphs.from_indicator`` or straight to LabelRankBoost. ``qid`` tokens are refused (labels are
+    per instance, not per query)."""
+    raw, name = _read_bytes(path, max_bytes)
+    text, labels = _split_labels(raw, name)
+    X, _, qid = _load_bytes(text, name, n_features=n_features, dtype=dtype, zero_based=zero_based)
+    if np.any(qid != 0):
+        raise ValueError(f"{name}: qid tokens in a multilabel file; labels belong to instances, not queries")
+    top = max((max(ids) for ids in labels if ids), default=-1) + 1
+    if n_labels is None:
+        n_labels = max(top, 1)
+    n_labels = check_param("n_labels", n_labels, low=1, integer=True)
+    if top > n_labels:
+        raise ValueError(f"{name}: label {top - 1} is out of range for n_labels={n_labels}")
+    indptr = np.r_[0, np.cumsum([len(set(ids)) for ids in labels])].astype(np.int64)
+    indices = np.concatenate([np.unique(ids) for ids in labels]).astype(np.int64) if labels else np.zeros(0, np.int64)
+    Y = sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(len(labels), n_labels))
+    return X, Y
+
+
+def dump_svmlight_multilabel(X, Y, path, zero_based=False):
+    """Write ``X`` and the multilabel indicator ``Y`` (dense or sparse, 0/1) as ``l1,l2,... idx:val ...`` lines
+    (features one-based unless ``zero_based``; labels 0-based as LIBSVM's multilabel sets), readable by
+    :func:`load_svmlight_multilabel`; written atomically as :func:`dump_svmlight`."""
+    from ._validation import check_label_matrix
+
+    Y = check_label_matrix(Y, "Y")
+    if not np.isin(Y, (0, 1)).all():
+        raise ValueError("Y must be a 0/1 indicator matrix")
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"Y has {Y.shape[0]} rows but X has {X.shape[0]}; lengths must match")
+    buffer = io.BytesIO()
+    dump_svmlight(X, np.zeros(X.shape[0]), buffer, zero_based=zero_based)
+    lines = buffer.getvalue().split(b"\n")
+    out = []
+    first = b"0:0" if zero_based is True else b"1:0"
+    for row, line in zip(Y, lines):
+        label = b",".join(str(j).encode() for j in np.flatnonzero(row))
+        rest = line[1:]  # the written label "0" replaced by the list (the space after it kept)
+        if not label and not rest.strip():
+            rest = b" " + first  # neither label nor feature: an explicit zero keeps the line from being blank
+        out.append(label + rest)
+    text = b"\n".join(out) + b"\n"
+    if hasattr(path, "write"):
+        path.write(text)
+        return
+    atomic_write(path, lambda fh: fh.write(text))
 
 
 # ------------------------------------------------------------------------------------------- model files

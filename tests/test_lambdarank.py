@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from conftest import graded_problem
 from cyrank import metrics
 from cyrank.io import load_model, save_model
-from cyrank.lambdarank import RankNet, lambdas, objective, parse_metric, solve
+from cyrank.lambdarank import LambdaRank, RankNet, lambdas, objective, parse_metric, solve, solve_lambdarank
 from reference import ranknet as ref
 
 
@@ -183,6 +183,74 @@ EXPECTED_FAILED = {
 
 @parametrize_with_checks([RankNet(max_iter=50, tol=1e-4)], expected_failed_checks=lambda e: EXPECTED_FAILED)
 def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+# ----------------------------------------------------------------------------------------------- linear LambdaRank
+def test_lambdarank_descends_its_cost_with_the_lambdas_as_gradient():
+    """The cost is piecewise smooth; where the ranking does not change, the lambdas are its exact gradient."""
+    from cyrank.lambdarank.solver import _Pairs
+
+    X, y, qid = make_problem(9)
+    res = solve_lambdarank(X, y, qid, metric="ndcg@5", max_iter=30)
+    assert res.history["objective"][-1] < res.history["objective"][0]
+    pairs = _Pairs(y, qid, metric="ndcg@5")
+    Xs = X[pairs.order]
+    lam, hess = np.empty(y.size), np.empty(y.size)
+    cost = pairs.lambdas(Xs @ res.coef, lam, hess) + 1e-3 * res.coef @ res.coef
+    assert res.objective == pytest.approx(cost, rel=1e-12)
+    # at a point with distinct scores (L-BFGS-B may stop at a kink, where two scores tie)
+    w, v = np.random.default_rng(0).normal(size=(2, res.coef.size))
+    h = 1e-7  # small enough that no two scores swap
+    f = lambda t: pairs.lambdas(Xs @ (w + t * v), lam, hess) + 1e-3 * (w + t * v) @ (w + t * v)
+    grad = np.asarray(Xs.T @ (pairs.lambdas(Xs @ w, lam, hess) * 0 + lam)) + 2e-3 * w
+    assert grad @ v == pytest.approx((f(h) - f(-h)) / (2 * h), rel=1e-5, abs=1e-8)
+
+
+@pytest.mark.parametrize("metric", ["ndcg@10", "err@10", "map"])
+def test_lambdarank_learns_a_ranking_that_a_linear_model_can_express(metric):
+    """Labels from a noiseless linear score: the trained ranking's metric on fresh queries approaches 1."""
+    rng = np.random.default_rng(10)
+    w_true = rng.normal(size=4)
+    X, Xt = rng.normal(size=(300, 4)), rng.normal(size=(300, 4))
+    y, yt = (np.digitize(Z @ w_true, [-1.0, 0.0, 1.0]).astype(float) for Z in (X, Xt))
+    qid = qt = np.repeat(np.arange(30), 10)
+    est = LambdaRank(metric=metric, alpha=1e-4, max_iter=300).fit(X, y, qid, eval_set=(Xt, yt, qt))
+    from cyrank.lambdarank.solver import metric_value
+
+    ideal = metric_value(metric, yt, Xt @ w_true, qt, 3.0)
+    assert metric_value(metric, yt, est.predict(Xt), qt, 3.0) >= 0.97 * ideal
+    assert metric_value(metric, yt, est.predict(Xt), qt, 3.0) == pytest.approx(est.history_["eval"][-1], rel=1e-12)
+
+
+def test_lambdarank_early_stopping_keeps_the_best_iterate():
+    X, y, qid = make_problem(11, n=150)
+    Xv, yv, qv = make_problem(12, n=150)
+    est = LambdaRank(metric="ndcg@5", early_stopping_rounds=3, max_iter=500).fit(X, y, qid, eval_set=(Xv, yv, qv))
+    from cyrank.lambdarank.solver import metric_value
+
+    best = est.history_["eval"]
+    assert est.converged_ and est.best_iteration_ == int(np.argmax(best)) + 1
+    assert est.n_iter_ - est.best_iteration_ <= 3
+    assert metric_value("ndcg@5", yv, est.predict(Xv), qv) == pytest.approx(best.max(), rel=1e-12)
+    with pytest.raises(ValueError, match="needs an eval_set"):
+        LambdaRank(early_stopping_rounds=3).fit(X, y, qid)
+    with pytest.raises(ValueError, match="metric"):
+        LambdaRank(metric="dcg").fit(X, y, qid)
+
+
+def test_lambdarank_warns_at_max_iter_and_round_trips(tmp_path):
+    X, y, qid = make_problem(13)
+    with pytest.warns(ConvergenceWarning, match="LambdaRank stopped after 2 iterations"):
+        est = LambdaRank(max_iter=2).fit(X, y, qid)
+    save_model(est, tmp_path / "m.npz")
+    np.testing.assert_array_equal(load_model(tmp_path / "m.npz").predict(X), est.predict(X))
+
+
+@parametrize_with_checks([LambdaRank(max_iter=20)], expected_failed_checks=lambda e: EXPECTED_FAILED)
+def test_lambdarank_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)

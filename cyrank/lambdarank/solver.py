@@ -145,3 +145,102 @@ def solve(X, y, qid=None, *, sigma=1.0, alpha=1.0, max_iter=1000, tol=1e-6, coef
     return SolveResult(coef=res.x, objective=float(res.fun), grad_norm=float(res.grad_norm / g0 if g0 > 0 else 0.0),
                        n_iter=int(res.n_iter), n_cg_iter=int(res.n_cg), converged=bool(res.converged),
                        n_features_in=d, optimality_name="grad_norm", message="" if res.converged else res.message)
+
+
+# ------------------------------------------------------------------------------------------------ LambdaRank
+def metric_value(metric, y, scores, qid, max_rel=None):
+    """The mean over queries of the metric LambdaRank weights by (cyrank.metrics conventions: pessimistic ties,
+    queries without a relevant document dropped); "ranknet" is measured by pairwise accuracy."""
+    from .. import metrics
+
+    name, k = parse_metric(metric)
+    if name == "ndcg":
+        return metrics.ndcg_score(y, scores, qid, k=k)
+    if name == "err":
+        return metrics.err_score(y, scores, qid, k=k, max_rel=max_rel)
+    if name == "map":
+        return metrics.average_precision(y, scores, qid)
+    return metrics.pairwise_accuracy(y, scores, qid)
+
+
+def check_lambdarank_params(*, metric, sigma, alpha, max_iter, tol, early_stopping_rounds):
+    parse_metric(metric)
+    sigma, alpha, max_iter, tol = check_params(sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol)
+    if early_stopping_rounds is not None:
+        early_stopping_rounds = check_param("early_stopping_rounds", early_stopping_rounds, low=1, integer=True)
+    return sigma, alpha, max_iter, tol, early_stopping_rounds
+
+
+def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1e-3, max_iter=200, tol=1e-6,
+                     eval_set=None, early_stopping_rounds=None, verbose=0):
+    """Linear LambdaRank, f(x) = w.x: scipy's L-BFGS-B (Byrd, Lu, Nocedal & Zhu 1995) on the lambda-weighted cost
+    sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2 with the lambdas as its gradient (the weights
+    |dZ_ij| are those of the current ranking: LambdaRank's cost is not convex, and not even continuous where the
+    ranking changes, so this is a local method; Burges 2010, section 4). From w = 0. ``eval_set`` = (X, y, qid):
+    the metric on it after every iteration (``history["eval"]``); with ``early_stopping_rounds`` the fit stops
+    after that many iterations without improvement and returns the best iterate (``best_iteration``). Returns a
+    SolveResult with coef, objective (the cost at coef), grad_norm (relative), n_iter, converged (L-BFGS-B's own
+    stop on the gradient, or early stopping), history, best_iteration, n_features_in."""
+    from scipy.optimize import minimize
+
+    sigma, alpha, max_iter, tol, early_stopping_rounds = check_lambdarank_params(
+        metric=metric, sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol,
+        early_stopping_rounds=early_stopping_rounds)
+    X, y, qid = check_ranking_data(X, y, qid)
+    pairs = _Pairs(y, qid, metric=metric, sigma=sigma)
+    warn_if_no_pairs(pairs.groups)
+    Xs = X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
+    d, n = X.shape[1], X.shape[0]
+    if eval_set is not None:
+        if len(eval_set) not in (2, 3):
+            raise ValueError("eval_set must be (X, y) or (X, y, qid)")
+        Xv, yv, qv = check_ranking_data(*eval_set)
+        if Xv.shape[1] != d:
+            raise ValueError(f"eval_set has {Xv.shape[1]} features but X has {d}")
+    elif early_stopping_rounds is not None:
+        raise ValueError("early_stopping_rounds needs an eval_set")
+    lam, hess = np.empty(n), np.empty(n)
+
+    def fun_grad(w):
+        loss = pairs.lambdas(np.ascontiguousarray(Xs @ w, dtype=np.float64), lam, hess)
+        return loss + alpha * float(w @ w), np.asarray(Xs.T @ lam).ravel() + 2.0 * alpha * w
+
+    history = {"objective": [], "eval": []}
+    best = {"score": -np.inf, "w": np.zeros(d), "iteration": 0}
+
+    def record(intermediate_result):
+        w = intermediate_result.x
+        history["objective"].append(float(intermediate_result.fun))
+        if eval_set is not None:
+            score = metric_value(metric, yv, np.asarray(Xv @ w, dtype=np.float64).ravel(), qv, pairs.max_rel)
+            history["eval"].append(score)
+            if score > best["score"]:
+                best.update(score=score, w=w.copy(), iteration=len(history["eval"]))
+            if verbose:
+                print(f"LambdaRank iter {len(history['objective']):4d}: cost {intermediate_result.fun:.10g}  "
+                      f"eval {metric} {score:.6f}")
+            if early_stopping_rounds is not None and len(history["eval"]) - best["iteration"] >= early_stopping_rounds:
+                raise StopIteration
+        elif verbose:
+            print(f"LambdaRank iter {len(history['objective']):4d}: cost {intermediate_result.fun:.10g}")
+
+    with one_blas_thread():
+        f0, g0 = fun_grad(np.zeros(d))
+        scale = float(np.max(np.abs(g0), initial=0.0))
+        res = minimize(fun_grad, np.zeros(d), jac=True, method="L-BFGS-B", callback=record,
+                       options={"maxiter": int(max_iter), "gtol": tol * scale, "ftol": 0.0,
+                                "maxfun": 20 * int(max_iter) + 20})
+        stopped_early = res.status == 99 or (early_stopping_rounds is not None and res.message.startswith(
+            "`callback` raised `StopIteration`"))
+        w = best["w"] if (eval_set is not None and early_stopping_rounds is not None) else res.x
+        objective, grad = fun_grad(w)
+    n_iter = len(history["objective"])
+    grad_norm = float(np.linalg.norm(grad)) / max(float(np.linalg.norm(g0)), 1e-300)
+    converged = bool(res.success or stopped_early)
+    message = "" if converged else (f"LambdaRank stopped after {n_iter} iterations ({res.message}); relative "
+                                    f"gradient norm {grad_norm:.3g}: increase max_iter or tol, or use an eval_set "
+                                    "with early_stopping_rounds")
+    return SolveResult(coef=w, objective=float(objective), grad_norm=grad_norm, n_iter=n_iter,
+                       converged=converged, history={k: np.asarray(v) for k, v in history.items()},
+                       best_iteration=int(best["iteration"]) if eval_set is not None else n_iter,
+                       n_features_in=d, optimality_name="grad_norm", message=message)

@@ -21,6 +21,7 @@ ESTIMATORS = {
     "MLR": "cyrank.mlr.estimator",
     "RankNet": "cyrank.lambdarank.estimator",
     "LambdaRank": "cyrank.lambdarank.estimator",
+    "LambdaMART": "cyrank.lambdarank.mart",
     "RankSVM": "cyrank.ranksvm.estimator",
 }
 
@@ -47,5 +48,5 @@ def __dir__():
 if hasattr(_os, "register_at_fork"):  # POSIX only; Windows has no fork
     _os.register_at_fork(after_in_child=_fork.serial_after_fork)
 
-__all__ = ["DominationRank", "LabelRankBoost", "LambdaRank", "MLR", "QueryGroups", "RankNet", "RankSVM", "RankingDataWarning", "SolveResult", "__version__",
+__all__ = ["DominationRank", "LabelRankBoost", "LambdaMART", "LambdaRank", "MLR", "QueryGroups", "RankNet", "RankSVM", "RankingDataWarning", "SolveResult", "__version__",
            "domination_path", "PreferenceGraphs"]

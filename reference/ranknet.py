@@ -4,26 +4,14 @@
     F(w) = sum_{(i, j) in P} log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
 
 (the cross-entropy of RankNet with target probability 1). Written independently of cyrank: pairs are enumerated
-with plain loops; one vectorised logistic atom over all pairs.
+with plain loops (reference.ranksvm.preference_pairs); one vectorised logistic atom over all pairs.
 """
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
 from ._solve import solve_problem
-
-
-def pairs(y, qid=None):
-    """The (i, j) index arrays of P."""
-    y = np.asarray(y, dtype=np.float64)
-    qid = np.zeros(y.shape[0], np.int64) if qid is None else np.asarray(qid)
-    first, second = [], []
-    for i in range(y.shape[0]):
-        for j in range(y.shape[0]):
-            if qid[i] == qid[j] and y[i] > y[j]:
-                first.append(i)
-                second.append(j)
-    return np.array(first, dtype=np.int64), np.array(second, dtype=np.int64)
+from .ranksvm import preference_pairs as pairs
 
 
 def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0):

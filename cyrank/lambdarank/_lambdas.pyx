@@ -30,14 +30,16 @@ lambdarank_truncation_level). Cost per query: O(n log n) for the sort plus O(pai
 import numpy as np
 
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport fabs, log2, pow
+from libc.math cimport INFINITY, exp, fabs, log1p, log2, pow
 
-from cyrank._math cimport log1pexp, sigmoid
+from cyrank._math cimport sigmoid
 from cyrank._parallel cimport product_threads
 from cyrank._sort cimport KeyIndex, introsort
 from cyrank._typedefs cimport intp_t
 
 RANKNET, NDCG, ERR, AP = 0, 1, 2, 3
+cdef double TINY = 1e-250  # below it, exp(sigma s - max) has lost digits: the per-pair exponential instead
+
 cdef enum:
     _RANKNET = 0
     _NDCG = 1
@@ -46,11 +48,14 @@ cdef enum:
 
 
 cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric, intp_t k, intp_t truncation,
-                          double sigma, double max_rel, double threshold, double* lam, double* hess,
-                          KeyIndex* rec, intp_t* pos, double* val, double* pre, double* cnt) noexcept nogil:
-    """Lambdas of one query (rows 0..n-1, labels ascending) into lam and hess; returns its cost."""
+                          double sigma, double max_rel, double threshold, bint with_cost, double* lam, double* hess,
+                          KeyIndex* rec, intp_t* pos, double* val, double* pre, double* cnt,
+                          double* ex) noexcept nogil:
+    """Lambdas of one query (rows 0..n-1, labels ascending) into lam and hess; returns its cost (0 unless
+    ``with_cost``)."""
     cdef intp_t t, r, i, j, a, b, lo_end
-    cdef double idcg = 0.0, loss = 0.0, delta, u, rho, p, n_rel = 0.0, ra, rb, ratio, mid, wa, wb
+    cdef double idcg = 0.0, loss = 0.0, delta, x, e, rho, rho1, p, n_rel = 0.0, ra, rb, ratio, mid, wa, wb
+    cdef double top = -INFINITY
     for t in range(n):
         lam[t] = 0.0
         hess[t] = 0.0
@@ -63,8 +68,13 @@ cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric
     for r in range(n):
         pos[rec[r].index] = r
     if metric == _NDCG:
+        # val[t] = gain of row t; pre[r] = discount of position r (0 beyond k): O(n) powers and logs per query
+        for t in range(n):
+            val[t] = pow(2.0, y[t]) - 1.0
+        for r in range(n):
+            pre[r] = 1.0 / log2(r + 2.0) if r < k else 0.0
         for r in range(min(n, k)):  # ideal order: labels descending = rows n-1, n-2, ...
-            idcg = idcg + (pow(2.0, y[n - 1 - r]) - 1.0) / log2(r + 2.0)
+            idcg = idcg + val[n - 1 - r] * pre[r]
         if idcg <= 0.0:
             return 0.0
     elif metric == _ERR:
@@ -86,6 +96,11 @@ cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric
             pre[r + 1] = pre[r] + (1.0 / (r + 1.0) if y[i] > threshold else 0.0)
         if n_rel == 0.0:
             return 0.0
+    # ex[t] = exp(sigma s_t - max): then rho = ex_j / (ex_i + ex_j) needs no exponential per pair
+    for t in range(n):
+        top = max(top, sigma * s[t])
+    for t in range(n):
+        ex[t] = exp(sigma * s[t] - top)
     # pairs: i above (larger label) j; rows are label-ascending, so j < lo_end = the first row of i's label
     lo_end = 0
     for i in range(1, n):
@@ -99,9 +114,7 @@ cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric
             if metric == _RANKNET:
                 delta = 1.0
             elif metric == _NDCG:
-                delta = fabs((pow(2.0, y[i]) - pow(2.0, y[j]))
-                             * ((1.0 / log2(pos[i] + 2.0) if pos[i] < k else 0.0)
-                                - (1.0 / log2(pos[j] + 2.0) if pos[j] < k else 0.0))) / idcg
+                delta = fabs((val[i] - val[j]) * (pre[pos[i]] - pre[pos[j]])) / idcg
             elif metric == _ERR:
                 if a >= k:
                     continue
@@ -123,21 +136,32 @@ cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric
                 delta = fabs(delta)
             if delta == 0.0:
                 continue
-            u = s[i] - s[j]
-            rho = sigmoid(-sigma * u)
-            loss = loss + delta * log1pexp(-sigma * u)
+            # rho = sigmoid(x) and 1 - rho, x = sigma (s_j - s_i); cost log(1 + e^x)
+            if ex[i] > TINY and ex[j] > TINY:
+                rho = ex[j] / (ex[i] + ex[j])
+                rho1 = ex[i] / (ex[i] + ex[j])
+                if with_cost:
+                    loss = loss + delta * log1p(ex[j] / ex[i])
+            else:  # a gap of hundreds: one exponential of -|x| (no overflow, no 0/0)
+                x = sigma * (s[j] - s[i])
+                e = exp(-fabs(x))
+                rho = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+                rho1 = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
+                if with_cost:
+                    loss = loss + delta * ((x if x > 0.0 else 0.0) + log1p(e))
             lam[i] -= sigma * rho * delta
             lam[j] += sigma * rho * delta
-            hess[i] += sigma * sigma * rho * (1.0 - rho) * delta
-            hess[j] += sigma * sigma * rho * (1.0 - rho) * delta
+            hess[i] += sigma * sigma * rho * rho1 * delta
+            hess[j] += sigma * sigma * rho * rho1 * delta
     return loss
 
 
 def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets, int metric, intp_t k,
             intp_t truncation, double sigma, double max_rel, double threshold, double[::1] lam, double[::1] hess,
-            intp_t parallel_min_rows=-1):
+            intp_t parallel_min_rows=-1, bint with_cost=True):
     """Lambdas and weights of every query (rows offsets[q]:offsets[q+1], labels ascending inside a query; module
-    docstring) into lam and hess; returns the total cost. k <= 0 means every position."""
+    docstring) into lam and hess; returns the total cost (0 unless ``with_cost``: a log per pair less).
+    k <= 0 means every position."""
     cdef intp_t n = s.shape[0], nq = offsets.shape[0] - 1, q, m = 0, tid
     cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
     if y.shape[0] != n or lam.shape[0] != n or hess.shape[0] != n or offsets[nq] != n:
@@ -151,14 +175,15 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
     cdef double[::1] loss = np.zeros(max(nq, 1))
     cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), max(m, 1)), dtype=[("key", np.float64), ("index", np.int64)])
     cdef intp_t[:, ::1] pos = np.zeros((max(nt, 1), max(m, 1)), dtype=np.int64)
-    cdef double[:, ::1] work = np.zeros((max(nt, 1), 3 * max(m, 1) + 1))
+    cdef double[:, ::1] work = np.zeros((max(nt, 1), 4 * max(m, 1) + 1))
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for q in prange(nq, schedule="dynamic", chunksize=16):
             loss[q] = query_lambdas(&s[offsets[q]], &y[offsets[q]], offsets[q + 1] - offsets[q], metric, k,
-                                    truncation, sigma, max_rel, threshold, &lam[offsets[q]], &hess[offsets[q]],
-                                    &rec[tid, 0], &pos[tid, 0], &work[tid, 0], &work[tid, m], &work[tid, 2 * m + 1])
+                                    truncation, sigma, max_rel, threshold, with_cost, &lam[offsets[q]],
+                                    &hess[offsets[q]], &rec[tid, 0], &pos[tid, 0], &work[tid, 0], &work[tid, m],
+                                    &work[tid, 2 * m + 1], &work[tid, 3 * m + 1])
     return float(np.sum(loss))
 
 

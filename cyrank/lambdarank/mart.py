@@ -103,7 +103,7 @@ class LambdaMART(RankerMixin, BaseEstimator):
         lam, hess = np.empty(n), np.empty(n)
 
         def objective(preds, dataset):
-            pairs.lambdas(np.ascontiguousarray(preds, dtype=np.float64), lam, hess)
+            pairs.lambdas(np.ascontiguousarray(preds, dtype=np.float64), lam, hess, with_cost=False)
             return lam, hess
 
         params = {"objective": objective, "learning_rate": learning_rate, "num_leaves": num_leaves,

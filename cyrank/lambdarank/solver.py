@@ -57,9 +57,9 @@ class _Pairs:
         self.threshold = float(threshold)
         self.parallel_min_rows = parallel_min_rows
 
-    def lambdas(self, scores_sorted, lam, hess):
+    def lambdas(self, scores_sorted, lam, hess, with_cost=True):
         return _lambdas.lambdas(scores_sorted, self.y, self.offsets, self.code, self.k, self.truncation, self.sigma,
-                                self.max_rel, self.threshold, lam, hess, self.parallel_min_rows)
+                                self.max_rel, self.threshold, lam, hess, self.parallel_min_rows, with_cost)
 
 
 def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,

@@ -1,0 +1,137 @@
+"""RankNet / LambdaRank / LambdaMART benchmarks (issue 13, first part): the lambda kernel's throughput against a
+vectorised numpy version, and LambdaMART against LightGBM's built-in lambdarank objective on the embedded data.
+Prints markdown tables (pasted into bench/RESULTS.md).
+
+    python bench/bench_lambdarank.py                   # kernel | mart
+    python bench/bench_lambdarank.py --only kernel
+
+The numpy peer (NumpyLambdas) computes the same lambdas per query with (n x n) broadcasting and is checked against
+the kernel before timing. LightGBM is the PyPI wheel (``pip install lightgbm``), timed in the same run.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core for every contender
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from cyrank.datasets import load_lightgbm_rank  # noqa: E402
+from cyrank.lambdarank import lambdas  # noqa: E402
+from cyrank.lambdarank.solver import _Pairs  # noqa: E402
+from cyrank.metrics import ndcg_score  # noqa: E402
+
+
+def numpy_lambdas(y, s, qid, k=10, sigma=1.0):
+    """LambdaRank-NDCG@k gradients per query with numpy broadcasting (pessimistic ties, as the kernel)."""
+    grad = np.zeros(y.size)
+    for q in np.unique(qid):
+        idx = np.flatnonzero(qid == q)
+        yq, sq = y[idx], s[idx]
+        order = np.lexsort((yq, -sq))
+        pos = np.empty(idx.size, int)
+        pos[order] = np.arange(idx.size)
+        disc = np.where(pos < k, 1.0 / np.log2(pos + 2.0), 0.0)
+        gain = 2.0 ** yq - 1.0
+        ideal = np.sort(gain)[::-1][:k]
+        idcg = float(np.sum(ideal / np.log2(np.arange(ideal.size) + 2.0)))
+        if idcg <= 0:
+            continue
+        better = yq[:, None] > yq[None, :]
+        delta = np.abs((gain[:, None] - gain[None, :]) * (disc[:, None] - disc[None, :])) / idcg
+        rho = 1.0 / (1.0 + np.exp(sigma * (sq[:, None] - sq[None, :])))
+        force = np.where(better, sigma * rho * delta, 0.0)
+        grad[idx] += force.T.sum(axis=1) - force.sum(axis=1)
+    return grad
+
+
+def bench_kernel(quick):
+    print("\n### Lambda kernel throughput: LambdaRank NDCG@10 gradients\n")
+    print("Documents per second for one gradient evaluation (best of 5), one thread; queries of the given size, "
+          "labels 0-4, random scores. cyrank = the kernel call LambdaMART makes (rows already in query order, no "
+          "cost); numpy = per-query broadcasting (numpy_lambdas), checked equal first.\n")
+    print("| queries x documents | cyrank kernel docs/s | numpy docs/s | kernel / numpy |")
+    print("|---|---:|---:|---:|")
+    rng = np.random.default_rng(0)
+    for n_q, size in ((200, 10), (200, 50), (100, 200)) if not quick else ((50, 10), (20, 50)):
+        qid = np.repeat(np.arange(n_q), size)
+        y = rng.integers(0, 5, qid.size).astype(float)
+        s = rng.normal(size=qid.size)
+        ours = lambdas(y, s, qid, metric="ndcg@10")[1]
+        assert np.allclose(ours, numpy_lambdas(y, s, qid), rtol=1e-10, atol=1e-12), "numpy lambdas disagree"
+        pairs = _Pairs(y, qid, metric="ndcg@10")  # the kernel call LambdaMART makes: sorted rows, no cost
+        s_sorted, lam, hess = np.ascontiguousarray(s[pairs.order]), np.empty(s.size), np.empty(s.size)
+        t_k = min(_seconds(lambda: pairs.lambdas(s_sorted, lam, hess, with_cost=False)) for _ in range(5))
+        t_n = min(_seconds(lambda: numpy_lambdas(y, s, qid)) for _ in range(5 if size < 200 else 2))
+        print(f"| {n_q} x {size} | {qid.size / t_k:,.0f} | {qid.size / t_n:,.0f} | {t_n / t_k:.0f}x |", flush=True)
+
+
+def _seconds(fun):
+    t = time.perf_counter()
+    fun()
+    return time.perf_counter() - t
+
+
+def bench_mart(quick):
+    import lightgbm as lgb
+
+    from cyrank import LambdaMART, LambdaRank, RankNet
+
+    print("\n### LambdaMART vs LightGBM's built-in lambdarank (embedded LightGBM rank data)\n")
+    print("100 trees, 31 leaves, learning rate 0.1, min_data_in_leaf 20, one thread, deterministic; no row or "
+          "feature sampling, so the seed changes nothing and one run is shown. Test metrics in LightGBM's NDCG "
+          "convention (queries without a relevant document score 1); ERR@10 and MAP with cyrank's defaults. "
+          f"LightGBM {lgb.__version__}. Fit time: best of 3.\n")
+    data = load_lightgbm_rank("both")
+    X, y, qid = data["train"]
+    Xt, yt, qt = data["test"]
+    order = np.argsort(qid, kind="stable")
+    groups = np.unique(qid[order], return_counts=True)[1]
+    params = {"learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20, "num_threads": 1, "verbosity": -1,
+              "deterministic": True, "force_row_wise": True}
+    n_trees = 20 if quick else 100
+
+    def builtin():
+        train = lgb.Dataset(X[order], label=y[order], group=groups)
+        return lgb.train({**params, "objective": "lambdarank"}, train, num_boost_round=n_trees)
+
+    rows = [("LightGBM lambdarank (built-in)", builtin, lambda m: m.predict(Xt))]
+    for metric in ("ndcg@10", "err@10", "map"):
+        rows.append((f"cyrank LambdaMART({metric})",
+                     lambda metric=metric: LambdaMART(metric=metric, n_estimators=n_trees, n_jobs=1).fit(X, y, qid),
+                     lambda m: m.predict(Xt)))
+    rows += [("cyrank LambdaRank(ndcg@10), linear", lambda: LambdaRank().fit(X, y, qid), lambda m: m.predict(Xt)),
+             ("cyrank RankNet, linear", lambda: RankNet().fit(X, y, qid), lambda m: m.predict(Xt))]
+    print("| model | NDCG@1 | NDCG@5 | NDCG@10 | ERR@10 | MAP | fit s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    from cyrank.metrics import average_precision, err_score
+
+    for name, fit, predict in rows:
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            model = fit()
+            times.append(time.perf_counter() - t)
+        p = predict(model)
+        cells = [ndcg_score(yt, p, qt, k=k, convention="lightgbm") for k in (1, 5, 10)]
+        cells += [err_score(yt, p, qt, k=10), average_precision(yt, p, qt)]
+        print(f"| {name} | " + " | ".join(f"{c:.4f}" for c in cells) + f" | {min(times):.3f} |", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="kernel,mart")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    print(f"## RankNet / LambdaRank / LambdaMART (`python bench/bench_lambdarank.py --only {args.only}`)\n")
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, one thread everywhere; Python "
+          f"{platform.python_version()}, numpy {np.__version__}; load average at start {os.getloadavg()[0]:.1f}.")
+    for name in args.only.split(","):
+        {"kernel": bench_kernel, "mart": bench_mart}[name](args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -78,3 +78,13 @@ register(SolverSpec(
     reference="reference.ranksvm:solve",
     reference_params=("C", "loss", "kernel", "gamma", "degree", "coef0"),
 ))
+
+register(SolverSpec(
+    name="ranknet",
+    estimator="cyrank.lambdarank:RankNet",
+    summary="RankNet (linear): pairwise cross-entropy by TRON with exact Hessian products",
+    demo_params={"alpha": 1.0},
+    small_params={"alpha": 0.5, "tol": 1e-10},
+    reference="reference.ranknet:solve",
+    reference_params=("sigma", "alpha"),
+))

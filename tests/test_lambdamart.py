@@ -54,6 +54,26 @@ def test_lambdamart_on_the_embedded_data_is_at_least_lightgbms_lambdarank(data):
     assert a >= b - 0.01 and a > ndcg_score(yt, np.zeros(len(yt)), qt, k=10, convention="lightgbm") + 0.1
 
 
+def test_with_lightgbms_settings_the_trees_are_lightgbms_lambdarank(data):
+    """metric="ndcg", truncation=30, ties="input", norm=True is LightGBM's lambdarank objective (queries here have at
+    most 27 documents): the same first tree to float32 rounding, and the same ten trees up to the drift that
+    LightGBM's tabulated sigmoid (1M bins) adds round after round."""
+    X, y, qid = data["train"]
+    Xt = data["test"][0]
+    order = np.argsort(qid, kind="stable")
+    train = lgb.Dataset(X[order], label=y[order], group=np.unique(qid[order], return_counts=True)[1])
+    params = {"objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20,
+              "num_threads": 1, "verbosity": -1, "deterministic": True, "force_row_wise": True}
+    for rounds, tol in ((1, 1e-6), (10, 1e-3)):
+        builtin = lgb.train(params, train, num_boost_round=rounds).predict(Xt)
+        ours = LambdaMART(metric="ndcg", truncation=30, ties="input", norm=True, n_estimators=rounds,
+                          n_jobs=1).fit(X, y, qid).predict(Xt)
+        np.testing.assert_allclose(ours, builtin, atol=tol * np.abs(builtin).max())
+        if rounds == 1:  # and not with cyrank's own conventions: the option is what makes them equal
+            own = LambdaMART(metric="ndcg", n_estimators=1, n_jobs=1).fit(X, y, qid).predict(Xt)
+            assert np.abs(own - builtin).max() > 1e-3 * np.abs(builtin).max()
+
+
 @pytest.mark.parametrize("metric", ["err@10", "map"])
 def test_metrics_lightgbm_does_not_offer_with_early_stopping(data, metric):
     X, y, qid = data["train"]

@@ -85,6 +85,39 @@ def test_lambdas_equal_brute_force_metric_swaps(metric, tied_scores, truncation)
     assert cost == pytest.approx(want_cost, rel=1e-12, abs=1e-13)
 
 
+def test_input_order_ties_and_lightgbm_normalisation():
+    """ties="input": equal scores keep the input order (the brute force ranks them so); norm=True: each pair's
+    |dZ| over 0.01 + |gap|, then per query the scale log2(1 + S) / S with S = sum of 2 sigma rho |dZ|."""
+    y, s, qid = random_queries(14, tied_scores=True)
+    _, grad, weight = lambdas(y, s, qid, metric="ndcg", ties="input", norm=True, sigma=1.5)
+    want_g, want_w = np.zeros(y.size), np.zeros(y.size)
+    for q in np.unique(qid):
+        idx = np.flatnonzero(qid == q)
+        order = np.lexsort((np.arange(idx.size), -s[idx]))  # scores descending, input order
+        place = np.empty(idx.size, int)
+        place[order] = np.arange(idx.size)
+        base = _metric_of_order("ndcg", None, y[idx], order, y.max())
+        g, w, total = np.zeros(idx.size), np.zeros(idx.size), 0.0
+        for a in range(idx.size):
+            for b in range(idx.size):
+                if y[idx[a]] <= y[idx[b]]:
+                    continue
+                swapped = order.copy()
+                swapped[place[a]], swapped[place[b]] = b, a
+                dz = abs(_metric_of_order("ndcg", None, y[idx], swapped, y.max()) - base)
+                if s[idx].max() > s[idx].min():
+                    dz /= 0.01 + abs(s[idx[a]] - s[idx[b]])
+                rho = 0.5 * (1.0 - np.tanh(0.75 * (s[idx[a]] - s[idx[b]])))
+                g[a] -= 1.5 * rho * dz
+                g[b] += 1.5 * rho * dz
+                w[[a, b]] += 2.25 * rho * (1 - rho) * dz
+                total += 2 * 1.5 * rho * dz
+        factor = np.log2(1 + total) / total if total > 0 else 1.0
+        want_g[idx], want_w[idx] = g * factor, w * factor
+    np.testing.assert_allclose(grad, want_g, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(weight, want_w, rtol=1e-12, atol=1e-13)
+
+
 def test_ranknet_lambdas_and_weights_are_the_gradient_and_gauss_newton_diagonal():
     y, s, qid = random_queries(2)
     cost, grad, weight = lambdas(y, s, qid, sigma=1.3)

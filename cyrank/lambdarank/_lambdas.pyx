@@ -47,15 +47,15 @@ cdef enum:
     _AP = 3
 
 
-cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric, intp_t k, intp_t truncation,
-                          double sigma, double max_rel, double threshold, bint with_cost, double* lam, double* hess,
-                          KeyIndex* rec, intp_t* pos, double* val, double* pre, double* cnt,
-                          double* ex) noexcept nogil:
+cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
+                          intp_t truncation, double sigma, double max_rel, double threshold, bint norm,
+                          bint with_cost, double* lam, double* hess, KeyIndex* rec, intp_t* pos, intp_t* inv,
+                          double* val, double* pre, double* cnt, double* ex) noexcept nogil:
     """Lambdas of one query (rows 0..n-1, labels ascending) into lam and hess; returns its cost (0 unless
     ``with_cost``)."""
     cdef intp_t t, r, i, j, a, b, lo_end
     cdef double idcg = 0.0, loss = 0.0, delta, x, e, rho, rho1, p, n_rel = 0.0, ra, rb, ratio, mid, wa, wb
-    cdef double top = -INFINITY
+    cdef double top = -INFINITY, low = INFINITY, total = 0.0, factor
     for t in range(n):
         lam[t] = 0.0
         hess[t] = 0.0
@@ -63,10 +63,12 @@ cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric
         return 0.0
     for t in range(n):
         rec[t].key = -s[t]
-        rec[t].index = t
+        rec[t].index = t if tie == NULL else tie[t]  # equal scores: by label (rows are label-ascending) or tie[t]
+        if tie != NULL:
+            inv[tie[t]] = t
     introsort(rec, n)
     for r in range(n):
-        pos[rec[r].index] = r
+        pos[rec[r].index if tie == NULL else inv[rec[r].index]] = r
     if metric == _NDCG:
         # val[t] = gain of row t; pre[r] = discount of position r (0 beyond k): O(n) powers and logs per query
         for t in range(n):
@@ -99,6 +101,7 @@ cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric
     # ex[t] = exp(sigma s_t - max): then rho = ex_j / (ex_i + ex_j) needs no exponential per pair
     for t in range(n):
         top = max(top, sigma * s[t])
+        low = min(low, sigma * s[t])
     for t in range(n):
         ex[t] = exp(sigma * s[t] - top)
     # pairs: i above (larger label) j; rows are label-ascending, so j < lo_end = the first row of i's label
@@ -136,6 +139,8 @@ cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric
                 delta = fabs(delta)
             if delta == 0.0:
                 continue
+            if norm and top > low:  # LightGBM's lambdarank_norm: the pair's weight over its score distance
+                delta = delta / (0.01 + fabs(s[i] - s[j]))
             # rho = sigmoid(x) and 1 - rho, x = sigma (s_j - s_i); cost log(1 + e^x)
             if ex[i] > TINY and ex[j] > TINY:
                 rho = ex[j] / (ex[i] + ex[j])
@@ -153,15 +158,24 @@ cdef double query_lambdas(const double* s, const double* y, intp_t n, int metric
             lam[j] += sigma * rho * delta
             hess[i] += sigma * sigma * rho * rho1 * delta
             hess[j] += sigma * sigma * rho * rho1 * delta
+            total = total + 2.0 * sigma * rho * delta
+    if norm and total > 0.0:  # ... and the query's lambdas scaled by log2(1 + S) / S, S = 2 sum |lambda_ij|
+        factor = log2(1.0 + total) / total
+        for t in range(n):
+            lam[t] *= factor
+            hess[t] *= factor
     return loss
 
 
 def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets, int metric, intp_t k,
             intp_t truncation, double sigma, double max_rel, double threshold, double[::1] lam, double[::1] hess,
-            intp_t parallel_min_rows=-1, bint with_cost=True):
+            intp_t parallel_min_rows=-1, bint with_cost=True, bint norm=False, const intp_t[::1] tie=None):
     """Lambdas and weights of every query (rows offsets[q]:offsets[q+1], labels ascending inside a query; module
     docstring) into lam and hess; returns the total cost (0 unless ``with_cost``: a log per pair less).
-    k <= 0 means every position."""
+    k <= 0 means every position. ``tie`` (optional): per row a distinct rank inside its query (0 .. n_q - 1) that
+    orders equal scores instead of the label (e.g. the input order, as LightGBM). ``norm``: LightGBM's
+    lambdarank_norm, each pair's |dZ| divided by 0.01 + |s_i - s_j| (when the query's scores are not all equal)
+    and the query's lambdas and weights scaled by log2(1 + S) / S, S = sum over pairs of 2 sigma rho |dZ|."""
     cdef intp_t n = s.shape[0], nq = offsets.shape[0] - 1, q, m = 0, tid
     cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
     if y.shape[0] != n or lam.shape[0] != n or hess.shape[0] != n or offsets[nq] != n:
@@ -174,15 +188,21 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
         m = max(m, offsets[q + 1] - offsets[q])
     cdef double[::1] loss = np.zeros(max(nq, 1))
     cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), max(m, 1)), dtype=[("key", np.float64), ("index", np.int64)])
-    cdef intp_t[:, ::1] pos = np.zeros((max(nt, 1), max(m, 1)), dtype=np.int64)
+    cdef intp_t[:, ::1] pos = np.zeros((max(nt, 1), 2 * max(m, 1)), dtype=np.int64)
+    cdef const intp_t* tie_p = NULL
+    if tie is not None:
+        if tie.shape[0] != n:
+            raise ValueError("lambdas: tie must have one entry per row")
+        tie_p = &tie[0] if n else NULL
     cdef double[:, ::1] work = np.zeros((max(nt, 1), 4 * max(m, 1) + 1))
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for q in prange(nq, schedule="dynamic", chunksize=16):
-            loss[q] = query_lambdas(&s[offsets[q]], &y[offsets[q]], offsets[q + 1] - offsets[q], metric, k,
-                                    truncation, sigma, max_rel, threshold, with_cost, &lam[offsets[q]],
-                                    &hess[offsets[q]], &rec[tid, 0], &pos[tid, 0], &work[tid, 0], &work[tid, m],
+            loss[q] = query_lambdas(&s[offsets[q]], &y[offsets[q]], tie_p + offsets[q] if tie_p != NULL else NULL,
+                                    offsets[q + 1] - offsets[q], metric, k, truncation, sigma, max_rel, threshold,
+                                    norm, with_cost, &lam[offsets[q]], &hess[offsets[q]], &rec[tid, 0],
+                                    &pos[tid, 0], &pos[tid, m], &work[tid, 0], &work[tid, m],
                                     &work[tid, 2 * m + 1], &work[tid, 3 * m + 1])
     return float(np.sum(loss))
 

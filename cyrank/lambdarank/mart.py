@@ -42,14 +42,24 @@ class LambdaMART(RankerMixin, BaseEstimator):
     num_leaves : int >= 2, default=31
     min_child_samples : int >= 1, default=20
         LightGBM's min_data_in_leaf.
+    colsample_bytree : float in (0, 1], default=1.0
+        Share of the features each tree may split on (LightGBM's feature_fraction, drawn with ``random_state``).
     sigma : float > 0, default=1.0
         Shape of the pairwise sigmoid.
+    truncation : int >= 1 or None, default=None
+        Only pairs with one document in the top ``truncation`` positions (LightGBM's lambdarank_truncation_level).
+    ties : {"pessimistic", "input"}, default="pessimistic"
+        Positions of equal scores: lower label first (cyrank.metrics' convention) or input order (LightGBM's).
+    norm : bool, default=False
+        LightGBM's lambdarank_norm (cyrank.lambdarank._lambdas.lambdas). ``metric="ndcg", truncation=30,
+        ties="input", norm=True`` is LightGBM's built-in lambdarank objective (for queries of at most 30
+        documents; LightGBM's ideal DCG stops at 30).
     early_stopping_rounds : int >= 1 or None, default=None
         With ``eval_set``: stop after this many rounds without a better metric on it and keep the best round.
     n_jobs : int or None, default=None
         LightGBM's threads (None or -1: LightGBM's default, OpenMP's thread count).
     random_state : int or None, default=None
-        LightGBM's seed (bagging and feature sampling are off by default, so trees are deterministic anyway).
+        LightGBM's seed (it matters only with colsample_bytree < 1: the trees are deterministic otherwise).
     verbose : int, default=0
 
     Attributes
@@ -64,13 +74,18 @@ class LambdaMART(RankerMixin, BaseEstimator):
                      "best_iteration_": "int>=0", "history_": "dict", "objective_": "float", "converged_": "bool"}
 
     def __init__(self, metric="ndcg@10", n_estimators=100, learning_rate=0.1, num_leaves=31, min_child_samples=20,
-                 sigma=1.0, early_stopping_rounds=None, n_jobs=None, random_state=None, verbose=0):
+                 colsample_bytree=1.0, sigma=1.0, truncation=None, ties="pessimistic", norm=False, early_stopping_rounds=None, n_jobs=None,
+                 random_state=None, verbose=0):
         self.metric = metric
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
         self.min_child_samples = min_child_samples
+        self.colsample_bytree = colsample_bytree
         self.sigma = sigma
+        self.truncation = truncation
+        self.ties = ties
+        self.norm = norm
         self.early_stopping_rounds = early_stopping_rounds
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -82,6 +97,7 @@ class LambdaMART(RankerMixin, BaseEstimator):
                 check_param("learning_rate", self.learning_rate, low=0.0, low_open=True),
                 check_param("num_leaves", self.num_leaves, low=2, integer=True),
                 check_param("min_child_samples", self.min_child_samples, low=1, integer=True),
+                check_param("colsample_bytree", self.colsample_bytree, low=0.0, high=1.0, low_open=True),
                 check_param("sigma", self.sigma, low=0.0, low_open=True),
                 None if self.early_stopping_rounds is None else check_param(
                     "early_stopping_rounds", self.early_stopping_rounds, low=1, integer=True),
@@ -89,14 +105,15 @@ class LambdaMART(RankerMixin, BaseEstimator):
 
     def fit(self, X, y, qid=None, eval_set=None):
         """Grow the trees on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every round."""
-        n_estimators, learning_rate, num_leaves, min_child, sigma, patience, n_jobs = self._check_params()
+        n_estimators, learning_rate, num_leaves, min_child, colsample, sigma, patience, n_jobs = self._check_params()
         if patience is not None and eval_set is None:
             raise ValueError("early_stopping_rounds needs an eval_set")
         X, y, qid = check_ranking_data(X, y, qid)
         if X.shape[0] < 2:
             raise ValueError(f"LambdaMART needs at least 2 samples (pairs within queries), got {X.shape[0]} sample")
         lgb = _lightgbm()
-        pairs = _Pairs(y, qid, metric=self.metric, sigma=sigma)
+        pairs = _Pairs(y, qid, metric=self.metric, sigma=sigma, truncation=self.truncation, ties=self.ties,
+                       norm=self.norm)
         warn_if_no_pairs(pairs.groups)
         Xs = sp.csr_matrix(X.tocsr()[pairs.order]) if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
         n = X.shape[0]
@@ -107,7 +124,7 @@ class LambdaMART(RankerMixin, BaseEstimator):
             return lam, hess
 
         params = {"objective": objective, "learning_rate": learning_rate, "num_leaves": num_leaves,
-                  "min_data_in_leaf": min_child, "num_threads": 0 if n_jobs in (None, -1) else n_jobs,
+                  "min_data_in_leaf": min_child, "feature_fraction": colsample, "num_threads": 0 if n_jobs in (None, -1) else n_jobs,
                   "seed": 0 if self.random_state is None else int(self.random_state), "verbosity": -1,
                   "deterministic": True, "force_row_wise": True}
         train = lgb.Dataset(Xs, label=pairs.y, group=np.diff(pairs.offsets), params={"verbosity": -1})

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread
-from .._validation import check_param, check_ranking_data, check_scores, warn_if_no_pairs
+from .._validation import check_option, check_param, check_ranking_data, check_scores, warn_if_no_pairs
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
 from . import _lambdas
@@ -41,7 +41,7 @@ class _Pairs:
     """Rows in (query, label) order, the query offsets and the kernel's settings."""
 
     def __init__(self, y, qid, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None, threshold=0.0,
-                 parallel_min_rows=-1):
+                 ties="pessimistic", norm=False, parallel_min_rows=-1):
         name, k = parse_metric(metric)
         self.code, self.k = METRICS[name], (k or 0)
         if name in ("ndcg", "err") and np.any(y < 0):
@@ -56,20 +56,30 @@ class _Pairs:
         self.max_rel = float(np.max(y)) if max_rel is None else float(max_rel)
         self.threshold = float(threshold)
         self.parallel_min_rows = parallel_min_rows
+        self.norm = bool(check_option("norm", norm, (True, False)))
+        self.tie = None
+        if check_option("ties", ties, ("pessimistic", "input")) == "input":
+            # equal scores in input order (as LightGBM): each row's rank among its query's rows as given
+            rank = np.empty(y.shape[0], dtype=np.int64)
+            rank[groups.order] = np.arange(y.shape[0]) - np.repeat(self.offsets[:-1], np.diff(self.offsets))
+            self.tie = np.ascontiguousarray(rank[self.order])
 
     def lambdas(self, scores_sorted, lam, hess, with_cost=True):
         return _lambdas.lambdas(scores_sorted, self.y, self.offsets, self.code, self.k, self.truncation, self.sigma,
-                                self.max_rel, self.threshold, lam, hess, self.parallel_min_rows, with_cost)
+                                self.max_rel, self.threshold, lam, hess, self.parallel_min_rows, with_cost, self.norm,
+                                self.tie)
 
 
 def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
-            threshold=0.0):
+            threshold=0.0, ties="pessimistic", norm=False):
     """(cost, gradient, weight): per document dC/ds and its Gauss-Newton weight (input order) for RankNet
     (metric "ranknet") or LambdaRank ("ndcg@k", "err@k", "map"; _lambdas.pyx has the formulas). ``max_rel``: the
-    ERR normaliser (default max y); ``threshold``: relevant = y > threshold (MAP)."""
+    ERR normaliser (default max y); ``threshold``: relevant = y > threshold (MAP); ``ties``: equal scores ranked
+    "pessimistic" (lower label first, as cyrank.metrics) or in "input" order (as LightGBM); ``norm``: LightGBM's
+    lambdarank_norm (_lambdas.lambdas)."""
     y_true, y_score, qid = check_scores(y_true, y_score, qid)
     pairs = _Pairs(y_true, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel,
-                   threshold=threshold)
+                   threshold=threshold, ties=ties, norm=norm)
     n = y_true.shape[0]
     lam, hess = np.empty(n), np.empty(n)
     cost = pairs.lambdas(np.ascontiguousarray(y_score[pairs.order], dtype=np.float64), lam, hess)

@@ -2,7 +2,7 @@
 vectorised numpy version, and LambdaMART against LightGBM's built-in lambdarank objective on the embedded data.
 Prints markdown tables (pasted into bench/RESULTS.md).
 
-    python bench/bench_lambdarank.py                   # kernel | mart
+    python bench/bench_lambdarank.py                   # kernel | mart | parity
     python bench/bench_lambdarank.py --only kernel
 
 The numpy peer (NumpyLambdas) computes the same lambdas per query with (n x n) broadcasting and is checked against
@@ -121,16 +121,50 @@ def bench_mart(quick):
         print(f"| {name} | " + " | ".join(f"{c:.4f}" for c in cells) + f" | {min(times):.3f} |", flush=True)
 
 
+def bench_parity(quick):
+    import lightgbm as lgb
+
+    from cyrank import LambdaMART
+
+    print("\n### Same trees as LightGBM's lambdarank: five seeds with feature sampling\n")
+    print("100 trees, 31 leaves, learning rate 0.1, feature_fraction (colsample_bytree) 0.8 drawn with seeds 0-4, one "
+          "thread. `LightGBM settings` = LambdaMART(metric='ndcg', truncation=30, ties='input', norm=True), the "
+          "built-in objective's definition; `cyrank defaults` = LambdaMART(metric='ndcg@10'). Test NDCG@10 in "
+          "LightGBM's convention.\n")
+    data = load_lightgbm_rank("both")
+    X, y, qid = data["train"]
+    Xt, yt, qt = data["test"]
+    order = np.argsort(qid, kind="stable")
+    train = lgb.Dataset(X[order], label=y[order], group=np.unique(qid[order], return_counts=True)[1])
+    seeds = range(2 if quick else 5)
+    rows = {"LightGBM lambdarank (built-in)": [], "cyrank LambdaMART, LightGBM settings": [],
+            "cyrank LambdaMART, cyrank defaults": []}
+    for seed in seeds:
+        params = {"objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20,
+                  "feature_fraction": 0.8, "seed": seed, "num_threads": 1, "verbosity": -1, "deterministic": True,
+                  "force_row_wise": True}
+        models = [lgb.train(params, train, num_boost_round=100),
+                  LambdaMART(metric="ndcg", truncation=30, ties="input", norm=True, colsample_bytree=0.8,
+                             random_state=seed, n_jobs=1).fit(X, y, qid),
+                  LambdaMART(colsample_bytree=0.8, random_state=seed, n_jobs=1).fit(X, y, qid)]
+        for name, model in zip(rows, models):
+            rows[name].append(ndcg_score(yt, model.predict(Xt), qt, k=10, convention="lightgbm"))
+    print("| model | " + " | ".join(f"seed {s}" for s in seeds) + " | mean |")
+    print("|---|" + "---:|" * (len(seeds) + 1))
+    for name, values in rows.items():
+        print(f"| {name} | " + " | ".join(f"{v:.4f}" for v in values) + f" | {np.mean(values):.4f} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="kernel,mart")
+    ap.add_argument("--only", default="kernel,mart,parity")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     print(f"## RankNet / LambdaRank / LambdaMART (`python bench/bench_lambdarank.py --only {args.only}`)\n")
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, one thread everywhere; Python "
           f"{platform.python_version()}, numpy {np.__version__}; load average at start {os.getloadavg()[0]:.1f}.")
     for name in args.only.split(","):
-        {"kernel": bench_kernel, "mart": bench_mart}[name](args.quick)
+        {"kernel": bench_kernel, "mart": bench_mart, "parity": bench_parity}[name](args.quick)
 
 
 if __name__ == "__main__":

@@ -315,6 +315,19 @@ def check_scores(y_true, y_score, qid=None):
     return y_true, y_score, check_qid(qid, y_true.shape[0], of="y_true")
 
 
+MAX_EXP_LABEL = 512  # 2**y - 1 summed over any realistic query stays far below the float64 range
+
+
+def check_gain_labels(y, name, *, exponential=True, hint=""):
+    """Relevance labels used as gains (NDCG, ERR): non-negative, and at most MAX_EXP_LABEL when the gain is
+    2**y - 1 (beyond it the gains overflow and every result would be NaN). ``hint`` ends the message."""
+    if y.size and y.min() < 0:
+        raise ValueError(f"{name} needs non-negative relevance labels (gains); found {y.min()!r}")
+    if exponential and y.size and y.max() > MAX_EXP_LABEL:
+        raise ValueError(f"exponential gain 2**y - 1 overflows for labels above {MAX_EXP_LABEL} (found {y.max()!r})"
+                         + hint)
+
+
 def check_label_matrix(R, name):
     """A label matrix (instances x labels: indicator, graded relevance or label scores), dense or sparse, as a
     finite 2-d float64 array with at least one row and one column."""

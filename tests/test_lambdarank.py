@@ -149,7 +149,7 @@ def test_lambdas_reject_bad_input():
         lambdas(y, s, qid, metric="map@3")
     with pytest.raises(ValueError, match="sigma"):
         lambdas(y, s, qid, sigma=0.0)
-    with pytest.raises(ValueError, match="labels >= 0"):
+    with pytest.raises(ValueError, match="non-negative relevance labels"):
         lambdas(y - 2, s, qid, metric="ndcg")
     with pytest.raises(ValueError, match="NaN"):
         lambdas(y, np.where(s > 0, np.nan, s), qid)
@@ -287,3 +287,13 @@ def test_lambdarank_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+def test_huge_labels_are_refused_for_ndcg_and_exact_for_err():
+    y, s, qid = random_queries(15)
+    y = y * 300.0  # labels up to 900: 2^y overflows
+    with pytest.raises(ValueError, match="overflows for labels above 512"):
+        lambdas(y, s, qid, metric="ndcg@10")
+    cost, grad, weight = lambdas(y, s, qid, metric="err@5")
+    assert np.isfinite(cost) and np.all(np.isfinite(grad)) and np.all(np.isfinite(weight))
+    np.testing.assert_allclose(grad, brute_lambdas("err@5", y, s, qid)[1], rtol=1e-10, atol=1e-12)

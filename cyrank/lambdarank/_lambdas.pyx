@@ -47,6 +47,18 @@ cdef enum:
     _AP = 3
 
 
+cdef double err_after_swap(const double* R, double p_a, intp_t a, intp_t b, intp_t k) noexcept nogil:
+    """sum_{a<=r<=b, r<k} R'_r p'_r / (r + 1) after positions a and b swap (R' = R with R_a, R_b exchanged),
+    p'_a = p_a; O(b - a)."""
+    cdef intp_t r
+    cdef double p = p_a, total = 0.0, rr
+    for r in range(a, min(b + 1, k)):
+        rr = R[b] if r == a else (R[a] if r == b else R[r])
+        total = total + rr * p / (r + 1.0)
+        p = p * (1.0 - rr)
+    return total
+
+
 cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
                           intp_t truncation, double sigma, double max_rel, double threshold, bint norm,
                           bint with_cost, double* lam, double* hess, KeyIndex* rec, intp_t* pos, intp_t* inv,
@@ -84,7 +96,7 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
         p = 1.0
         pre[0] = 0.0
         for r in range(n):
-            val[r] = (pow(2.0, y[rec[r].index]) - 1.0) / pow(2.0, max_rel)
+            val[r] = pow(2.0, y[rec[r].index] - max_rel) - pow(2.0, -max_rel)  # (2^y - 1) / 2^max_rel
             cnt[r] = p
             pre[r + 1] = pre[r] + (val[r] * p / (r + 1.0) if r < k else 0.0)
             p = p * (1.0 - val[r])
@@ -123,11 +135,14 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
                     continue
                 ra = val[a]
                 rb = val[b]
-                ratio = (1.0 - rb) / (1.0 - ra)
                 wa = 1.0 / (a + 1.0)
                 wb = 1.0 / (b + 1.0) if b < k else 0.0
-                mid = pre[min(b, k)] - pre[a + 1] if min(b, k) > a + 1 else 0.0
-                delta = fabs((rb - ra) * cnt[a] * wa + (ratio - 1.0) * mid + (ra * ratio - rb) * cnt[b] * wb)
+                if ra < 1.0:
+                    ratio = (1.0 - rb) / (1.0 - ra)
+                    mid = pre[min(b, k)] - pre[a + 1] if min(b, k) > a + 1 else 0.0
+                    delta = fabs((rb - ra) * cnt[a] * wa + (ratio - 1.0) * mid + (ra * ratio - rb) * cnt[b] * wb)
+                else:  # R_a = 1 in floating point (labels of 54 and more): nothing below a counted; sum directly
+                    delta = fabs(err_after_swap(val, cnt[a], a, b, k) - ra * cnt[a] * wa)
             else:  # AP
                 if (y[i] > threshold) == (y[j] > threshold):
                     continue

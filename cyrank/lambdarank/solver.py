@@ -20,7 +20,8 @@ import scipy.sparse as sp
 from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread
-from .._validation import check_option, check_param, check_ranking_data, check_scores, warn_if_no_pairs
+from .._validation import (check_gain_labels, check_option, check_param, check_ranking_data, check_scores,
+                           warn_if_no_pairs)
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
 from . import _lambdas
@@ -44,8 +45,8 @@ class _Pairs:
                  ties="pessimistic", norm=False, parallel_min_rows=-1):
         name, k = parse_metric(metric)
         self.code, self.k = METRICS[name], (k or 0)
-        if name in ("ndcg", "err") and np.any(y < 0):
-            raise ValueError(f"{name} needs labels >= 0 (gains 2^y - 1)")
+        if name in ("ndcg", "err"):  # ERR's R = 2^(y - max_rel) - 2^-max_rel has no overflow: sign check only
+            check_gain_labels(y, name.upper(), exponential=name == "ndcg")
         groups = QueryGroups(qid, y)
         self.groups = groups
         self.order = groups.label_order

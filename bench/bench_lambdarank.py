@@ -2,7 +2,7 @@
 vectorised numpy version, and LambdaMART against LightGBM's built-in lambdarank objective on the embedded data.
 Prints markdown tables (pasted into bench/RESULTS.md).
 
-    python bench/bench_lambdarank.py                   # kernel | mart | parity
+    python bench/bench_lambdarank.py                   # kernel | mart | parity | seeds | rounds
     python bench/bench_lambdarank.py --only kernel
 
 The numpy peer (NumpyLambdas) computes the same lambdas per query with (n x n) broadcasting and is checked against
@@ -16,6 +16,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # o
 import argparse  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
+import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -121,6 +122,129 @@ def bench_mart(quick):
         print(f"| {name} | " + " | ".join(f"{c:.4f}" for c in cells) + f" | {min(times):.3f} |", flush=True)
 
 
+def bench_seeds(quick):
+    """Issue 13's table: every ranker on the embedded data over five seeds, trees with feature sampling 0.8."""
+    import lightgbm as lgb
+
+    from cyrank import DominationRank, LambdaMART, LambdaRank, RankNet, RankSVM
+    from cyrank.metrics import average_precision, err_score
+
+    try:
+        import xgboost as xgb
+    except ImportError:
+        xgb = None
+    print("\n### Every ranker on the embedded LightGBM rank data, five seeds\n")
+    print("Trees: 100, 31 leaves, learning rate 0.1, feature sampling 0.8 drawn with seeds 0-4, one thread "
+          "(LightGBM min_data_in_leaf 20; XGBoost hist, lossguide, max_leaves 31, its other defaults; XGBoost's "
+          "rank:map accepts binary labels only: it gets y > 0, the relevance MAP uses). Linear models: "
+          "defaults (deterministic: one value per seed repeated). Test metrics, mean over the seeds (spread min-max "
+          "for NDCG@10): NDCG@k in LightGBM's convention, ERR@10 and MAP with cyrank's defaults. Fit seconds: mean. "
+          f"LightGBM {lgb.__version__}" + (f", XGBoost {xgb.__version__} (PyPI xgboost-cpu)" if xgb else
+                                          ", XGBoost not installed") + ".\n")
+    data = load_lightgbm_rank("both")
+    X, y, qid = data["train"]
+    Xt, yt, qt = data["test"]
+    order = np.argsort(qid, kind="stable")
+    groups = np.unique(qid[order], return_counts=True)[1]
+    seeds = range(2 if quick else 5)
+    lgb_params = {"learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20, "feature_fraction": 0.8,
+                  "num_threads": 1, "verbosity": -1, "deterministic": True, "force_row_wise": True}
+
+    def lightgbm_builtin(seed):
+        train = lgb.Dataset(X[order], label=y[order], group=groups)
+        return lgb.train({**lgb_params, "objective": "lambdarank", "seed": seed}, train, num_boost_round=100)
+
+    def xgboost(objective):
+        def fit(seed):
+            labels = (y[order] > 0).astype(float) if objective == "rank:map" else y[order]  # rank:map: binary only
+            train = xgb.DMatrix(X[order], label=labels, qid=qid[order])
+            return xgb.train({"objective": objective, "eta": 0.1, "max_leaves": 31, "grow_policy": "lossguide",
+                              "max_depth": 0, "tree_method": "hist", "colsample_bytree": 0.8, "seed": seed,
+                              "nthread": 1}, train, num_boost_round=100)
+        return fit
+
+    def predict(model):
+        if xgb is not None and isinstance(model, xgb.Booster):
+            return model.predict(xgb.DMatrix(Xt))
+        return model.predict(Xt)
+
+    rows = [("LightGBM lambdarank (built-in)", lightgbm_builtin)]
+    if xgb is not None:
+        rows += [("XGBoost rank:ndcg", xgboost("rank:ndcg")), ("XGBoost rank:map", xgboost("rank:map"))]
+    for metric in ("ndcg@10", "err@10", "map"):
+        rows.append((f"cyrank LambdaMART({metric})", lambda seed, metric=metric: LambdaMART(
+            metric=metric, colsample_bytree=0.8, random_state=seed, n_jobs=1).fit(X, y, qid)))
+    rows += [("cyrank LambdaRank(ndcg@10), linear", lambda seed: LambdaRank().fit(X, y, qid)),
+             ("cyrank RankNet, linear", lambda seed: RankNet().fit(X, y, qid)),
+             ("cyrank RankSVM, linear (C=1e-4)", lambda seed: RankSVM(C=1e-4).fit(X, y, qid)),
+             ("cyrank DominationRank, l2", lambda seed: DominationRank().fit(X, y, qid))]
+    print("| model | NDCG@1 | NDCG@5 | NDCG@10 (min-max) | ERR@10 | MAP | fit s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, fit in rows:
+        values, times = [], []
+        for seed in seeds:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t = time.perf_counter()
+                model = fit(seed)
+                times.append(time.perf_counter() - t)
+            p = np.asarray(predict(model), dtype=np.float64)
+            values.append([ndcg_score(yt, p, qt, k=k, convention="lightgbm") for k in (1, 5, 10)]
+                          + [err_score(yt, p, qt, k=10), average_precision(yt, p, qt)])
+        v = np.array(values)
+        print(f"| {name} | {v[:, 0].mean():.4f} | {v[:, 1].mean():.4f} | {v[:, 2].mean():.4f} "
+              f"({v[:, 2].min():.4f}-{v[:, 2].max():.4f}) | {v[:, 3].mean():.4f} | {v[:, 4].mean():.4f} "
+              f"| {np.mean(times):.3f} |", flush=True)
+
+
+def bench_rounds(quick):
+    """Test NDCG@10 against boosting rounds for each lambda choice (plot)."""
+    import lightgbm as lgb
+
+    from cyrank import LambdaMART
+
+    data = load_lightgbm_rank("both")
+    X, y, qid = data["train"]
+    Xt, yt, qt = data["test"]
+    order = np.argsort(qid, kind="stable")
+    train = lgb.Dataset(X[order], label=y[order], group=np.unique(qid[order], return_counts=True)[1])
+    builtin = lgb.train({"objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20,
+                         "num_threads": 1, "verbosity": -1, "deterministic": True, "force_row_wise": True},
+                        train, num_boost_round=100)
+    curves = {"LightGBM lambdarank": builtin}
+    for metric in ("ndcg@10", "err@10", "map", "ranknet"):
+        curves[f"LambdaMART({metric})"] = LambdaMART(metric=metric, n_jobs=1).fit(X, y, qid).booster_
+    rounds = np.arange(1, 101, 1 if not quick else 10)
+    print("\n### Test NDCG@10 against boosting rounds\n")
+    print("| lambdas | 10 | 25 | 50 | 100 |")
+    print("|---|---:|---:|---:|---:|")
+    values = {}
+    for name, booster in curves.items():
+        values[name] = [ndcg_score(yt, booster.predict(Xt, num_iteration=int(r)), qt, k=10, convention="lightgbm")
+                        for r in rounds]
+        at = dict(zip(rounds.tolist(), values[name]))
+        print(f"| {name} | " + " | ".join(f"{at[r]:.4f}" if r in at else "-" for r in (10, 25, 50, 100)) + " |")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: no plot)")
+        return
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
+    os.makedirs(out, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, vals in values.items():
+        ax.plot(rounds, vals, label=name)
+    ax.set_xlabel("boosting rounds")
+    ax.set_ylabel("test NDCG@10 (LightGBM convention)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "lambdamart_rounds.png"), dpi=120)
+    print("\nPlot: bench/out/lambdamart_rounds.png")
+
+
 def bench_parity(quick):
     import lightgbm as lgb
 
@@ -157,14 +281,15 @@ def bench_parity(quick):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="kernel,mart,parity")
+    ap.add_argument("--only", default="kernel,mart,parity,seeds,rounds")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     print(f"## RankNet / LambdaRank / LambdaMART (`python bench/bench_lambdarank.py --only {args.only}`)\n")
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, one thread everywhere; Python "
           f"{platform.python_version()}, numpy {np.__version__}; load average at start {os.getloadavg()[0]:.1f}.")
     for name in args.only.split(","):
-        {"kernel": bench_kernel, "mart": bench_mart, "parity": bench_parity}[name](args.quick)
+        {"kernel": bench_kernel, "mart": bench_mart, "parity": bench_parity, "seeds": bench_seeds,
+         "rounds": bench_rounds}[name](args.quick)
 
 
 if __name__ == "__main__":

@@ -67,7 +67,9 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
     ``with_cost``)."""
     cdef intp_t t, r, i, j, a, b, lo_end
     cdef double idcg = 0.0, loss = 0.0, delta, x, e, rho, rho1, p, n_rel = 0.0, ra, rb, ratio, mid, wa, wb
-    cdef double top = -INFINITY, low = INFINITY, total = 0.0, factor
+    cdef double top = -INFINITY, low = INFINITY, total = 0.0, factor, inv_idcg, inv_sum, g, h
+    cdef double si, vi, di, exi, lam_i, hess_i
+    cdef intp_t pi
     for t in range(n):
         lam[t] = 0.0
         hess[t] = 0.0
@@ -118,18 +120,27 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
         ex[t] = exp(sigma * s[t] - top)
     # pairs: i above (larger label) j; rows are label-ascending, so j < lo_end = the first row of i's label
     lo_end = 0
+    inv_idcg = 1.0 / idcg if idcg > 0.0 else 0.0
     for i in range(1, n):
         if y[i] != y[i - 1]:
             lo_end = i
+        # row i's values in registers: the stores into lam and hess below could alias them otherwise
+        pi = pos[i]
+        si = s[i]
+        vi = val[i]
+        di = pre[pi] if metric == _NDCG else 0.0
+        exi = ex[i]
+        lam_i = 0.0
+        hess_i = 0.0
         for j in range(lo_end):
-            a = min(pos[i], pos[j])
-            b = max(pos[i], pos[j])
+            a = min(pi, pos[j])
+            b = max(pi, pos[j])
             if truncation > 0 and a >= truncation:
                 continue
             if metric == _RANKNET:
                 delta = 1.0
             elif metric == _NDCG:
-                delta = fabs((val[i] - val[j]) * (pre[pos[i]] - pre[pos[j]])) / idcg
+                delta = fabs((vi - val[j]) * (di - pre[pos[j]])) * inv_idcg
             elif metric == _ERR:
                 if a >= k:
                     continue
@@ -147,7 +158,7 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
                 if (y[i] > threshold) == (y[j] > threshold):
                     continue
                 mid = pre[b] - pre[a + 1]
-                if pos[i] < pos[j]:  # the relevant one (i) above
+                if pi < pos[j]:  # the relevant one (i) above
                     delta = (cnt[b] / (b + 1.0) - cnt[a] / (a + 1.0) - mid) / n_rel
                 else:
                     delta = ((cnt[a] + 1.0) / (a + 1.0) + mid - cnt[b] / (b + 1.0)) / n_rel
@@ -155,25 +166,30 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
             if delta == 0.0:
                 continue
             if norm and top > low:  # LightGBM's lambdarank_norm: the pair's weight over its score distance
-                delta = delta / (0.01 + fabs(s[i] - s[j]))
+                delta = delta / (0.01 + fabs(si - s[j]))
             # rho = sigmoid(x) and 1 - rho, x = sigma (s_j - s_i); cost log(1 + e^x)
-            if ex[i] > TINY and ex[j] > TINY:
-                rho = ex[j] / (ex[i] + ex[j])
-                rho1 = ex[i] / (ex[i] + ex[j])
+            if exi > TINY and ex[j] > TINY:
+                inv_sum = 1.0 / (exi + ex[j])
+                rho = ex[j] * inv_sum
+                rho1 = exi * inv_sum
                 if with_cost:
-                    loss = loss + delta * log1p(ex[j] / ex[i])
+                    loss = loss + delta * log1p(ex[j] / exi)
             else:  # a gap of hundreds: one exponential of -|x| (no overflow, no 0/0)
-                x = sigma * (s[j] - s[i])
+                x = sigma * (s[j] - si)
                 e = exp(-fabs(x))
                 rho = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
                 rho1 = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
                 if with_cost:
                     loss = loss + delta * ((x if x > 0.0 else 0.0) + log1p(e))
-            lam[i] -= sigma * rho * delta
-            lam[j] += sigma * rho * delta
-            hess[i] += sigma * sigma * rho * rho1 * delta
-            hess[j] += sigma * sigma * rho * rho1 * delta
-            total = total + 2.0 * sigma * rho * delta
+            g = sigma * rho * delta
+            h = sigma * sigma * rho * rho1 * delta
+            lam_i -= g
+            lam[j] += g
+            hess_i += h
+            hess[j] += h
+            total = total + 2.0 * g
+        lam[i] += lam_i
+        hess[i] += hess_i
     if norm and total > 0.0:  # ... and the query's lambdas scaled by log2(1 + S) / S, S = 2 sum |lambda_ij|
         factor = log2(1.0 + total) / total
         for t in range(n):

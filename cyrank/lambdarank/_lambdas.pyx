@@ -16,7 +16,8 @@ decreasing score, equal scores by increasing label (pessimistic ties, as cyrank.
   from the label order, once per query. O(1) per pair.
 - ERR@k: R_r = (2^y - 1) / 2^max_rel at position r, p_r = prod_{t<r} (1 - R_t), w_r = 1/(r + 1) for r < k, else 0,
   ERR = sum_r R_r p_r w_r. Swapping positions a < b changes the terms a..b only:
-  dERR = (R_b - R_a) p_a w_a + ((1 - R_b)/(1 - R_a) - 1) sum_{a<r<b} R_r p_r w_r + (R_a (1 - R_b)/(1 - R_a) - R_b) p_b w_b,
+  dERR = (R_b - R_a) p_a w_a + ((1 - R_b)/(1 - R_a) - 1) sum_{a<r<b} R_r p_r w_r
+         + (R_a (1 - R_b)/(1 - R_a) - R_b) p_b w_b,
   exact, O(1) per pair with prefix sums of R_r p_r w_r (O(n) per query).
 - AP (MAP): relevant = y > threshold, n_rel of them, c_r = relevant documents at positions <= r. A relevant
   document at a and an irrelevant one at b > a: dAP = (c_b/(b+1) - c_a/(a+1) - sum_{a<r<b relevant} 1/(r+1)) / n_rel;

@@ -74,8 +74,8 @@ class LambdaMART(RankerMixin, BaseEstimator):
                      "best_iteration_": "int>=0", "history_": "dict", "objective_": "float", "converged_": "bool"}
 
     def __init__(self, metric="ndcg@10", n_estimators=100, learning_rate=0.1, num_leaves=31, min_child_samples=20,
-                 colsample_bytree=1.0, sigma=1.0, truncation=None, ties="pessimistic", norm=False, early_stopping_rounds=None, n_jobs=None,
-                 random_state=None, verbose=0):
+                 colsample_bytree=1.0, sigma=1.0, truncation=None, ties="pessimistic", norm=False,
+                 early_stopping_rounds=None, n_jobs=None, random_state=None, verbose=0):
         self.metric = metric
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -124,7 +124,8 @@ class LambdaMART(RankerMixin, BaseEstimator):
             return lam, hess
 
         params = {"objective": objective, "learning_rate": learning_rate, "num_leaves": num_leaves,
-                  "min_data_in_leaf": min_child, "feature_fraction": colsample, "num_threads": 0 if n_jobs in (None, -1) else n_jobs,
+                  "min_data_in_leaf": min_child, "feature_fraction": colsample,
+                  "num_threads": 0 if n_jobs in (None, -1) else n_jobs,
                   "seed": 0 if self.random_state is None else int(self.random_state), "verbosity": -1,
                   "deterministic": True, "force_row_wise": True}
         train = lgb.Dataset(Xs, label=pairs.y, group=np.diff(pairs.offsets), params={"verbosity": -1})
@@ -136,13 +137,14 @@ class LambdaMART(RankerMixin, BaseEstimator):
                 raise ValueError(f"eval_set has {Xv.shape[1]} features but X has {X.shape[1]}")
             valid_sets = [lgb.Dataset(Xv, label=yv, reference=train, params={"verbosity": -1})]
 
-            def feval(preds, dataset):
+            def score_eval(preds, dataset):  # our metric on eval_set, higher is better
                 value = metric_value(self.metric, yv, np.asarray(preds, dtype=np.float64), qv, pairs.max_rel)
                 history["eval"].append(value)
                 if self.verbose:
                     print(f"LambdaMART round {len(history['eval']):4d}: eval {self.metric} {value:.6f}")
                 return self.metric, value, True
 
+            feval = score_eval
             if patience is not None:
                 callbacks.append(lgb.early_stopping(patience, verbose=False))
         booster = lgb.train(params, train, num_boost_round=n_estimators, valid_sets=valid_sets, feval=feval,

@@ -71,6 +71,7 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
     cdef double top = -INFINITY, low = INFINITY, total = 0.0, factor, inv_idcg, inv_sum, g, h
     cdef double si, vi, di, exi, lam_i, hess_i
     cdef intp_t pi
+    cdef bint fast
     for t in range(n):
         lam[t] = 0.0
         hess[t] = 0.0
@@ -122,6 +123,7 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
     # pairs: i above (larger label) j; rows are label-ascending, so j < lo_end = the first row of i's label
     lo_end = 0
     inv_idcg = 1.0 / idcg if idcg > 0.0 else 0.0
+    fast = (metric == _NDCG or metric == _RANKNET) and truncation <= 0 and not norm and not with_cost
     for i in range(1, n):
         if y[i] != y[i - 1]:
             lo_end = i
@@ -133,6 +135,29 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
         exi = ex[i]
         lam_i = 0.0
         hess_i = 0.0
+        if fast:  # NDCG or RankNet without truncation, normalisation or cost: the common LambdaMART call
+            for j in range(lo_end):
+                delta = fabs((vi - val[j]) * (di - pre[pos[j]])) * inv_idcg if metric == _NDCG else 1.0
+                if delta == 0.0:  # both beyond k (most pairs of a long query at NDCG@k)
+                    continue
+                if exi > TINY and ex[j] > TINY:
+                    inv_sum = 1.0 / (exi + ex[j])
+                    rho = ex[j] * inv_sum
+                    rho1 = exi * inv_sum
+                else:
+                    x = sigma * (s[j] - si)
+                    e = exp(-fabs(x))
+                    rho = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+                    rho1 = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
+                g = sigma * rho * delta
+                h = sigma * sigma * rho * rho1 * delta
+                lam_i -= g
+                lam[j] += g
+                hess_i += h
+                hess[j] += h
+            lam[i] += lam_i
+            hess[i] += hess_i
+            continue
         for j in range(lo_end):
             a = min(pi, pos[j])
             b = max(pi, pos[j])

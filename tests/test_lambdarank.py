@@ -297,3 +297,20 @@ def test_huge_labels_are_refused_for_ndcg_and_exact_for_err():
     cost, grad, weight = lambdas(y, s, qid, metric="err@5")
     assert np.isfinite(cost) and np.all(np.isfinite(grad)) and np.all(np.isfinite(weight))
     np.testing.assert_allclose(grad, brute_lambdas("err@5", y, s, qid)[1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["ranknet", "ndcg", "ndcg@3"])
+@pytest.mark.parametrize("ties, norm, truncation", [("pessimistic", False, None), ("input", True, 4),
+                                                    ("pessimistic", True, None), ("input", False, 2)])
+def test_the_branch_light_loop_equals_the_general_one(metric, ties, norm, truncation):
+    """Without the cost, NDCG and RankNet weights take a second pair loop (LambdaMART's call): same lambdas."""
+    from cyrank.lambdarank.solver import _Pairs
+
+    y, s, qid = random_queries(16, tied_scores=True)
+    pairs = _Pairs(y, qid, metric=metric, ties=ties, norm=norm, truncation=truncation, sigma=1.3)
+    scores = np.ascontiguousarray(s[pairs.order])
+    out = [(np.empty(y.size), np.empty(y.size)) for _ in range(2)]
+    pairs.lambdas(scores, *out[0], with_cost=True)
+    pairs.lambdas(scores, *out[1], with_cost=False)
+    np.testing.assert_allclose(out[1][0], out[0][0], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-12, atol=1e-15)

@@ -123,7 +123,7 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
     # pairs: i above (larger label) j; rows are label-ascending, so j < lo_end = the first row of i's label
     lo_end = 0
     inv_idcg = 1.0 / idcg if idcg > 0.0 else 0.0
-    fast = (metric == _NDCG or metric == _RANKNET) and truncation <= 0 and not norm and not with_cost
+    fast = (metric == _NDCG or metric == _RANKNET) and not with_cost
     for i in range(1, n):
         if y[i] != y[i - 1]:
             lo_end = i
@@ -135,11 +135,15 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
         exi = ex[i]
         lam_i = 0.0
         hess_i = 0.0
-        if fast:  # NDCG or RankNet without truncation, normalisation or cost: the common LambdaMART call
+        if fast:  # NDCG or RankNet weights without cost: LambdaMART's call (also with LightGBM's settings)
             for j in range(lo_end):
+                if truncation > 0 and pi >= truncation and pos[j] >= truncation:
+                    continue
                 delta = fabs((vi - val[j]) * (di - pre[pos[j]])) * inv_idcg if metric == _NDCG else 1.0
                 if delta == 0.0:  # both beyond k (most pairs of a long query at NDCG@k)
                     continue
+                if norm and top > low:
+                    delta = delta / (0.01 + fabs(si - s[j]))
                 if exi > TINY and ex[j] > TINY:
                     inv_sum = 1.0 / (exi + ex[j])
                     rho = ex[j] * inv_sum
@@ -155,6 +159,7 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
                 lam[j] += g
                 hess_i += h
                 hess[j] += h
+                total = total + 2.0 * g
             lam[i] += lam_i
             hess[i] += hess_i
             continue

@@ -206,7 +206,8 @@ def test_reference_optimum_is_the_formula_at_its_minimiser(binary):
 
 @pytest.mark.parametrize("penalty, solver", [("l2", "cd"), ("l2", "newton"), ("l1", "cd"), ("elasticnet", "cd"),
                                              ("l1", "prox_newton"), ("elasticnet", "prox_newton"),
-                                             ("l2", "lbfgs"), ("l2", "auto")])
+                                             ("l1", "owlqn"), ("elasticnet", "owlqn"), ("l2", "lbfgs"),
+                                             ("l2", "auto")])
 @pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("offset", [False, True])
 @pytest.mark.parametrize("fmt", ["dense_c", "dense_f", "csr", "csc"])
@@ -399,12 +400,17 @@ def test_newton_objective_decreases_and_needs_few_iterations():
     ({"penalty": "elasticnet", "l1_ratio": 0.3}, "prox_newton"),
     ({"penalty": "l1"}, "prox_newton"),
     ({"feature_induction": 2}, "prox_newton"),
+    ({"penalty": "l1", "gram_budget": 0.0}, "owlqn"),       # a model on all features too large to form
+    ({"penalty": "elasticnet", "gram_budget": 0.0}, "owlqn"),
+    ({"penalty": "l1", "gram_budget": 0.0, "feature_induction": 2}, "prox_newton"),
 ])
-def test_auto_solver_is_lbfgs_then_newton_for_smooth_objectives_else_prox_newton(params, solver):
+def test_auto_solver_is_lbfgs_then_newton_for_smooth_objectives_else_prox_newton_or_owlqn(params, solver):
     X, y, qid, o = make_problem(seed=32, offset=True)
-    est = fit(X, y, qid, o, **params)
+    params = dict(params)
+    options = Options(gram_budget=params.pop("gram_budget")) if "gram_budget" in params else None
+    est = fit(X, y, qid, o, options, **params)
     assert est.solver_ in ((solver, "lbfgs+newton") if solver == "lbfgs" else (solver,))
-    sol = ref.solve(X, y, qid, o, penalty=est.penalty, alpha=est.alpha, l1_ratio=est.l1_ratio)
+    sol = ref.solve(X, y, qid, o, penalty=params.get("penalty", "l2"), alpha=1.0, l1_ratio=params.get("l1_ratio", 0.5))
     assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
 
 
@@ -765,7 +771,7 @@ def test_prox_newton_with_the_matrix_free_model_matches_reference(penalty, binar
     X, y, qid, o = make_problem(seed=49, density=0.6, offset=True)
     Xf = sp.csr_matrix(X.astype(np.float32)) if fmt == "csr32" else X
     res = solve(Xf, y, qid if group_by_query else None, o, penalty=penalty, alpha=0.5, binary=binary, tol=TOL,
-                options=Options(gram_budget=0.0))
+                solver="prox_newton", options=Options(gram_budget=0.0))
     assert res.solver == "prox_newton" and res.converged and res.kkt_violation <= TOL
     Xr = X.astype(np.float32).astype(np.float64) if fmt == "csr32" else X
     sol = ref.solve(Xr, y, qid if group_by_query else None, o, penalty=penalty, alpha=0.5, binary=binary)
@@ -776,7 +782,8 @@ def test_prox_newton_with_the_matrix_free_model_matches_reference(penalty, binar
 
 @pytest.mark.parametrize("solver, penalty, gram_budget", [
     ("prox_newton", "l1", 1500.0), ("prox_newton", "elasticnet", 1500.0), ("auto", "l1", 1500.0),
-    ("prox_newton", "l1", 0.0), ("newton", "l2", 1500.0), ("lbfgs", "l2", 1500.0), ("auto", "l2", 1500.0)])
+    ("prox_newton", "l1", 0.0), ("owlqn", "l1", 1500.0), ("owlqn", "elasticnet", 1500.0), ("auto", "l1", 0.0),
+    ("newton", "l2", 1500.0), ("lbfgs", "l2", 1500.0), ("auto", "l2", 1500.0)])
 def test_log_domain_solvers_on_margins_spanning_1e4(solver, penalty, gram_budget):
     """Offsets of 0, 5e3 and 1e4 inside each query: the log-domain solvers reach the reference optimum. Proximal Newton needs its damping
     here: the loss is nearly piecewise linear at such margins, so the undamped model overshoots."""
@@ -787,6 +794,20 @@ def test_log_domain_solvers_on_margins_spanning_1e4(solver, penalty, gram_budget
     sol = ref.solve(X, y, qid, o, penalty=penalty, alpha=0.5)
     assert res.objective == pytest.approx(sol.objective, rel=1e-8)
 
+
+
+@pytest.mark.parametrize("penalty", ["l1", "elasticnet"])
+def test_auto_hands_an_unconverged_owlqn_to_prox_newton(penalty, monkeypatch):
+    """solver="auto" on data too large for the formed model: OWL-QN for AUTO_OWLQN_ITERATIONS iterations (3 here),
+    then proximal Newton from its point; both counted, the optimum is the reference's."""
+    import cyrank.domination.solver as dsolver
+    monkeypatch.setattr(dsolver, "AUTO_OWLQN_ITERATIONS", 3)
+    X, y, qid, o = make_problem(seed=51, density=0.6, offset=True)
+    res = solve(sp.csr_matrix(X), y, qid, o, penalty=penalty, alpha=0.5, tol=TOL, options=Options(gram_budget=0.0))
+    assert res.solver == "owlqn+prox_newton" and res.converged and res.kkt_violation <= TOL and res.n_iter > 3
+    assert res.history["objective"].shape == (res.n_iter,)
+    sol = ref.solve(X, y, qid, o, penalty=penalty, alpha=0.5)
+    assert res.objective == pytest.approx(sol.objective, rel=1e-8)
 
 
 @pytest.mark.parametrize("penalty", ["l2", "elasticnet", "l1"])

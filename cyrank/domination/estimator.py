@@ -51,14 +51,17 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         Keep ceil(neg_sample * n_0) of the n_0 lowest-layer rows of every query (the "Sampled" variant,
         section 8.2), chosen with ``random_state``. The objective minimised and reported is then the objective
         above on the kept rows (``sample_mask_``).
-    solver : {"auto", "cd", "newton", "lbfgs", "prox_newton"}, default="auto"
+    solver : {"auto", "cd", "newton", "lbfgs", "prox_newton", "owlqn"}, default="auto"
         "cd": coordinate descent (every penalty; the thesis's method). "prox_newton": proximal Newton with working
-        sets (every penalty; Yuan, Ho & Lin 2012). "newton": trust-region Newton-CG; "lbfgs": scipy's L-BFGS-B on
-        the fused Cython loss and gradient; both for a smooth objective only (penalty "l2", or "elasticnet" with
-        l1_ratio = 0; no feature induction). "auto": for a smooth objective, L-BFGS-B for at most 30 iterations
-        and then Newton from its point if it has not converged ("lbfgs" or "lbfgs+newton" in ``solver_``);
-        otherwise "prox_newton", whose model is solved without forming its Hessian once its working set grows
-        too large for it (``cyrank.domination.Options.gram_budget``). Every solver handles margins of any span:
+        sets (every penalty; Yuan, Ho & Lin 2012). "owlqn": orthant-wise L-BFGS (Andrew & Gao 2007; every penalty,
+        no feature induction). "newton": trust-region Newton-CG; "lbfgs": scipy's L-BFGS-B on the fused Cython
+        loss and gradient; both for a smooth objective only (penalty "l2", or "elasticnet" with l1_ratio = 0; no
+        feature induction). "auto": for a smooth objective, L-BFGS-B for at most 30 iterations and then Newton
+        from its point if it has not converged ("lbfgs" or "lbfgs+newton" in ``solver_``); with an l1 term,
+        "prox_newton" when its model on all features can be formed (rows * n_features^2 <=
+        ``cyrank.domination.Options.gram_budget`` * stored entries: a few hundred dense features), else "owlqn"
+        for at most 500 iterations and proximal Newton from its point if it has not converged ("owlqn" or
+        "owlqn+prox_newton"); "prox_newton" with feature induction. Every solver handles margins of any span:
         "cd" keeps per-query shifted exponentials and switches a query whose margins span more than 500 to
         log-domain derivatives; the others work in the log domain throughout.
     hessian_bound : {"popoviciu", "max_sq"}, default="popoviciu"
@@ -81,12 +84,12 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     ----------
     coef_ : ndarray of shape (n_features,)
     solver_ : str
-        The solver used: "cd", "newton", "lbfgs", "lbfgs+newton" or "prox_newton".
+        The solver used: "cd", "newton", "lbfgs", "lbfgs+newton", "prox_newton", "owlqn" or "owlqn+prox_newton".
     n_iter_ : int
-        Sweeps over the active features ("cd") or Newton iterations ("newton").
+        Sweeps over the active features ("cd") or iterations (the others; both counted for a chained solver).
     n_cg_iter_ : int
         Inner iterations: conjugate-gradient steps (Hessian-vector products) of "newton", function evaluations of
-        "lbfgs", coordinate sweeps of the quadratic models of "prox_newton"; 0 for "cd".
+        "lbfgs" and "owlqn", coordinate sweeps of the quadratic models of "prox_newton"; 0 for "cd".
     objective_ : float
         Final objective, recomputed from ``coef_`` in float64.
     history_ : dict

@@ -22,7 +22,8 @@ cyrank/optim/_quadratic_l1.pyx, while rows |W|^2 stays within Options.gram_budge
 coordinate descent and Newton steps on the orthant with the Hessian applied in the scores,
 cyrank/domination/_model_cd.pyx), and the step is scaled by an Armijo line search on the true objective; KKT is
 checked on every feature at every iteration (the gradient is full); "lbfgs", scipy's L-BFGS-B on the fused loss
-and gradient (smooth objective only).
+and gradient (smooth objective only); "owlqn", orthant-wise L-BFGS for the l1 term (Andrew & Gao, ICML 2007;
+cyrank.optim.owlqn) on the same fused loss and gradient.
 """
 from dataclasses import dataclass
 
@@ -37,14 +38,18 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            check_ranking_data, check_row_weights, check_verbose, check_y, max_abs,
                            warn_if_no_pairs)
 from ..optim._quadratic_l1 import minimise_quadratic_l1
+from ..optim.owlqn import owlqn
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import NOISE_REL, tron
 from . import _cd, _model_cd, _smooth
 
 PENALTIES = ("l2", "l1", "elasticnet")
-SOLVERS = ("auto", "cd", "newton", "lbfgs", "prox_newton")
+SOLVERS = ("auto", "cd", "newton", "lbfgs", "prox_newton", "owlqn")
 # solver="auto" on a smooth objective: L-BFGS-B for at most this many iterations, then Newton from its point
 AUTO_LBFGS_ITERATIONS = 30
+# solver="auto" with an l1 term on data too large for proximal Newton's formed model: OWL-QN for at most this many
+# iterations, then proximal Newton from its point
+AUTO_OWLQN_ITERATIONS = 500
 # proximal Newton: Armijo constant of the line search and its largest number of halvings (Yuan, Ho & Lin 2012)
 ARMIJO = 0.01
 # ... at most SHORT_STEPS halvings, then the model is damped (H + mu I, mu x 100, at least DAMPING_MIN max H_rr) and
@@ -73,7 +78,9 @@ class Options:
                        the latter. At the measured 0.4 ns per multiply-add of the Hessian and 14 ns per entry of
                        a matrix-free sweep, the budget equals about 40 sweeps; on dense data with a few hundred
                        features the formed model is 3-10 times faster, on the sparse bench problem with 3,000
-                       to 12,000 non-zeros the matrix-free one is the only one that fits
+                       to 12,000 non-zeros the matrix-free one is the only one that fits. solver="auto" with an
+                       l1 term picks proximal Newton when the model on all features fits this budget, else OWL-QN
+    owlqn_memory       number of (step, gradient change) pairs OWL-QN keeps
     """
 
     power_sum_rows: int = 8
@@ -82,6 +89,7 @@ class Options:
     densify_max_bytes: int = 512 << 20
     parallel_min_rows: int = -1
     gram_budget: float = 1500.0
+    owlqn_memory: int = 10
 
 
 class _Layout:
@@ -238,16 +246,33 @@ def penalty_weights(penalty, alpha, l1_ratio):
 def choose_solver(solver, lam1, feature_induction):
     """The solver to run. "auto": "lbfgs+newton" for a smooth objective (lam1 = 0) without feature induction (L-BFGS-B
     for at most AUTO_LBFGS_ITERATIONS iterations, then Newton from where it stopped: a well-conditioned problem is
-    solved by the cheap quasi-Newton steps alone, an ill-conditioned one gets Newton's fast local convergence), else
-    "prox_newton". "newton" and "lbfgs" need a smooth objective and no feature induction."""
+    solved by the cheap quasi-Newton steps alone, an ill-conditioned one gets Newton's fast local convergence);
+    "prox_newton" with feature induction; else "auto_l1", settled by :func:`_auto_l1` once the data are known.
+    "newton" and "lbfgs" need a smooth objective, and they and "owlqn" no feature induction."""
     check_option("solver", solver, SOLVERS)
     smooth = lam1 == 0 and feature_induction is None
     if solver in ("newton", "lbfgs") and not smooth:
         raise ValueError(f"solver={solver!r} needs a smooth objective (penalty='l2', or 'elasticnet' with "
-                         "l1_ratio=0) and feature_induction=None; use solver='prox_newton' or 'cd'")
+                         "l1_ratio=0) and feature_induction=None; use solver='prox_newton', 'owlqn' or 'cd'")
+    if solver == "owlqn" and feature_induction is not None:
+        raise ValueError("solver='owlqn' has no feature induction (feature_induction=None); use solver='prox_newton' "
+                         "or 'cd'")
     if solver == "auto":
-        return "lbfgs+newton" if smooth else "prox_newton"
+        return "lbfgs+newton" if smooth else "prox_newton" if feature_induction is not None else "auto_l1"
     return solver
+
+
+def _auto_l1(X, layout, options):
+    """solver="auto" with an l1 term: "prox_newton" when its model on all features could be formed within
+    Options.gram_budget (rows d^2 <= gram_budget nnz: a few hundred dense features, where its Newton steps converge
+    in a handful of iterations whatever the conditioning), else "owlqn+prox_newton" (OWL-QN, whose iteration costs
+    one evaluation, for at most AUTO_OWLQN_ITERATIONS iterations, then proximal Newton from its point). Measured on
+    the bench problems (bench/RESULTS.md, issue 11): on sparse data with 2e4 features OWL-QN is 1.2-5x faster than
+    proximal Newton, whose matrix-free inner sweeps cost twice an evaluation; on 300 dense features it is 10-100x
+    slower."""
+    d = X.shape[1]
+    nnz = X.nnz if sp.issparse(X) else X.shape[0] * d
+    return "prox_newton" if layout.rows.shape[0] * float(d) ** 2 <= options.gram_budget * nnz else "owlqn+prox_newton"
 
 
 def check_params(*, penalty, alpha, l1_ratio, binary, group_by_query, feature_induction, neg_sample, solver,
@@ -311,6 +336,8 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
         if coef0.shape != (d,):
             raise ValueError(f"coef0 has shape {coef0.shape}; expected ({d},)")
         w[:] = coef0
+    if solver == "auto_l1":
+        solver = _auto_l1(X, layout, options)
     with openmp_threads(n_jobs):
         if solver == "newton":
             out = _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options)
@@ -327,6 +354,17 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
                                                   smooth))
         elif solver == "prox_newton":
             out = _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options)
+        elif solver == "owlqn":
+            out = _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options)
+        elif solver == "owlqn+prox_newton":
+            smooth = _smooth_problem(X, layout, lam2, options)  # prepared once for both
+            out = _solve_owlqn(X, layout, w, lam1, lam2, tol, min(max_iter, AUTO_OWLQN_ITERATIONS), verbose,
+                               options, smooth)
+            if out[6] or out[4] >= max_iter:
+                solver = "owlqn"
+            else:
+                out = _chained(out, _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter - out[4], None,
+                                                       verbose, options, smooth))
         else:
             out = _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessian_bound, verbose,
                             options)
@@ -459,6 +497,38 @@ def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=Non
     converged = violation <= tol
     stalled = not converged and res.nit < max_iter
     return objective, hist_obj, hist_nnz, violation, int(res.nit), int(res.nfev), converged, stalled
+
+
+def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smooth=None):
+    """OWL-QN (cyrank.optim.owlqn: Andrew & Gao 2007) on loss + lam2 ||w||^2 + lam1 ||w||_1 in place on w, with the
+    fused loss and gradient of _smooth.fun_grad; it stops when the KKT violation max_r |pseudo-gradient_r| beyond
+    the gradient's rounding error is <= tol * scale, the measure of every solver here. The "inner iterations"
+    reported are its function evaluations."""
+    _, problem, scale, noise, f0, g0 = smooth or _smooth_problem(X, layout, lam2, options)
+    hist_obj, hist_nnz = [], []
+    with one_blas_thread():
+        if scale <= noise:  # see _solve_prox_newton
+            w[:] = 0.0
+            return problem.fun(w), [], [], 0.0, 0, 0, True, False
+        first = [not np.any(w)]  # _smooth_problem evaluated w = 0 already
+
+        def fun_grad(x):
+            if first[0]:
+                first[0] = False
+                return f0, g0
+            f = problem.fun(x)
+            return f, problem.grad(x)
+
+        def record(x, F):
+            hist_obj.append(F)
+            hist_nnz.append(int(np.count_nonzero(x)))
+            if verbose:
+                print(f"DominationRank owlqn iter {len(hist_obj):4d}: f {F:.12g}  non-zeros {hist_nnz[-1]}")
+
+        res = owlqn(fun_grad, w, lam1, tol_abs=tol * scale, max_iter=max_iter, noise=noise,
+                    memory=options.owlqn_memory, callback=record)
+        w[:] = res.x
+    return res.fun, hist_obj, hist_nnz, res.kkt / scale, res.n_iter, res.n_fun, res.converged, res.stalled
 
 
 def _l1_change(w, s, lam1):
@@ -621,7 +691,7 @@ def _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz, columns):
     return _ScoreModel(layout, columns[0], problem, ws, lam2)
 
 
-def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options):
+def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options, smooth=None):
     """Proximal Newton with working sets (module docstring) in place on w.
 
     Each iteration: the full gradient G (one pass of _smooth.fun_grad); stop when max_r KKT_r / scale <= tol
@@ -635,7 +705,7 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
     Returns what _solve_cd and _solve_newton return; the "inner iterations" are the sweeps of the inner CD.
     """
     d = X.shape[1]
-    rows, problem, scale, noise, _, _ = _smooth_problem(X, layout, lam2, options)
+    rows, problem, scale, noise, _, _ = smooth or _smooth_problem(X, layout, lam2, options)
     hist_obj, hist_nnz = [], []
     n_inner, n_iter, converged, stalled, damping = 0, 0, False, False, 0.0
     nnz = X.shape[0] * d if not sp.issparse(X) else X.nnz

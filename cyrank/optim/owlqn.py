@@ -1,0 +1,136 @@
+"""Orthant-wise limited-memory quasi-Newton (OWL-QN): Andrew & Gao, "Scalable Training of L1-Regularized
+Log-Linear Models", ICML 2007, sections 3.1-3.3.
+
+Minimises F(x) = f(x) + lam1 ||x||_1 with f convex and differentiable, given only f and its gradient g:
+
+- the pseudo-gradient p (the minimum-norm element of the subdifferential of F, negated where it matters):
+  p_r = g_r + lam1 sign(x_r) for x_r != 0; for x_r = 0, g_r + lam1 if that is < 0, g_r - lam1 if that is > 0,
+  else 0. So ||p||_inf is exactly the KKT violation of x, and p = 0 at the optimum;
+- the direction d = -H p by the L-BFGS two-loop recursion on the last ``memory`` pairs (s, y) of steps and
+  differences of g (the smooth part only), with H0 = s'y / y'y. Andrew & Gao then set d_r = 0 wherever
+  d_r p_r >= 0 (d must agree with the steepest descent direction -p); that is done here only when d is no descent
+  direction in the orthant (p'd >= 0 over the coordinates that can move): applied always, it stops every
+  coordinate whose quasi-Newton step goes against its own pseudo-gradient, and on correlated features that
+  multiplies the iterations (measured: 5,000+ against 660 on a quadratic of condition 1e4);
+- the orthant xi_r = sign(x_r), or sign(-p_r) where x_r = 0; trial points x(t) = pi(x + t d; xi), pi zeroing every
+  coordinate that leaves the orthant;
+- backtracking from t = 1 (t = 1 / ||p||_inf at the first iteration) until
+  F(x(t)) <= F(x) + ARMIJO p'(x(t) - x).
+  When the decrease is below the rounding error of F (about NOISE_REL |F|) the change of F is measured by the
+  trapezoid rule on gradients, as TRON does, so the method still converges to tight tolerances. When no step
+  along the quasi-Newton direction is accepted, the pairs are dropped and the steepest descent direction -p tried.
+
+Stops when max_r (|p_r| - noise) <= tol_abs (``noise``: the caller's bound on the rounding error of g), after
+``max_iter`` iterations, or when no step decreases F any more (``stalled``). One evaluation of f and g per trial
+point; O(memory n) work per iteration besides.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .tron import NOISE_REL
+
+ARMIJO = 1e-4
+MAX_BACKTRACKS = 40
+
+
+@dataclass
+class OwlqnResult:
+    """Outcome of :func:`owlqn`: the iterate, F there, its KKT violation (max |p| beyond ``noise``), the work."""
+
+    x: np.ndarray
+    fun: float
+    kkt: float
+    n_iter: int
+    n_fun: int
+    converged: bool
+    stalled: bool
+    history: dict = field(default_factory=dict)
+
+
+def pseudo_gradient(g, x, lam1):
+    """p of the module docstring: the pseudo-gradient of f + lam1 ||x||_1 at x, given g = grad f(x)."""
+    return np.where(x > 0, g + lam1, np.where(x < 0, g - lam1,
+                                              np.where(g + lam1 < 0, g + lam1, np.maximum(g - lam1, 0.0))))
+
+
+def _two_loop(p, S, Y, rho):
+    """H p for the L-BFGS inverse Hessian H of the pairs (S[i], Y[i]), oldest first (Nocedal & Wright, Alg. 7.4)."""
+    q = p.copy()
+    alpha = np.empty(len(S))
+    for i in range(len(S) - 1, -1, -1):
+        alpha[i] = rho[i] * (S[i] @ q)
+        q -= alpha[i] * Y[i]
+    if S:
+        q *= (S[-1] @ Y[-1]) / (Y[-1] @ Y[-1])
+    for i in range(len(S)):
+        beta = rho[i] * (Y[i] @ q)
+        q += (alpha[i] - beta) * S[i]
+    return q
+
+
+def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callback=None):
+    """Minimise fun_grad's f plus lam1 ||x||_1 from x0 (module docstring); ``fun_grad(x) -> (f, g)``.
+
+    ``callback(x, F)`` is called after every accepted step. Returns an :class:`OwlqnResult`.
+    """
+    x = np.array(x0, dtype=np.float64)
+    f, g = fun_grad(x)
+    F = f + lam1 * float(np.abs(x).sum())
+    S, Y, rho = [], [], []
+    n_fun, n_iter, stalled = 1, 0, False
+    objective = []
+
+    def kkt(p):
+        return float(np.max(np.abs(p) - noise, initial=0.0))
+
+    p = pseudo_gradient(g, x, lam1)
+    while kkt(p) > tol_abs and n_iter < max_iter:
+        d = -_two_loop(p, S, Y, rho)
+        if float(p @ np.where((x == 0) & (d * p >= 0), 0.0, d)) >= 0:  # not a descent direction inside the orthant
+            d[d * p >= 0] = 0.0
+        if not np.any(d):  # the quasi-Newton direction lost every descent coordinate: steepest descent
+            S, Y, rho = [], [], []
+            d = -p
+        orthant = np.where(x != 0, np.sign(x), -np.sign(p))
+        t = 1.0 if S else 1.0 / max(float(np.max(np.abs(p))), 1e-300)
+        accepted = False
+        for _ in range(MAX_BACKTRACKS):
+            trial = x + t * d
+            trial[np.sign(trial) != orthant] = 0.0
+            f_trial, g_trial = fun_grad(trial)
+            n_fun += 1
+            F_trial = f_trial + lam1 * float(np.abs(trial).sum())
+            step = trial - x
+            decrease = float(p @ step)  # < 0: the predicted first-order change
+            if decrease >= 0:  # every coordinate that moved was clipped back: nothing left along d
+                break
+            if -decrease >= NOISE_REL * abs(F):
+                accepted = F_trial <= F + ARMIJO * decrease
+            else:  # at the rounding level of F: the change by the trapezoid rule on gradients (exact for quadratics)
+                l1_change = lam1 * float(orthant @ step)  # = ||trial||_1 - ||x||_1 inside the orthant, no cancellation
+                accepted = 0.5 * float((g + g_trial) @ step) + l1_change <= ARMIJO * decrease
+            if accepted:
+                break
+            t *= 0.5
+        if not accepted:
+            if S:  # the quasi-Newton direction failed: forget the pairs, try the (scaled) steepest descent
+                S, Y, rho = [], [], []
+                continue
+            stalled = True
+            break
+        n_iter += 1
+        y = g_trial - g
+        sy = float(step @ y)
+        if sy > 1e-12 * float(y @ y):  # keep the inverse Hessian positive definite
+            if len(S) == memory:
+                S.pop(0), Y.pop(0), rho.pop(0)
+            S.append(step), Y.append(y), rho.append(1.0 / sy)
+        x, f, g, F = trial, f_trial, g_trial, F_trial
+        p = pseudo_gradient(g, x, lam1)
+        objective.append(F)
+        if callback is not None:
+            callback(x, F)
+    violation = kkt(p)
+    return OwlqnResult(x=x, fun=F, kkt=violation, n_iter=n_iter, n_fun=n_fun, converged=violation <= tol_abs,
+                       stalled=stalled and violation > tol_abs, history={"fun": np.asarray(objective)})

@@ -431,43 +431,46 @@ def fit_seconds(X, y, qid, reps=3, **params):
 
 
 def bench_l1(quick):
-    """Issue 11: l1 and elastic net, proximal Newton vs CD vs feature induction, to KKT <= 1e-6."""
+    """Issue 11: l1 and elastic net, auto (proximal Newton or OWL-QN) vs CD vs feature induction, to KKT <= 1e-6."""
     from cyrank.domination import path
 
-    print("\n### L1 and elastic net to KKT <= 1e-6: proximal Newton vs CD vs CD with feature induction (issue 11)\n")
+    print("\n### L1 and elastic net to KKT <= 1e-6: auto, proximal Newton, OWL-QN, CD and CD with feature induction "
+          "(issue 11)\n")
     print("alpha = the given fraction of alpha_max (the smallest alpha with w = 0). Defaults otherwise (max_iter = "
-          "1000, tol = 1e-6). Fastest of 3 fits (1 for CD above 5 s), from raw (X, y, qid). `iterations` = Newton "
-          "iterations (prox_newton) or sweeps (CD). CD that does not converge within the default 1000 sweeps is "
-          "run again with max_iter = 50,000 and that time is shown. L2 fit = the same data "
-          "with penalty='l2', alpha=1, solver='auto'. `ok` = converged.\n")
-    print("| data | penalty | alpha | prox_newton s (iterations, nnz) | CD s (sweeps) | CD + induction(5) s (sweeps) "
-          "| CD / prox_newton | prox_newton / L2 fit |")
-    print("|---|---|---:|---|---|---|---:|---:|")
+          "1000, tol = 1e-6). Fastest of 3 fits (1 for CD above 5 s), from raw (X, y, qid). `iterations` = "
+          "iterations (prox_newton, owlqn) or sweeps (CD). CD that does not converge within the default 1000 sweeps "
+          "is run again with max_iter = 50,000 and that time is shown. L2 fit = the same data "
+          "with penalty='l2', alpha=1, solver='auto'. `ok` = converged. The ratios use `auto`.\n")
+    print("| data | penalty | alpha | auto s (solver) | prox_newton s (iterations, nnz) | owlqn s (iterations) "
+          "| CD s (sweeps) | CD + induction(5) s (sweeps) | CD / auto | auto / L2 fit |")
+    print("|---|---|---:|---|---|---|---|---|---:|---:|")
     X, y, qid = load_lightgbm_rank("train")
     n, d, nnz = (5_000, 5_000, 250_000) if quick else (20_000, 20_000, 1_000_000)
     cases = [("LightGBM rank.train", (X, y, qid), (0.3, 0.03, 0.003)),
-             (f"sparse {n:,} x {d:,}, {nnz:,} nnz, queries of 100", sparse_problem(n, d, nnz, 100), (0.3, 0.03))]
+             (f"sparse {n:,} x {d:,}, {nnz:,} nnz, queries of 100", sparse_problem(n, d, nnz, 100), (0.3, 0.03)),
+             (f"sparse {n:,} x {d:,}, {nnz:,} nnz, queries of 1,000, 10% relevant",
+              sparse_problem(n, d, nnz, 1000, binary_share=0.1), (0.3, 0.03))]
+    ok = lambda e: "ok" if e.converged_ else f"NOT converged, KKT {e.kkt_violation_:.1e}"
     for name, (Xc, yc, qc), fractions in cases:
         t_l2, _ = fit_seconds(Xc, yc, qc, penalty="l2", alpha=1.0)
         top = path(Xc, yc, qc, n_alphas=1).alpha_max  # alpha_max of l1
         for penalty, l1_ratio in (("l1", 1.0), ("elasticnet", 0.5)):
             for frac in fractions:
                 alpha = frac * top / l1_ratio  # alpha_max of the elastic net is alpha_max(l1) / l1_ratio
-                pn_t, pn = fit_seconds(Xc, yc, qc, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
-                                       solver="prox_newton")
-                cd_t, cd = fit_seconds(Xc, yc, qc, reps=1, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
-                                       solver="cd")
+                common = dict(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio)
+                au_t, au = fit_seconds(Xc, yc, qc, **common)
+                pn_t, pn = fit_seconds(Xc, yc, qc, solver="prox_newton", **common)
+                ow_t, ow = fit_seconds(Xc, yc, qc, solver="owlqn", **common)
+                cd_t, cd = fit_seconds(Xc, yc, qc, reps=1, solver="cd", **common)
                 if not cd.converged_:  # how long CD takes when it may go on: the ratio uses this time
-                    cd_t, cd = fit_seconds(Xc, yc, qc, reps=1, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
-                                           solver="cd", max_iter=50_000)
+                    cd_t, cd = fit_seconds(Xc, yc, qc, reps=1, solver="cd", max_iter=50_000, **common)
                 elif cd_t < 5:
-                    cd_t, cd = fit_seconds(Xc, yc, qc, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, solver="cd")
-                fi_t, fi = fit_seconds(Xc, yc, qc, reps=1, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
-                                       solver="cd", feature_induction=5)
-                ok = lambda e: "ok" if e.converged_ else f"NOT converged, KKT {e.kkt_violation_:.1e}"
-                print(f"| {name} | {penalty} | {alpha:.4g} | {pn_t:.3f} ({pn.n_iter_}, {np.count_nonzero(pn.coef_)}, "
-                      f"{ok(pn)}{', ' + pn.solver_ if pn.solver_ != 'prox_newton' else ''}) | {cd_t:.2f} ({cd.n_iter_}, {ok(cd)}) | {fi_t:.2f} ({fi.n_iter_}, {ok(fi)}) "
-                      f"| {cd_t / pn_t:.0f}x | {pn_t / t_l2:.1f}x |", flush=True)
+                    cd_t, cd = fit_seconds(Xc, yc, qc, solver="cd", **common)
+                fi_t, fi = fit_seconds(Xc, yc, qc, reps=1, solver="cd", feature_induction=5, **common)
+                print(f"| {name} | {penalty} | {alpha:.4g} | {au_t:.3f} ({au.solver_}, {ok(au)}) "
+                      f"| {pn_t:.3f} ({pn.n_iter_}, {np.count_nonzero(pn.coef_)}, {ok(pn)}) "
+                      f"| {ow_t:.3f} ({ow.n_iter_}, {ok(ow)}) | {cd_t:.2f} ({cd.n_iter_}, {ok(cd)}) "
+                      f"| {fi_t:.2f} ({fi.n_iter_}, {ok(fi)}) | {cd_t / au_t:.0f}x | {au_t / t_l2:.1f}x |", flush=True)
 
 
 def bench_path(quick):

@@ -277,11 +277,18 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
     qid : int64 (n,) query ids; all zeros when the file has no qid. A file where only some lines have a qid
         is refused.
 
-    Raises ``ValueError`` naming the line for malformed input: a label or value that is not a number, a
-    feature without ``:``, a non-integer, negative (or 0 with ``zero_based=False``), repeated or decreasing
-    index, a bad ``qid:`` token. The result equals ``sklearn.datasets.load_svmlight_file(path,
-    query_id=True, ...)`` for every file both accept (ours refuses ``_`` inside numbers and any ``qid...:``
-    token other than ``qid:<int>`` right after the label).
+    Raises
+    ------
+    ValueError
+        Naming the line, for malformed input: a label or value that is not a number, a feature without
+        ``:``, a non-integer, negative (or 0 with ``zero_based=False``), repeated or decreasing index, a bad
+        ``qid:`` token.
+
+    Notes
+    -----
+    The result equals ``sklearn.datasets.load_svmlight_file(path, query_id=True, ...)`` for every file both
+    accept (ours refuses ``_`` inside numbers and any ``qid...:`` token other than ``qid:<int>`` right after the
+    label).
     """
     if max_bytes is not None:
         max_bytes = check_param("max_bytes", max_bytes, low=1, integer=True)
@@ -455,9 +462,10 @@ def load_svmlight_multilabel(path, *, n_features=None, n_labels=None, dtype=np.f
 
 
 def dump_svmlight_multilabel(X, Y, path, zero_based=False):
-    """Write ``X`` and the multilabel indicator ``Y`` (dense or sparse, 0/1) as ``l1,l2,... idx:val ...`` lines
-    (features one-based unless ``zero_based``; labels 0-based as LIBSVM's multilabel sets), readable by
-    :func:`load_svmlight_multilabel`; written atomically as :func:`dump_svmlight`."""
+    """Write ``X`` and the multilabel indicator ``Y`` (dense or sparse, 0/1) as multilabel SVMlight lines.
+
+    Each line is ``l1,l2 idx:val ...`` (features one-based unless ``zero_based``; labels 0-based as LIBSVM's
+    multilabel sets), readable by :func:`load_svmlight_multilabel`; written atomically as :func:`dump_svmlight`."""
     from ._validation import check_label_matrix
 
     Y = check_label_matrix(Y, "Y")

@@ -36,8 +36,9 @@ def label_ranking_dataset(name="iris", *, standardize=True):
 
 
 def multilabel_dataset(n_samples=1000, n_features=50, n_classes=10, n_labels=3, *, sparse=False, random_state=0):
-    """(X, Y): ``sklearn.datasets.make_multilabel_classification`` with these arguments (X float64, CSR when
-    ``sparse``; Y the 0/1 indicator, int64)."""
+    """A multilabel data set (X, Y) made by scikit-learn's make_multilabel_classification with these arguments.
+
+    X is float64 (CSR when ``sparse``), Y the 0/1 indicator matrix (int64)."""
     from scipy import sparse as sp
     from sklearn.datasets import make_multilabel_classification
 

@@ -66,21 +66,29 @@ class Options:
     """Tuning of the solvers: the defaults are the measured best (bench/RESULTS.md); the optimum reached does not
     depend on them.
 
-    power_sum_rows     with sparse X, dominating layers of at least this many rows keep power sums (_cd.pyx), so
-                       that a coordinate update costs the column's entries, not the rows of the layers it touches
-    anderson           Anderson extrapolation of the CD sweeps (kept only when it lowers the objective)
-    densify_share      Newton products: sparse X with at least this share of entries stored is densified ...
-    densify_max_bytes  ... when the dense copy fits in this many bytes (cyrank/_dense.py)
-    parallel_min_rows  Newton products over fewer rows run on one thread (-1: the shared default, 20,000)
-    gram_budget        proximal Newton forms its model's Hessian X_W'HX_W while that costs at most this many
-                       multiply-adds per stored entry of X (rows |W|^2 <= gram_budget nnz); beyond, it applies
-                       the Hessian in the scores without forming it (cyrank/domination/_model_cd.pyx). 0: always
-                       the latter. At the measured 0.4 ns per multiply-add of the Hessian and 14 ns per entry of
-                       a matrix-free sweep, the budget equals about 40 sweeps; on dense data with a few hundred
-                       features the formed model is 3-10 times faster, on the sparse bench problem with 3,000
-                       to 12,000 non-zeros the matrix-free one is the only one that fits. solver="auto" with an
-                       l1 term picks proximal Newton when the model on all features fits this budget, else OWL-QN
-    owlqn_memory       number of (step, gradient change) pairs OWL-QN keeps
+    Attributes
+    ----------
+    power_sum_rows : int, default=8
+        With sparse X, dominating layers of at least this many rows keep power sums (_cd.pyx), so that a coordinate
+        update costs the column's entries, not the rows of the layers it touches.
+    anderson : bool, default=True
+        Anderson extrapolation of the CD sweeps (kept only when it lowers the objective).
+    densify_share : float, default=0.2
+        Newton products: sparse X with at least this share of entries stored is densified ...
+    densify_max_bytes : int, default=512 << 20
+        ... when the dense copy fits in this many bytes (cyrank/_dense.py).
+    parallel_min_rows : int, default=-1
+        Newton products over fewer rows run on one thread (-1: the shared default, 20,000).
+    gram_budget : float, default=1500.0
+        Proximal Newton forms its model's Hessian X_W'HX_W while that costs at most this many multiply-adds per
+        stored entry of X (rows |W|^2 <= gram_budget nnz); beyond, it applies the Hessian in the scores without
+        forming it (cyrank/domination/_model_cd.pyx). 0: always the latter. At the measured 0.4 ns per multiply-add
+        of the Hessian and 14 ns per entry of a matrix-free sweep, the budget equals about 40 sweeps; on dense data
+        with a few hundred features the formed model is 3-10 times faster, on the sparse bench problem with 3,000 to
+        12,000 non-zeros the matrix-free one is the only one that fits. solver="auto" with an l1 term picks proximal
+        Newton when the model on all features fits this budget, else OWL-QN.
+    owlqn_memory : int, default=10
+        Number of (step, gradient change) pairs OWL-QN keeps.
     """
 
     power_sum_rows: int = 8

@@ -64,16 +64,23 @@ class Options:
     """Tuning of the solver: the defaults are the measured best (bench/RESULTS.md); the optimum reached does not
     depend on them (the certified gap is what it is).
 
-    inner_tol        the restricted problem is solved to a certified duality gap of inner_tol * C * tol
-    truncate         relative eigenvalue thresholds tried, coarse to fine, to make the stabilised solution
-                     low-rank (_truncate); () never truncates
-    rank_tol         ``components`` keeps the eigenvalues of W above this fraction of the largest one
-    metric_matrices  d x d float64 matrices held at the peak of a fit (working set and restricted solver),
-                     measured 110-145: the memory check before a fit
-    patience         a constraint idle (slack at the restricted solution) in this many consecutive solves is left
-                     out of the interior-point solves, and re-admitted when violated (RestrictedSolver); the working
-                     set itself is never shrunk (dropping constraints for good stalls MLR's in-out method: measured,
-                     WDBC and Wine did not converge within 1000 separations)
+    Attributes
+    ----------
+    inner_tol : float, default=0.5
+        The restricted problem is solved to a certified duality gap of inner_tol * C * tol.
+    truncate : tuple, default=(1e-2, 1e-3, 1e-4)
+        Relative eigenvalue thresholds tried, coarse to fine, to make the stabilised solution low-rank (_truncate);
+        () never truncates.
+    rank_tol : float, default=1e-8
+        ``components`` keeps the eigenvalues of W above this fraction of the largest one.
+    metric_matrices : int, default=128
+        d x d float64 matrices held at the peak of a fit (working set and restricted solver), measured 110-145: the
+        memory check before a fit.
+    patience : int, default=5
+        A constraint idle (slack at the restricted solution) in this many consecutive solves is left out of the
+        interior-point solves, and re-admitted when violated (RestrictedSolver); the working set itself is never
+        shrunk (dropping constraints for good stalls MLR's in-out method: measured, WDBC and Wine did not converge
+        within 1000 separations).
     """
 
     inner_tol: float = 0.5

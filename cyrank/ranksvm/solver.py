@@ -49,11 +49,17 @@ class Options:
     """Tuning of the solvers: the defaults are the measured best (bench/RESULTS.md); the optimum reached does not
     depend on them.
 
-    small_kernel_rows     below this many training rows, products with Q use one BLAS thread (they are memory
-                          bound: extra threads only add synchronisation, and hurt when other jobs share the cores)
-    parallel_min_rows     pair sums over fewer document positions run on one thread (-1: the shared default)
-    max_product_seconds   a blocked kernel product estimated slower than this is refused before the fit ...
-    warn_product_seconds  ... and one slower than this is announced with a warning
+    Attributes
+    ----------
+    small_kernel_rows : int, default=5000
+        Below this many training rows, products with Q use one BLAS thread (they are memory bound: extra threads
+        only add synchronisation, and hurt when other jobs share the cores).
+    parallel_min_rows : int, default=-1
+        Pair sums over fewer document positions run on one thread (-1: the shared default).
+    max_product_seconds : float, default=60.0
+        A blocked kernel product estimated slower than this is refused before the fit ...
+    warn_product_seconds : float, default=1.0
+        ... and one slower than this is announced with a warning.
     """
 
     small_kernel_rows: int = 5000

@@ -2,13 +2,9 @@
 
 Build (warnings are errors):  python -m sphinx -W --keep-going -b html docs docs/_build/html
 """
-import os
 import re
-import sys
 
-sys.path.insert(0, os.path.abspath(".."))  # the repository root: cyrank (built in place) and reference
-
-import cyrank  # noqa: E402
+import cyrank  # the installed package (pip install ".[docs]"), with its compiled extensions
 
 project = "cyrank"
 author = "the cyrank developers"

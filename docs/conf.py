@@ -1,6 +1,8 @@
 """Sphinx configuration of cyrank's documentation site.
 
-Build (warnings are errors):  python -m sphinx -W --keep-going -b html docs docs/_build/html
+Build (warnings are errors):  sphinx-build -W --keep-going -b html docs docs/_build/html
+(sphinx-build, not python -m sphinx: the latter puts the repository root first on sys.path, where cyrank has
+no compiled extensions unless built in place)
 """
 import re
 

@@ -20,6 +20,10 @@ class SolverSpec:
     ``reference`` names ``solve(X, y, qid, **params) -> reference.Solution``, the exact optimum of the objective
     the estimator minimises; ``reference_params`` are the estimator parameters passed on to it by name.
     ``small_params`` are the parameters ``verify`` and ``demo`` use on the small reference problem.
+    ``solve`` names the functional layer's ``solve(X, y, qid, **params) -> SolveResult`` (the estimator's
+    parameters, without scikit-learn), which ``cyrank fit`` calls; ``data`` is "ranking" (label qid:N idx:val
+    lines) or "classes" (label idx:val lines, one class label per point, as MLR takes); ``demo``: whether
+    ``cyrank demo`` trains it on the embedded ranking data.
     """
 
     name: str
@@ -29,10 +33,21 @@ class SolverSpec:
     small_params: dict = field(default_factory=dict)
     reference: str = ""
     reference_params: tuple = ()
+    solve: str = ""
+    data: str = "ranking"
+    demo: bool = True
 
     @property
     def estimator_class(self):
         return _load(self.estimator)
+
+    @property
+    def class_name(self):
+        return self.estimator.partition(":")[2]
+
+    @property
+    def solve_function(self):
+        return _load(self.solve) if self.solve else None
 
     def make(self, **params):
         return self.estimator_class(**params)
@@ -67,6 +82,7 @@ register(SolverSpec(
     small_params={"penalty": "l2", "alpha": 0.5, "tol": 1e-9, "max_iter": 10000},
     reference="reference.domination:solve",
     reference_params=("penalty", "alpha", "l1_ratio", "binary", "group_by_query"),
+    solve="cyrank.domination.solver:solve",
 ))
 
 register(SolverSpec(
@@ -77,6 +93,7 @@ register(SolverSpec(
     small_params={"C": 0.5, "tol": 1e-9},
     reference="reference.ranksvm:solve",
     reference_params=("C", "loss", "kernel", "gamma", "degree", "coef0"),
+    solve="cyrank.ranksvm.solver:solve",
 ))
 
 register(SolverSpec(
@@ -87,4 +104,29 @@ register(SolverSpec(
     small_params={"alpha": 0.5, "tol": 1e-10},
     reference="reference.ranknet:solve",
     reference_params=("sigma", "alpha"),
+    solve="cyrank.lambdarank.solver:solve",
+))
+
+register(SolverSpec(
+    name="lambdarank",
+    estimator="cyrank.lambdarank:LambdaRank",
+    summary="LambdaRank (linear): L-BFGS-B on the lambda gradients of NDCG@k, ERR@k or MAP (not convex)",
+    solve="cyrank.lambdarank.solver:solve_lambdarank",
+    demo=False,
+))
+
+register(SolverSpec(
+    name="lambdamart",
+    estimator="cyrank.lambdarank.mart:LambdaMART",
+    summary="LambdaMART: LightGBM trees grown on cyrank's lambdas (extra 'lightgbm')",
+    demo=False,
+))
+
+register(SolverSpec(
+    name="mlr",
+    estimator="cyrank.mlr:MLR",
+    summary="metric learning to rank: a PSD metric by 1-slack cutting planes, from class labels",
+    solve="cyrank.mlr.solver:solve",
+    data="classes",
+    demo=False,
 ))

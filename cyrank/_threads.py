@@ -28,3 +28,11 @@ def openmp_threads(n_jobs):
     if n_jobs is None:
         return contextlib.nullcontext()
     return _controller().limit(limits=n_jobs, user_api="openmp")
+
+
+def all_threads(n_jobs):
+    """Context running every thread pool (OpenMP and BLAS) on ``n_jobs`` threads (a checked int); None leaves
+    them as they are. The command line's ``--threads``."""
+    if n_jobs is None:
+        return contextlib.nullcontext()
+    return _controller().limit(limits=n_jobs)

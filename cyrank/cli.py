@@ -2,8 +2,9 @@
 
     cyrank demo                                   every solver on the embedded real data + reference gap; MLR on
                                                   scikit-learn's bundled Wine data
-    cyrank fit SOLVER TRAIN.svm -o MODEL.npz      train (``--param name=value`` sets hyper-parameters); SOLVER
-                                                  labelrank reads multilabel files (l1,l2,... idx:val ...)
+    cyrank fit SOLVER TRAIN.svm -o MODEL.npz      train (``--param name=value`` sets hyper-parameters,
+                                                  ``--threads N`` the threads); SOLVER labelrank reads multilabel
+                                                  files (l1,l2,... idx:val ...), mlr class-label files
     cyrank predict MODEL.npz DATA.svm [-o FILE]   one score per line
     cyrank eval DATA.svm (--model M | --scores S) ranking metrics of a model or a score file
     cyrank verify SOLVER [DATA.svm]               fast solver vs the cvxpy reference, objectives side by side
@@ -148,7 +149,7 @@ def cmd_demo(args):
           f"{np.unique(qte).size} queries, {Xtr.shape[1]} features")
     print("metrics on the test set, mean over queries; queries without a relevant document are dropped "
           "(empty='drop'), score ties broken pessimistically\n")
-    names = args.solvers.split(",") if args.solvers else [*_registry.SOLVERS, "mlr"]
+    names = args.solvers.split(",") if args.solvers else [*(n for n, s in _registry.SOLVERS.items() if s.demo), "mlr"]
     specs = [_registry.get(name) for name in names if name != "mlr"]
     header = ["model", "fit_s", "n_iter", "converged", *DEFAULT_METRICS]
     rows = []
@@ -237,47 +238,87 @@ def demo_mlr(out=None, n_splits=10, exact=True):
     return gap
 
 
+def fit_params(args, accepts):
+    """The hyper-parameters of a fit: ``--param`` pairs, ``-v`` and ``--threads`` (as n_jobs where the solver has
+    it; every fit runs inside the same thread limit anyway)."""
+    params = {**parse_params(args.param), "verbose": args.verbose}
+    if args.threads is not None and "n_jobs" in accepts:
+        params.setdefault("n_jobs", args.threads)
+    return params
+
+
+def report_fit(name, result, elapsed):
+    print(f"{name}: fit in {elapsed:.3f} s, n_iter={result.n_iter}, objective={result.objective:.10g}, "
+          f"{result.optimality_name}={result.optimality:.3g}, converged={result.converged}")
+    if result.message:
+        print(f"{name}: warning: {result.message}", file=sys.stderr)
+
+
+def fit_functional(spec, args):
+    """A fit through the functional layer (no scikit-learn import); the model file is written from the result."""
+    import inspect
+
+    from .io import load_svmlight, save_fitted
+
+    solve = spec.solve_function
+    params = fit_params(args, inspect.signature(solve).parameters)
+    if spec.data == "classes":  # label idx:val lines: one class label per point (a qid column is refused)
+        X, y, qid = load_svmlight(args.train)
+        if qid.size and np.any(qid != qid[0]):
+            raise ValueError(f"{args.train}: {spec.name} takes class labels (label idx:val lines), not queries")
+        X = X.toarray()  # MLR's metric is dense: d x d
+        t0 = time.perf_counter()
+        result = solve(X, y, **params)
+    else:
+        X, y, qid = load_data(args.train)
+        t0 = time.perf_counter()
+        result = solve(X, y, qid, **params)
+    report_fit(spec.name, result, time.perf_counter() - t0)
+    if args.output:
+        save_fitted(spec.class_name, params, result.fitted_attributes(), args.output)
+        print(f"model written to {args.output}")
+    return 0
+
+
 def fit_labelrank(args):
     """LabelRankBoost on a multilabel SVMlight file, through the functional layer."""
-    from .io import load_svmlight_multilabel, save_model
+    from .io import load_svmlight_multilabel, save_fitted
     from .labelrank import solve
-    from .labelrank.estimator import LabelRankBoost  # only to write the model file
 
     params = {**parse_params(args.param), "verbose": args.verbose}
     X, Y = load_svmlight_multilabel(args.train)
     t0 = time.perf_counter()
     result = solve(X, Y, **params)
-    elapsed = time.perf_counter() - t0
-    print(f"labelrank: fit in {elapsed:.3f} s, n_iter={result.n_iter}, objective={result.objective:.10g}, "
-          f"converged={result.converged}")
-    if result.message:
-        print(f"labelrank: {result.message}", file=sys.stderr)
+    report_fit("labelrank", result, time.perf_counter() - t0)
     if args.output:
-        est = LabelRankBoost(**params)
-        for name, value in result.fitted_attributes().items():
-            setattr(est, name, value)
-        save_model(est, args.output)
+        save_fitted("LabelRankBoost", params, result.fitted_attributes(), args.output)
         print(f"model written to {args.output}")
     return 0
 
 
 def cmd_fit(args):
-    from .io import save_model
+    from ._threads import all_threads
+    from ._validation import check_n_jobs
 
-    if args.solver == "labelrank":
-        return fit_labelrank(args)
-    spec = _registry.get(args.solver)
-    params = {**parse_params(args.param), "verbose": args.verbose}
-    X, y, qid = load_data(args.train)
-    est = spec.make(**params)
-    t0 = time.perf_counter()
-    est.fit(X, y, qid=qid)
-    elapsed = time.perf_counter() - t0
-    print(f"{spec.name}: fit in {elapsed:.3f} s, n_iter={est.n_iter_}, objective={est.objective_:.10g}, "
-          f"converged={getattr(est, 'converged_', 'n/a')}")
-    if args.output:
-        save_model(est, args.output)
-        print(f"model written to {args.output}")
+    args.threads = check_n_jobs(args.threads)
+    with all_threads(args.threads):
+        if args.solver == "labelrank":
+            return fit_labelrank(args)
+        spec = _registry.get(args.solver)
+        if spec.solve:
+            return fit_functional(spec, args)
+        from .io import save_model  # an estimator without a functional layer (LambdaMART: LightGBM's trees)
+
+        params = fit_params(args, spec.estimator_class().get_params())
+        X, y, qid = load_data(args.train)
+        est = spec.make(**params)
+        t0 = time.perf_counter()
+        est.fit(X, y, qid=qid)
+        elapsed = time.perf_counter() - t0
+        print(f"{spec.name}: fit in {elapsed:.3f} s, n_iter={est.n_iter_}, converged={getattr(est, 'converged_', 'n/a')}")
+        if args.output:
+            save_model(est, args.output)
+            print(f"model written to {args.output}")
     return 0
 
 
@@ -367,9 +408,12 @@ def build_parser():
 
     f = add("fit", cmd_fit, "train a solver on an SVMlight/LETOR file")
     f.add_argument("solver", help=solvers)
-    f.add_argument("train", help="training file (label qid:N idx:val ...; labelrank: l1,l2,... idx:val ...)")
+    f.add_argument("train", help="training file (label qid:N idx:val ...; labelrank: l1,l2,... idx:val ...; mlr: "
+                   "class idx:val ...)")
     f.add_argument("-o", "--output", help="model file to write (.npz, loaded without pickle)")
     f.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", help="hyper-parameter (repeatable)")
+    f.add_argument("-t", "--threads", type=int, help="threads of every kernel and of BLAS (default: OMP_NUM_THREADS, "
+                   "else every core; -1: every core)")
 
     pr = add("predict", cmd_predict, "score an SVMlight/LETOR file with a saved model")
     pr.add_argument("model")

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from ._validation import check_option, check_param, check_ranking_data, check_sparse_structure
 
 __all__ = ["load_svmlight", "dump_svmlight", "load_svmlight_multilabel", "dump_svmlight_multilabel", "save_model",
-           "load_model", "register_model"]
+           "save_fitted", "load_model", "register_model"]
 
 _FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 
@@ -683,22 +683,43 @@ def save_model(est, path):
     if _MODEL_REGISTRY.get(cls.__name__) is not cls:
         raise TypeError(f"{cls.__name__} is not registered with cyrank.io.register_model, so it could not be "
                         "loaded back; decorate the class with @register_model")
+    attributes = {k: getattr(est, k) for k in vars(est) if k.endswith("_") and not k.startswith("_")}
+    _write_model(cls.__name__, cls.__module__, dict(est.get_params(deep=False)), attributes, path)
+
+
+def save_fitted(class_name, params, attributes, path):
+    """Save a model given as data, without creating the estimator (so without importing scikit-learn): the file
+    :func:`save_model` writes for an estimator of ``class_name`` (one of ``cyrank.ESTIMATORS``) with the
+    parameters ``params`` (the others keep their defaults when loaded) and the fitted ``attributes`` (name ->
+    value, names ending in ``_``; e.g. ``SolveResult.fitted_attributes()`` of the functional layer). The command
+    line writes its models this way; :func:`load_model` checks the result as any model file."""
+    import cyrank
+
+    if class_name not in cyrank.ESTIMATORS:
+        raise TypeError(f"{class_name!r} is not one of cyrank's estimators ({', '.join(sorted(cyrank.ESTIMATORS))})")
+    bad = [k for k in attributes if not (k.isidentifier() and k.endswith("_") and not k.startswith("_"))]
+    if bad:
+        raise ValueError(f"fitted attribute names must end in '_': {bad}")
+    _write_model(class_name, cyrank.ESTIMATORS[class_name], dict(params), dict(attributes), path)
+
+
+def _write_model(class_name, module, params, attributes, path):
+    """The model file of save_model and save_fitted."""
     enc = _Encoder()
-    params = enc.encode(dict(est.get_params(deep=False)), "parameters")
-    names = sorted(k for k in vars(est) if k.endswith("_") and not k.startswith("_"))
-    attributes, kinds = [], {}
-    for name in names:
-        node = enc.encode(getattr(est, name), f"attribute {name}")
-        attributes.append([name, node])
+    params = enc.encode(params, "parameters")
+    encoded, kinds = [], {}
+    for name in sorted(attributes):
+        node = enc.encode(attributes[name], f"attribute {name}")
+        encoded.append([name, node])
         kinds[name] = node[_TAG] if isinstance(node, dict) else ("list" if isinstance(node, list) else "json")
     header = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "cyrank_version": _cyrank_version(),
-        "class": cls.__name__,
-        "module": cls.__module__,
+        "class": class_name,
+        "module": module,
         "params": params,
-        "attributes": attributes,
+        "attributes": encoded,
         "attribute_kinds": kinds,
         "arrays": sorted(enc.arrays),
     }

@@ -62,6 +62,13 @@ def test_reaches_sdp_optimum(loss, reg, alpha):
     promise = (1.0 if alpha > 0 else 1.5) * C * eps
     assert m.gap_ == pytest.approx(m.objective_ - m.lower_bound_) and m.gap_ <= promise * (1 + 1e-9)
     assert m.n_separations_ >= m.n_batches_ + (alpha == 0)
+    # history_: every recorded lower bound is below the optimum, every objective (the exact objective at a
+    # feasible W) above it, and the gap is what the stopping rule tested
+    h = m.history_
+    assert h["objective"].shape == h["lower_bound"].shape == h["gap"].shape and h["gap"].size >= 1
+    assert np.all(h["lower_bound"] <= ref.objective + 1e-7) and np.all(np.diff(h["lower_bound"]) >= 0)
+    assert np.all(h["objective"] >= ref.objective - 1e-7)
+    assert h["gap"][-1] <= C * eps * (1 + 1e-9) or alpha == 0
 
 
 def test_reaches_optimum_three_classes_and_explicit_sets():

@@ -156,6 +156,11 @@ def test_linear_matches_reference(loss, sparse, dtype):
         # the certificate: objective_ - optimum <= duality_gap_
         assert -1e-7 * sol.objective <= est.objective_ - sol.objective <= est.duality_gap_ + 1e-7 * sol.objective
         assert est.duality_gap_ <= HINGE_TOL * C * est.n_pairs_ * 1.01
+        h = est.history_  # per cutting plane: bounds on the optimum from both sides
+        assert h["objective"].size == est.n_iter_ + 1
+        assert np.all(h["lower_bound"] <= sol.objective * (1 + 1e-7)) and np.all(np.diff(h["lower_bound"]) >= 0)
+        assert np.all(h["objective"] >= sol.objective * (1 - 1e-7))
+        assert np.all(h["gap"] >= h["objective"] - sol.objective - 1e-7 * sol.objective)
     else:
         assert est.grad_norm_ <= TIGHT
 
@@ -417,3 +422,18 @@ def test_clone_keeps_parameters():
     est = RankSVM(C=3.0, loss="hinge", kernel="poly", gamma=0.1, degree=2, coef0=0.0, tol=1e-5, max_iter=7,
                   kernel_memory_mb=10, verbose=0)
     assert clone(est).get_params() == est.get_params()
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+def test_hinge_stopping_exactly_at_max_iter_is_converged(kernel):
+    """A fit whose last allowed cutting plane meets the stopping rule is converged (no warning), with the same
+    model as the unbounded fit."""
+    X, y, qid = make_problem(seed=7)
+    free = RankSVM(C=0.5, loss="hinge", kernel=kernel, tol=1e-4, max_iter=2000).fit(X, y, qid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tight = RankSVM(C=0.5, loss="hinge", kernel=kernel, tol=1e-4, max_iter=free.n_iter_).fit(X, y, qid)
+    assert tight.converged_ and tight.objective_ == free.objective_ and tight.duality_gap_ == free.duality_gap_
+    with pytest.warns(ConvergenceWarning):
+        short = RankSVM(C=0.5, loss="hinge", kernel=kernel, tol=1e-4, max_iter=free.n_iter_ - 1).fit(X, y, qid)
+    assert not short.converged_

@@ -86,6 +86,9 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Class labels (fit with y only).
     oracle_time_, inner_time_ : float
         Seconds spent separating (oracles and their matrix products) and in the inner solver.
+    history_ : dict
+        Per separation: "objective" (at the point separated), "lower_bound" (best dual value so far) and "gap"
+        (the certified gap the stopping rule tests), float64 arrays.
     n_features_in_ : int
     """
 
@@ -94,7 +97,7 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "n_features_in_": "int>=1", "W_": "float[d, d]", "components_": "float[*, d]", "classes_": "any[*]?",
         "objective_": "float", "xi_": "float>=0", "lower_bound_": "float", "gap_": "float", "violation_": "float",
         "n_batches_": "int>=0", "n_separations_": "int>=0", "n_iter_": "int>=0", "n_queries_": "int>=0",
-        "converged_": "bool", "oracle_time_": "float>=0", "inner_time_": "float>=0",
+        "converged_": "bool", "oracle_time_": "float>=0", "inner_time_": "float>=0", "history_": "dict?",
     }
 
     def __init__(self, loss="auc", k=3, C=1.0, regularizer="trace", tol=0.01, max_iter=1000,

@@ -50,7 +50,7 @@ from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import (check_class_labels, check_feature_scale, check_n_jobs, check_option, check_param,
                            check_verbose, check_X)
-from ..optim.cutting_plane import WorkingSet, cutting_plane
+from ..optim.cutting_plane import WorkingSet, cutting_plane, cutting_plane_history
 from ._constraints import Separation
 from ._inner import REGULARIZERS, RestrictedSolver, keep_large, regularizer_value, spectrum
 
@@ -239,7 +239,8 @@ def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0,
         n_iter=int(inner.n_iter), converged=bool(res.converged),
         violation=gap / C if alpha > 0 else float(res.violation), n_queries=int(sep.n_active),
         oracle_time=float(sep.t_oracle + sep.t_products), inner_time=float(timing["inner"]), n_features_in=d,
-        optimality_name="gap", message=message, **({} if classes is None else {"classes": classes}))
+        history=cutting_plane_history(res), optimality_name="gap", message=message,
+        **({} if classes is None else {"classes": classes}))
 
 
 

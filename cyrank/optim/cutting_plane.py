@@ -171,6 +171,20 @@ class CuttingPlaneResult:
     message: str = ""               # why it stopped short ("" when converged)
 
 
+def cutting_plane_history(result):
+    """The per-separation record of a :class:`CuttingPlaneResult` as the estimators' ``history_``: float64 arrays
+    "objective" (at the point separated), "lower_bound" (the best restricted dual value so far; 0 before the first:
+    every objective minimised here, a non-negative regulariser plus C xi with xi >= 0, is non-negative) and "gap",
+    the certified gap the stopping rule tests (objective - lower_bound; in-out: the best objective so far minus
+    lower_bound)."""
+    objective = np.asarray(result.history["objective"], dtype=np.float64)
+    lower = np.asarray(result.history["lower_bound"], dtype=np.float64)
+    gap = np.asarray(result.history["gap"], dtype=np.float64)
+    before = ~np.isfinite(lower)
+    return {"objective": objective, "lower_bound": np.where(before, 0.0, lower),
+            "gap": np.where(before, objective, gap)}
+
+
 def _inner(w, psi):
     return float(np.vdot(np.ravel(w), np.ravel(psi)))
 
@@ -192,7 +206,7 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
     w = np.array(w0, dtype=np.float64, copy=True)
     ws = working_set if working_set is not None else WorkingSet(w.shape)
     n_added, n_inner, n_sep, lower = 0, 0, 0, -np.inf
-    history = {"objective": [], "xi": [], "violation": []}
+    history = {"objective": [], "xi": [], "violation": [], "lower_bound": [], "gap": []}
 
     def measure(w):
         nonlocal n_sep
@@ -219,6 +233,8 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
         history["objective"].append(objective)
         history["xi"].append(xi)
         history["violation"].append(violation)
+        history["lower_bound"].append(lower)
+        history["gap"].append(gap)
         if verbose:
             print(f"cutting plane {n_sep:4d}: objective {objective:.10g}  xi {xi:.6g}  violation {violation:.3g}"
                   f"  gap {gap:.3g}  working set {ws.K}")
@@ -237,9 +253,12 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             add(delta, psi)
             w, xi_restricted = restrict()
         else:
-            # max_iter constraints were added: measure the final w honestly before reporting
+            # max_iter constraints were added: measure the final w honestly, and test it as any iterate
             delta, psi, xi, objective = measure(w)
             violation = xi - xi_restricted
+            record(objective, xi, violation, objective - lower)
+            certified = lower == -np.inf or objective - lower <= C * epsilon
+            converged = violation <= epsilon and certified
     else:
         centre, model, xi_model, z = None, None, 0.0, w
         for _ in range(max_iter):

@@ -15,7 +15,7 @@ from .kernels import _MB, kernel_matrix, row_sqnorm
 # ------------------------------------------------------------------------------------------------ estimator
 # every attribute a fit may set (one fit removes what an earlier one with other parameters left)
 _FITTED = ("coef_", "beta_", "support_", "support_vectors_", "gamma_", "grad_norm_", "duality_gap_", "n_cg_iter_",
-           "n_kernel_products_")
+           "n_kernel_products_", "history_")
 
 
 @register_model
@@ -78,8 +78,10 @@ class RankSVM(RankerMixin, BaseEstimator):
     n_cg_iter_ : int  (squared_hinge) CG iterations (= Hessian-vector products).
     grad_norm_ : float  (squared_hinge) ||grad|| / ||grad at 0|| at the end; for a kernel model the norm is
         that of the gradient with respect to w in feature space, sqrt(g'Q g) (TRON runs in the Q inner product).
-    duality_gap_ : float  (hinge) objective_ minus the dual value of the last restricted problem (>= the
+    duality_gap_ : float  (hinge) objective_ minus the best dual value of the restricted problems (>= the
         distance to the optimum).
+    history_ : dict  (hinge) per cutting plane: "objective", "lower_bound" (best dual value so far) and "gap"
+        (their difference, the certified gap), float64 arrays.
     converged_ : bool
     n_kernel_products_ : int  (other kernels) products with Q (each a full pass over Q, or a recomputation of
         it when Q is not stored)
@@ -95,6 +97,7 @@ class RankSVM(RankerMixin, BaseEstimator):
         "grad_norm_": lambda p: "float>=0" if p["loss"] == "squared_hinge" else None,
         "n_cg_iter_": lambda p: "int>=0" if p["loss"] == "squared_hinge" else None,
         "duality_gap_": lambda p: "float" if p["loss"] == "hinge" else None,
+        "history_": lambda p: "dict?" if p["loss"] == "hinge" else None,
         "coef_": lambda p: "float[d]" if p["kernel"] == "linear" else None,
         "beta_": lambda p: None if p["kernel"] == "linear" else "float[m]",
         "support_": lambda p: {"linear": None, "precomputed": "int[m] in [0, d)"}.get(p["kernel"], "int[m]>=0"),

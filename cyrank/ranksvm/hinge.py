@@ -82,11 +82,10 @@ def one_slack(model, C, n_pairs, tol, max_iter, verbose):
     The restricted problem is solved exactly in its dual (cyrank.optim._simplex_qp) over the engine's working set,
     whose Gram matrix (and, for a kernel model, the rows Q c) the WorkingSet keeps; constraints with zero weight in
     IDLE_LIMIT consecutive solves leave it (the shared aging of cyrank.optim.cutting_plane). Returns the
-    CuttingPlaneResult and the last restricted dual value.
+    CuttingPlaneResult; its ``lower_bound`` is the best restricted dual value (a lower bound on the optimum).
     """
     Ce = C * n_pairs
     ws = WorkingSet(model.m, gram=model.gram_row, companion=model.companion, patience=IDLE_LIMIT)
-    last = {"dual": 0.0}
 
     def separate(w):
         n_active, s = model.separate(w)
@@ -98,7 +97,6 @@ def one_slack(model, C, n_pairs, tol, max_iter, verbose):
         delta = np.ascontiguousarray(ws.deltas)
         steps, gap, dual = solve_simplex_qp(np.ascontiguousarray(ws.G), delta, Ce, lam, 1e-3 * tol,
                                             max(100_000, 200 * K))
-        last["dual"] = dual
         w_new, w_dot_psi = model.combine(Ce * lam, ws)
         xi = max(0.0, float(np.max(delta - w_dot_psi)))
         # the dual value of any feasible lam bounds the optimum from below; lam are the constraints' weights
@@ -106,4 +104,4 @@ def one_slack(model, C, n_pairs, tol, max_iter, verbose):
 
     res = cutting_plane(separate, solve_restricted, model.regularizer, np.zeros(model.m), C=Ce, epsilon=tol,
                         max_iter=max_iter, verbose=verbose, working_set=ws)
-    return res, last["dual"]
+    return res

@@ -36,6 +36,7 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            check_verbose, max_abs)
 from ..optim.tron import tron
 from . import _pairloss
+from ..optim.cutting_plane import cutting_plane_history
 from .hinge import KernelHinge, LinearHinge, one_slack
 from .kernels import _MB, StoredKernel, check_symmetric, kernel_operator
 from .problems import KernelSquaredHinge, LinearSquaredHinge, make_layout
@@ -194,13 +195,12 @@ class _Fit:
                        name="RankSVM (TRON)")
             # TRON's last gradient was taken at res.x, with res.fun computed there by the same pass
             return {"coef": res.x, "objective": float(res.fun), "n_active_pairs": int(obj.state.n_active)}, res
-        res, dual = one_slack(LinearHinge(obj.parts, layout), self.C, n_pairs, self.tol, self.max_iter,
-                              self.verbose)
+        res = one_slack(LinearHinge(obj.parts, layout), self.C, n_pairs, self.tol, self.max_iter, self.verbose)
         w = res.w
         loss, n_active = obj.loss(w, squared=False)
         objective = 0.5 * float(w @ w) + self.C * loss
         return {"coef": w, "objective": objective, "n_active_pairs": int(n_active),
-                "duality_gap": objective - dual}, res
+                "duality_gap": objective - res.lower_bound, "history": cutting_plane_history(res)}, res
 
     def kernel_model(self, X, layout, n_pairs):
         rows = layout.rows
@@ -237,14 +237,14 @@ class _Fit:
                 beta = res.x
             else:
                 model = KernelHinge(Qop, klay)
-                res, dual = one_slack(model, self.C, n_pairs, self.tol, self.max_iter, self.verbose)
+                res = one_slack(model, self.C, n_pairs, self.tol, self.max_iter, self.verbose)
                 beta = model.beta
             loss, n_active = obj.loss(beta, squared=self.loss == "squared_hinge")
             scores = Qop.matvec(beta)
         objective = 0.5 * float(beta @ scores) + self.C * loss
         values.update(objective=objective, n_active_pairs=int(n_active))
         if self.loss == "hinge":
-            values["duality_gap"] = objective - dual
+            values.update(duality_gap=objective - res.lower_bound, history=cutting_plane_history(res))
         keep = np.flatnonzero(beta != 0.0)
         values.update(support=rows[keep], beta=beta[keep], n_kernel_products=int(Qop.n_matvec))
         if Xk is not None:

@@ -28,7 +28,8 @@ ESTIMATORS = {
 
 # functions of the functional layer also named at the top (imported on first use)
 FUNCTIONS = {"domination_path": ("cyrank.domination.solver", "path"),
-             "PreferenceGraphs": ("cyrank.labelrank.graphs", "PreferenceGraphs")}
+             "PreferenceGraphs": ("cyrank.labelrank.graphs", "PreferenceGraphs"),
+             "fit_many": ("cyrank.many", "fit_many")}
 
 
 def __getattr__(name):
@@ -49,4 +50,4 @@ if hasattr(_os, "register_at_fork"):  # POSIX only; Windows has no fork
     _os.register_at_fork(after_in_child=_fork.serial_after_fork)
 
 __all__ = ["DominationRank", "LabelRankBoost", "LambdaMART", "LambdaRank", "MLR", "QueryGroups", "RankNet", "RankSVM", "RankingDataWarning", "SolveResult", "__version__",
-           "domination_path", "PreferenceGraphs"]
+           "domination_path", "PreferenceGraphs", "fit_many"]

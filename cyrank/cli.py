@@ -48,26 +48,13 @@ def parse_params(pairs):
 
 
 def metric_function(spec):
-    """``"ndcg@10"`` -> (label, f(y, s, qid)). Names: ndcg, err, map, mrr, p, auc, pairacc, meanndcg."""
-    from . import metrics
+    """``"ndcg@10"`` -> (label, f(y, s, qid)): :func:`cyrank.metrics.metric_by_name`."""
+    from .metrics import metric_by_name
 
-    name, _, k = spec.lower().partition("@")
-    if k and not (k.isdigit() and int(k) >= 1):
-        raise ValueError(f"-m/--metric {spec!r}: the cut-off after '@' must be a positive integer, as in ndcg@10")
-    k = int(k) if k else None
-    table = {
-        "ndcg": lambda y, s, q: metrics.ndcg_score(y, s, q, k=k),
-        "err": lambda y, s, q: metrics.err_score(y, s, q, k=k),
-        "map": lambda y, s, q: metrics.average_precision(y, s, q),
-        "mrr": lambda y, s, q: metrics.reciprocal_rank(y, s, q),
-        "p": lambda y, s, q: metrics.precision_at_k(y, s, q, k=k or 10),
-        "auc": lambda y, s, q: metrics.auc_score(y, s, q),
-        "pairacc": lambda y, s, q: metrics.pairwise_accuracy(y, s, q),
-        "meanndcg": lambda y, s, q: metrics.letor_mean_ndcg(y, s, q),
-    }
-    if name not in table:
-        raise ValueError(f"unknown metric {spec!r}; known: {', '.join(table)} (with @k where it applies)")
-    return spec, table[name]
+    try:
+        return spec, metric_by_name(spec)
+    except ValueError as exc:
+        raise ValueError(f"-m/--metric {exc}") from None
 
 
 def evaluate(y, scores, qid, metric_specs):

@@ -40,6 +40,7 @@ from ._queries import QueryGroups
 from ._validation import check_gain_labels, check_option, check_param, check_scores
 
 __all__ = [
+    "metric_by_name",
     "ndcg_score",
     "letor_mean_ndcg",
     "err_score",
@@ -684,3 +685,36 @@ def label_ranking_error(G, y_score, decomposition="disagreement", *, ties="pessi
     has = s > 0
     per[has] = np.bincount(sub.instance_of_subgraph(), weights=violated, minlength=G.n_instances)[has] / s[has]
     return _finish("label_ranking_error", per, empty, return_per_instance)
+
+
+# ---------------------------------------------------------------------------------------------
+# metrics by name (the command line's -m, the scorers of cyrank.model_selection)
+# ---------------------------------------------------------------------------------------------
+METRIC_NAMES = ("ndcg", "err", "map", "mrr", "p", "auc", "pairacc", "meanndcg")
+
+
+def metric_by_name(spec):
+    """The metric named ``spec`` as a function ``f(y_true, y_score, qid)`` with this module's defaults.
+
+    Names: "ndcg@k" (:func:`ndcg_score`; "ndcg": all rows), "err@k" (:func:`err_score`), "map"
+    (:func:`average_precision`), "mrr" (:func:`reciprocal_rank`), "p@k" (:func:`precision_at_k`, default k = 10),
+    "auc" (:func:`auc_score`), "pairacc" (:func:`pairwise_accuracy`) and "meanndcg" (:func:`letor_mean_ndcg`);
+    case-insensitive. A ValueError names the known ones.
+    """
+    name, _, k = str(spec).lower().partition("@")
+    if k and not (k.isdigit() and int(k) >= 1):
+        raise ValueError(f"{spec!r}: the cut-off after '@' must be a positive integer, as in ndcg@10")
+    k = int(k) if k else None
+    table = {
+        "ndcg": lambda y, s, q: ndcg_score(y, s, q, k=k),
+        "err": lambda y, s, q: err_score(y, s, q, k=k),
+        "map": lambda y, s, q: average_precision(y, s, q),
+        "mrr": lambda y, s, q: reciprocal_rank(y, s, q),
+        "p": lambda y, s, q: precision_at_k(y, s, q, k=k or 10),
+        "auc": lambda y, s, q: auc_score(y, s, q),
+        "pairacc": lambda y, s, q: pairwise_accuracy(y, s, q),
+        "meanndcg": lambda y, s, q: letor_mean_ndcg(y, s, q),
+    }
+    if name not in table:
+        raise ValueError(f"unknown metric {spec!r}; known: {', '.join(METRIC_NAMES)} (with @k where it applies)")
+    return table[name]

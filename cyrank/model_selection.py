@@ -1,0 +1,139 @@
+"""Cross-validation by query: a splitter that never splits a query, scorers with cyrank's per-query metrics, and
+warm-started validation curves over a regularisation parameter.
+
+With scikit-learn's metadata routing the query ids travel with the data::
+
+    import sklearn
+    from sklearn.model_selection import GridSearchCV
+    from cyrank import RankSVM
+    from cyrank.model_selection import QueryKFold, ranking_scorer
+
+    sklearn.set_config(enable_metadata_routing=True)
+    search = GridSearchCV(RankSVM().set_fit_request(qid=True).set_score_request(qid=True),
+                          {"C": [1e-4, 1e-3, 1e-2]}, cv=QueryKFold(5),
+                          scoring={"ndcg@10": ranking_scorer("ndcg@10"), "map": ranking_scorer("map")},
+                          refit="ndcg@10")
+    search.fit(X, y, qid=qid)
+
+Without routing, pass the query ids as ``groups`` (the splitter reads them); the estimator's own ``score`` then
+sees no qid, so use routing whenever a score is computed.
+"""
+
+import numpy as np
+from sklearn import get_config
+from sklearn.base import clone
+from sklearn.metrics import make_scorer
+from sklearn.utils._metadata_requests import _MetadataRequester
+
+from ._validation import check_param, check_qid, check_random_state
+from .metrics import metric_by_name
+
+__all__ = ["QueryKFold", "ranking_scorer", "validation_path"]
+
+
+class QueryKFold(_MetadataRequester):
+    """K-fold cross-validation over queries: every query's rows fall in one fold.
+
+    Queries are dealt to folds largest first, each to the fold with the fewest rows so far (scikit-learn's
+    GroupKFold rule), after a random permutation of the queries when ``shuffle``; so folds have about the same
+    number of rows, and the split depends only on the query sizes (and ``random_state``), not on the row order.
+
+    Parameters
+    ----------
+    n_splits : int >= 2, default=5
+    shuffle : bool, default=False
+        Permute the queries before dealing them (ties between equal-sized queries are then broken at random).
+    random_state : int, RandomState or None, default=None
+        Used when ``shuffle``.
+    """
+
+    # GridSearchCV / cross_validate route ``qid`` to split() when metadata routing is enabled
+    __metadata_request__split = {"qid": True, "groups": True}
+
+    def __init__(self, n_splits=5, *, shuffle=False, random_state=None):
+        self.n_splits = n_splits
+        self.shuffle = shuffle
+        self.random_state = random_state
+
+    def get_n_splits(self, X=None, y=None, groups=None, qid=None):
+        return int(check_param("n_splits", self.n_splits, low=2, integer=True))
+
+    def split(self, X, y=None, groups=None, qid=None):
+        """Yield (train, test) row indices; the query ids are ``qid`` (or ``groups``, the same thing)."""
+        n_splits = self.get_n_splits()
+        if qid is None:
+            qid = groups
+        if qid is None:
+            raise ValueError("QueryKFold needs the query ids: split(X, y, qid=qid) (GridSearchCV passes them with "
+                             "sklearn.set_config(enable_metadata_routing=True), or as groups=qid)")
+        n = X.shape[0] if hasattr(X, "shape") else len(X)
+        qid = check_qid(qid, n)
+        ids, inverse, sizes = np.unique(qid, return_inverse=True, return_counts=True)
+        if ids.size < n_splits:
+            raise ValueError(f"QueryKFold: n_splits={n_splits} is more than the {ids.size} queries")
+        order = np.arange(ids.size)
+        if self.shuffle:
+            order = check_random_state(self.random_state).permutation(ids.size)
+        order = order[np.argsort(-sizes[order], kind="stable")]  # largest first (stable: permuted ties)
+        fold_of_query = np.empty(ids.size, dtype=np.intp)
+        rows = np.zeros(n_splits, dtype=np.int64)
+        for q in order:
+            f = int(np.argmin(rows))
+            fold_of_query[q] = f
+            rows[f] += sizes[q]
+        fold = fold_of_query[inverse]
+        for f in range(n_splits):
+            yield np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+
+    def __repr__(self):
+        return f"QueryKFold(n_splits={self.n_splits}, shuffle={self.shuffle}, random_state={self.random_state})"
+
+
+def _per_query_metric(metric, name):
+    def score(y_true, y_pred, qid=None):
+        if qid is None:
+            raise ValueError(f"the {name} scorer needs qid (enable metadata routing: "
+                             "sklearn.set_config(enable_metadata_routing=True)); without it every row would be one "
+                             "query")
+        return float(metric(y_true, y_pred, qid))
+
+    score.__name__ = name.replace("@", "_at_")
+    return score
+
+
+def ranking_scorer(name="ndcg@10"):
+    """A scikit-learn scorer of the per-query metric ``name`` (:func:`cyrank.metrics.metric_by_name`: "ndcg@10",
+    "err@10", "map", "mrr", "p@5", "auc", "pairacc", ...) on the estimator's ``predict``, averaged over the
+    queries of the scored rows. Made with metadata routing enabled, it requests ``qid``; it refuses to score
+    without it."""
+    scorer = make_scorer(_per_query_metric(metric_by_name(name), name), response_method="predict")
+    if get_config()["enable_metadata_routing"]:  # request qid (scikit-learn allows it only with routing on)
+        scorer = scorer.set_score_request(qid=True)
+    return scorer
+
+
+def validation_path(estimator, param, values, X, y, qid, *, cv=None, scoring="ndcg@10"):
+    """Validation scores along a path of one regularisation parameter (C, alpha, ...), each fold fitted once per
+    value in the given order and warm-started from the previous value's model when the estimator has
+    ``warm_start`` (DominationRank: proximal Newton or OWL-QN from the previous coefficients).
+
+    Returns (values, scores) with scores of shape (len(values), n_splits): ``scoring`` (a metric name) on each
+    fold's test queries. Order ``values`` from strong to weak regularisation (alpha decreasing, C increasing):
+    the solutions then change least from one to the next.
+    """
+    cv = QueryKFold(5) if cv is None else cv
+    metric = metric_by_name(scoring)
+    values = list(values)
+    qid = np.asarray(qid)
+    splits = list(cv.split(X, y, qid=qid))
+    scores = np.empty((len(values), len(splits)))
+    warm = "warm_start" in estimator.get_params()
+    for j, (train, test) in enumerate(splits):
+        model = clone(estimator)
+        if warm:
+            model.set_params(warm_start=True)
+        for i, value in enumerate(values):
+            model.set_params(**{param: value})
+            model.fit(X[train], y[train], qid=qid[train])
+            scores[i, j] = metric(y[test], model.predict(X[test]), qid[test])
+    return np.asarray(values), scores

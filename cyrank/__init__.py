@@ -23,6 +23,8 @@ ESTIMATORS = {
     "LambdaRank": "cyrank.lambdarank.estimator",
     "LambdaMART": "cyrank.lambdarank.mart",
     "RankSVM": "cyrank.ranksvm.estimator",
+    "DaskRankSVM": "cyrank.dask",              # extra "dask"; not in __all__ (star-imports need no dask)
+    "DaskDominationRank": "cyrank.dask",
 }
 
 

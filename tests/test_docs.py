@@ -10,7 +10,8 @@ import pytest
 
 API = Path(__file__).resolve().parent.parent / "docs" / "api.rst"
 PUBLIC = ["cyrank", "cyrank.domination", "cyrank.ranksvm", "cyrank.mlr", "cyrank.labelrank", "cyrank.lambdarank",
-          "cyrank.metrics", "cyrank.io", "cyrank.datasets", "cyrank.model_selection", "cyrank.many", "reference"]
+          "cyrank.metrics", "cyrank.io", "cyrank.datasets", "cyrank.model_selection", "cyrank.many", "cyrank.dask",
+          "reference"]
 REFERENCE = ["reference.domination", "reference.ranksvm", "reference.mlr", "reference.labelrank",
              "reference.ranknet"]
 

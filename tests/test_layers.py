@@ -20,7 +20,7 @@ PACKAGE = pathlib.Path(cyrank.__file__).parent
 # many-model tools work on estimators)
 UPPER = {"_base.py", "cli.py", "__main__.py", "domination/estimator.py", "ranksvm/estimator.py",
          "mlr/estimator.py", "labelrank/estimator.py", "lambdarank/estimator.py",
-         "lambdarank/mart.py", "model_selection.py", "many.py"}
+         "lambdarank/mart.py", "model_selection.py", "many.py", "dask.py"}
 
 
 def _module_imports(path):

@@ -66,14 +66,16 @@ class LinearSquaredHinge(SmoothProblem):
     """w'w / 2 + C sum_P max(0, 1 - w'(x_i - x_j))^2 for :func:`cyrank.optim.tron.tron`.
 
     One pass over X gives the loss and the gradient w + C X'dL/df; the state keeps the sorted scores whose active
-    pairs the Hessian-vector product v + 2C X'A'A X v uses.
+    pairs the Hessian-vector product v + 2C X'A'A X v uses. ``regularize=False`` leaves out w'w / 2 (and its
+    gradient and Hessian): the loss of one part of the data, as the shards of cyrank.dask sum it.
     """
 
-    def __init__(self, X, layout, C):
+    def __init__(self, X, layout, C, regularize=True):
         self.parts = _linear_parts(X)
         self.d = self.parts[-1]
         self.layout = layout
         self.C = float(C)
+        self.reg = 1.0 if regularize else 0.0
         super().__init__()
 
     def loss(self, w, squared=True):
@@ -89,12 +91,14 @@ class LinearSquaredHinge(SmoothProblem):
     def evaluate(self, w, Mw, state):
         xg = np.empty(self.d)
         loss, state.n_active = _pairloss.linear_fun_grad(*self.parts, self.layout, w, True, state.f, state.perm, xg)
+        if not self.reg:
+            return self.C * loss, self.C * xg
         return 0.5 * float(w @ w) + self.C * loss, w + self.C * xg
 
     def hessian_product(self, state, s, Ms):
         out = np.empty(self.d)
         _pairloss.linear_hess(*self.parts, self.layout, state.f, state.perm, np.ascontiguousarray(s), out)
-        return s + 2.0 * self.C * out
+        return s + 2.0 * self.C * out if self.reg else 2.0 * self.C * out
 
 
 class KernelSquaredHinge(SmoothProblem):

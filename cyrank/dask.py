@@ -1,0 +1,318 @@
+"""Distributed trust-region Newton on Dask: one model on data spread over a cluster (optional extra ``dask``).
+
+The design of distributed LIBLINEAR (Zhuang, Chin, Juan & Lin, "Distributed Newton Methods for Regularized
+Logistic Regression", PAKDD 2015): the data are split by rows into partitions held by the workers; each worker
+builds, through the functional layer, the same loss object the single-machine solver uses, on its partition
+(``cyrank.ranksvm.problems.LinearSquaredHinge`` without the regulariser; ``cyrank.domination.solver._NewtonProblem``
+with lam2 = 0), and keeps it in memory. The driver runs the shared :func:`cyrank.optim.tron.tron`; every loss and
+gradient evaluation and every Hessian-vector product is one map over the partitions and one sum, with the
+regulariser added on the driver. Only vectors of n_features floats travel per call (w, v and the partial sums).
+
+Whole queries. The pairwise losses couple the rows of a query, so no query may be split between partitions. The
+driver computes the (qid, count) pairs of every row chunk (one pass over qid, O(rows of qid) on the workers,
+O(queries) to the driver), gives each query to the chunk holding most of its rows, and moves the other rows of
+that query there: for LETOR-style files (rows of a query contiguous) only the queries straddling a chunk boundary
+move, at most one query per boundary; for scattered query ids it is a shuffle of the scattered rows.
+``rows_moved_`` reports the count.
+
+Failures. Every call carries the point it is made at: a partition whose state is not at that point (a worker
+restarted and Dask recomputed the partition from its lineage, or the task ran on a copy) evaluates it first. So a
+killed worker costs a recomputation, never a wrong model; if Dask cannot recompute (the data are gone), the fit
+raises Dask's error.
+
+The fitted estimators are plain single-machine estimators (subclasses of RankSVM and DominationRank): predict,
+score and cyrank.io.save_model work without a cluster.
+"""
+import numpy as np
+import scipy.sparse as sp
+
+from .domination import solver as _dsolver
+from .domination.estimator import DominationRank
+from .io import register_model
+from .optim.smooth import SmoothProblem
+from .optim.tron import tron
+from .ranksvm.estimator import RankSVM
+from .ranksvm.problems import LinearSquaredHinge, make_layout
+from ._base import set_fitted
+from ._result import SolveResult
+from ._validation import check_qid, check_ranking_data
+
+__all__ = ["DaskRankSVM", "DaskDominationRank", "query_partitions"]
+
+
+# ------------------------------------------------------------------------------------------- partitions
+def _as_arrays(X, y, qid):
+    """X, y, qid as dask arrays with the same row chunks and one column chunk (dask DataFrames / Series are
+    converted with their lengths computed)."""
+    import dask.array as da
+
+    def arr(a):
+        if hasattr(a, "to_dask_array"):
+            return a.to_dask_array(lengths=True)
+        if not isinstance(a, da.Array):
+            raise TypeError(f"expected a dask array, DataFrame or Series; got {type(a).__name__} (for in-memory "
+                            "data use the single-machine estimator)")
+        return a
+
+    X, y, qid = arr(X), arr(y), arr(qid)
+    if X.ndim != 2 or y.ndim != 1 or qid.ndim != 1:
+        raise ValueError(f"X must be 2-d and y, qid 1-d; got {X.ndim}, {y.ndim}, {qid.ndim} dimensions")
+    X = X.rechunk({1: -1})
+    if y.chunks[0] != X.chunks[0]:
+        y = y.rechunk((X.chunks[0],))
+    if qid.chunks[0] != X.chunks[0]:
+        qid = qid.rechunk((X.chunks[0],))
+    return X, y, qid
+
+
+def _query_counts(q):
+    ids, counts = np.unique(np.asarray(q), return_counts=True)
+    return ids, counts
+
+
+def _rows_of_queries(X, y, q, ids):
+    keep = np.isin(np.asarray(q), ids)
+    return X[keep], np.asarray(y)[keep], np.asarray(q)[keep]
+
+
+def _concat(pieces):
+    Xs = [p[0] for p in pieces]
+    X = sp.vstack(Xs, format="csr") if any(sp.issparse(x) for x in Xs) else np.concatenate(Xs)
+    return X, np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces])
+
+
+def query_partitions(X, y, qid):
+    """Partitions of (X, y, qid) with every query whole: (list of dask.delayed (X_p, y_p, qid_p), rows moved).
+
+    Each query goes to the row chunk that holds most of its rows; its other rows move there (module docstring).
+    Chunks left without a query are dropped.
+    """
+    import dask
+    from dask import delayed
+
+    X, y, qid = _as_arrays(X, y, qid)
+    Xb, yb, qb = X.to_delayed().ravel(), y.to_delayed().ravel(), qid.to_delayed().ravel()
+    counts = dask.compute(*[delayed(_query_counts)(q) for q in qb])
+    best = {}  # qid -> (rows in its best chunk, chunk)
+    total = {}
+    for k, (ids, cnt) in enumerate(counts):
+        for q, c in zip(ids.tolist(), cnt.tolist()):
+            total[q] = total.get(q, 0) + c
+            if q not in best or c > best[q][0]:
+                best[q] = (c, k)
+    moved = sum(total[q] - best[q][0] for q in total)
+    owned = {}  # chunk -> its queries
+    for q, (_, k) in best.items():
+        owned.setdefault(k, []).append(q)
+    parts = []
+    for p in sorted(owned):
+        mine = np.array(sorted(owned[p]))
+        pieces = []
+        for k, (ids, _) in enumerate(counts):
+            here = np.intersect1d(ids, mine)
+            if here.size:
+                pieces.append(delayed(_rows_of_queries)(Xb[k], yb[k], qb[k], here))
+        parts.append(delayed(_concat)(pieces))
+    return parts, moved
+
+
+# ------------------------------------------------------------------------------------------- worker side
+class _Shard:
+    """One partition's loss, built on the worker from its rows and kept there. Picklable from its inputs (a copy
+    rebuilds the loss object when first used); ``at`` is the point of its loss object's state."""
+
+    def __init__(self, kind, part, params):
+        self.kind, self.part, self.params = kind, part, params
+        self._problem, self.at, self.n_pairs = None, None, 0
+
+    def __getstate__(self):
+        return {"kind": self.kind, "part": self.part, "params": self.params}
+
+    def __setstate__(self, state):
+        self.__init__(state["kind"], state["part"], state["params"])
+
+    @property
+    def problem(self):
+        if self._problem is None:
+            X, y, qid = self.part
+            X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csr", "csc"))
+            if self.kind == "ranksvm":
+                layout, self.n_pairs = make_layout(y, qid)
+                self._problem = LinearSquaredHinge(X, layout, self.params["C"], regularize=False)
+            else:
+                layout, _ = _dsolver._layout(y, qid, np.zeros(y.shape[0]), binary=self.params["binary"],
+                                             group_by_query=True)
+                rows = _dsolver._rows_of(X, layout.rows)
+                self._problem = _dsolver._NewtonProblem(rows, layout, 0.0, X.shape[1])
+                self.noise = _dsolver._gradient_rounding(X, layout, 0.0) if layout.q_ptr.shape[0] > 1 else 0.0
+                self.n_pairs = int(layout.q_ptr.shape[0] - 1)
+            self.at = None
+        return self._problem
+
+    def info(self):
+        problem = self.problem
+        return {"n_features": int(self.part[0].shape[1]), "n_pairs": int(self.n_pairs),
+                "noise": float(getattr(self, "noise", 0.0)), "n_rows": int(self.part[0].shape[0]),
+                "d": problem.d if hasattr(problem, "d") else None}
+
+    def fun_grad(self, w):
+        problem = self.problem
+        f = problem.fun(w)
+        g = problem.grad(w)
+        self.at = w
+        return f, g
+
+    def hess_vec(self, w, v):
+        if self.at is None or not np.array_equal(self.at, w):  # recomputed or copied: get the state at w first
+            self.fun_grad(w)
+        return self.problem.hess_vec(v)
+
+    def n_active(self):
+        return int(getattr(self.problem.state, "n_active", 0))
+
+
+def _call(shard, method, *args):
+    return getattr(shard, method)(*args)
+
+
+def _build(kind, part, params):
+    shard = _Shard(kind, part, params)
+    shard.problem  # noqa: B018 - build the loss object on the worker, where the shard stays
+    return shard
+
+
+# ------------------------------------------------------------------------------------------- driver side
+class _DistributedLoss(SmoothProblem):
+    """sum_p loss_p(w) + reg w'w for TRON: every evaluation and Hessian product one map over the shards, summed
+    in partition order (deterministic)."""
+
+    def __init__(self, client, shards, d, reg):
+        self.client, self.shards, self.d, self.reg = client, shards, d, reg
+        self.n_calls = 0
+        super().__init__()
+
+    def _map(self, method, *args):
+        self.n_calls += 1
+        futures = self.client.map(_call, self.shards, *[[a] * len(self.shards) for a in (method, *args)],
+                                  pure=False)
+        return self.client.gather(futures)
+
+    def new_state(self):
+        return {"x": None}
+
+    def evaluate(self, w, Mw, state):
+        parts = self._map("fun_grad", w)
+        f = float(sum(p[0] for p in parts))
+        g = np.sum([p[1] for p in parts], axis=0) if parts else np.zeros(self.d)
+        state["x"] = np.array(w, copy=True)
+        return f + self.reg * float(w @ w), g + 2.0 * self.reg * w
+
+    def hessian_product(self, state, v, Mv):
+        parts = self._map("hess_vec", state["x"], np.ascontiguousarray(v))
+        return np.sum(parts, axis=0) + 2.0 * self.reg * v
+
+
+def _start(kind, X, y, qid, params, client):
+    """(client, shard futures, their infos, rows moved): the partitions built and held on the workers."""
+    from dask import delayed
+    from distributed import get_client, wait
+
+    client = client or get_client()
+    parts, moved = query_partitions(X, y, qid)
+    if not parts:
+        raise ValueError("no rows to fit")
+    shards = client.compute([delayed(_build)(kind, part, params) for part in parts])
+    wait(shards)
+    infos = client.gather(client.map(_call, shards, ["info"] * len(shards), pure=False))
+    return client, shards, infos, moved
+
+
+class _DaskFitMixin:
+    def _distributed_tron(self, kind, X, y, qid, params, reg, tol, max_iter, client, callback, grad_norm0=None):
+        client, shards, infos, moved = _start(kind, X, y, qid, params, client)
+        try:
+            d = infos[0]["n_features"]
+            problem = _DistributedLoss(client, shards, d, reg)
+            if grad_norm0 == "max":  # DominationRank's scale: max_r |dL/dw_r| at 0
+                _, g0 = problem.evaluate(np.zeros(d), None, problem.new_state())
+                grad_norm0 = float(np.max(np.abs(g0), initial=0.0))
+            res = tron(problem, np.zeros(d), tol=tol, max_iter=max_iter, grad_norm0=grad_norm0, callback=callback,
+                       verbose=self.verbose, name=type(self).__name__)
+            if kind == "ranksvm":
+                extra = {"n_active": sum(client.gather(client.map(_call, shards, ["n_active"] * len(shards),
+                                                                  pure=False)))}
+            else:  # the exact objective and gradient at the returned point, as the single-machine solver reports
+                f, g = problem.evaluate(res.x, None, problem.new_state())
+                extra = {"objective": f, "grad": g}
+        finally:
+            for f in shards:
+                f.release()
+        self.n_partitions_ = len(infos)
+        self.rows_moved_ = int(moved)
+        self.n_distributed_calls_ = problem.n_calls
+        return res, infos, extra
+
+
+@register_model
+class DaskRankSVM(_DaskFitMixin, RankSVM):
+    """:class:`cyrank.RankSVM` (linear, squared hinge) fitted on Dask collections by distributed TRON.
+
+    ``fit(X, y, qid, client=None, callback=None)``: X, y, qid are dask arrays with row chunks (or a dask DataFrame
+    and Series); ``client`` the distributed Client (default: the current one); ``callback(w)`` is called on the
+    driver after every Newton iteration. The same objective, stopping rule and fitted attributes as RankSVM, plus
+    ``n_partitions_``, ``rows_moved_`` (rows moved to keep queries whole) and ``n_distributed_calls_``.
+    """
+
+    _model_schema = {**RankSVM._model_schema, "n_partitions_": "int>=1?", "rows_moved_": "int>=0?",
+                     "n_distributed_calls_": "int>=0?"}
+
+    def fit(self, X, y, qid=None, client=None, callback=None):
+        self._check_params()
+        if self.kernel != "linear" or self.loss != "squared_hinge":
+            raise ValueError("DaskRankSVM fits the linear squared-hinge rankSVM (kernel='linear', "
+                             "loss='squared_hinge'); use RankSVM for the others")
+        if qid is None:
+            raise ValueError("DaskRankSVM needs qid: queries are what the partitions keep whole")
+        res, infos, extra = self._distributed_tron("ranksvm", X, y, qid, {"C": float(self.C)}, 0.5, self.tol,
+                                                   self.max_iter, client, callback)
+        result = SolveResult(coef=res.x, objective=float(res.fun), n_active_pairs=int(extra["n_active"]),
+                             n_features_in=infos[0]["n_features"], n_pairs=sum(i["n_pairs"] for i in infos),
+                             n_iter=int(res.n_iter), n_cg_iter=int(res.n_cg), grad_norm=float(res.rel_grad_norm),
+                             converged=bool(res.converged), optimality_name="grad_norm", message=res.message)
+        return set_fitted(self, result)
+
+
+@register_model
+class DaskDominationRank(_DaskFitMixin, DominationRank):
+    """:class:`cyrank.DominationRank` with a smooth penalty (l2, or elasticnet with l1_ratio = 0) fitted on Dask
+    collections by distributed TRON (the single-machine ``solver="newton"``): same objective, stopping rule
+    (KKT violation <= tol) and attributes, plus ``n_partitions_``, ``rows_moved_`` and ``n_distributed_calls_``.
+    ``fit(X, y, qid, client=None, callback=None)`` as :class:`DaskRankSVM`. No offsets, sampling or feature
+    induction; group_by_query must be True.
+    """
+
+    _model_schema = {**DominationRank._model_schema, "n_partitions_": "int>=1?", "rows_moved_": "int>=0?",
+                     "n_distributed_calls_": "int>=0?"}
+
+    def fit(self, X, y, qid=None, client=None, callback=None):
+        lam1, lam2, _ = self._check_params()
+        if lam1 != 0 or self.feature_induction is not None or self.neg_sample is not None \
+                or not self.group_by_query or self.solver not in ("auto", "newton"):
+            raise ValueError("DaskDominationRank fits the smooth objective by Newton: penalty='l2' (or "
+                             "'elasticnet' with l1_ratio=0), solver 'auto' or 'newton', no feature_induction or "
+                             "neg_sample, group_by_query=True")
+        if qid is None:
+            raise ValueError("DaskDominationRank needs qid: queries are what the partitions keep whole")
+        res, infos, extra = self._distributed_tron("domination", X, y, qid, {"binary": bool(self.binary)}, lam2,
+                                               self.tol, self.max_iter, client, callback, grad_norm0="max")
+        noise, scale = sum(i["noise"] for i in infos), res.grad_norm0
+        excess = np.maximum(np.abs(extra["grad"]) - noise, 0.0)
+        violation = float(np.max(excess, initial=0.0)) / scale if scale > 0 else 0.0
+        result = SolveResult(coef=res.x, objective=float(extra["objective"]), kkt_violation=violation,
+                             n_iter=int(res.n_iter),
+                             n_cg_iter=int(res.n_cg), converged=bool(res.converged), solver="newton",
+                             history={"objective": np.asarray(res.history["fun"][1:], dtype=np.float64),
+                                      "n_nonzero": np.asarray([], dtype=np.int64)},
+                             sample_mask=None, n_features_in=infos[0]["n_features"],
+                             optimality_name="kkt_violation", message=res.message)
+        return set_fitted(self, result)

@@ -35,7 +35,7 @@ from .ranksvm.estimator import RankSVM
 from .ranksvm.problems import LinearSquaredHinge, make_layout
 from ._base import set_fitted
 from ._result import SolveResult
-from ._validation import check_qid, check_ranking_data
+from ._validation import check_ranking_data
 
 __all__ = ["DaskRankSVM", "DaskDominationRank", "query_partitions"]
 

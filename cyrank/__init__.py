@@ -25,6 +25,7 @@ ESTIMATORS = {
     "RankSVM": "cyrank.ranksvm.estimator",
     "DaskRankSVM": "cyrank.dask",              # extra "dask"; not in __all__ (star-imports need no dask)
     "DaskDominationRank": "cyrank.dask",
+    "DaskRankNet": "cyrank.dask",
 }
 
 

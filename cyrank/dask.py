@@ -4,7 +4,7 @@ The design of distributed LIBLINEAR (Zhuang, Chin, Juan & Lin, "Distributed Newt
 Logistic Regression", PAKDD 2015): the data are split by rows into partitions held by the workers; each worker
 builds, through the functional layer, the same loss object the single-machine solver uses, on its partition
 (``cyrank.ranksvm.problems.LinearSquaredHinge`` without the regulariser; ``cyrank.domination.solver._NewtonProblem``
-with lam2 = 0), and keeps it in memory. The driver runs the shared :func:`cyrank.optim.tron.tron`; every loss and
+with lam2 = 0; ``cyrank.lambdarank.solver._RankNetProblem`` with alpha = 0), and keeps it in memory. The driver runs the shared :func:`cyrank.optim.tron.tron`; every loss and
 gradient evaluation and every Hessian-vector product is one map over the partitions and one sum, with the
 regulariser added on the driver. Only vectors of n_features floats travel per call (w, v and the partial sums).
 
@@ -20,14 +20,16 @@ restarted and Dask recomputed the partition from its lineage, or the task ran on
 killed worker costs a recomputation, never a wrong model; if Dask cannot recompute (the data are gone), the fit
 raises Dask's error.
 
-The fitted estimators are plain single-machine estimators (subclasses of RankSVM and DominationRank): predict,
-score and cyrank.io.save_model work without a cluster.
+The fitted estimators are plain single-machine estimators (subclasses of RankSVM, DominationRank and RankNet):
+predict, score and cyrank.io.save_model work without a cluster.
 """
 import numpy as np
 import scipy.sparse as sp
 
 from .domination import solver as _dsolver
 from .domination.estimator import DominationRank
+from .lambdarank import solver as _lsolver
+from .lambdarank.estimator import RankNet
 from .io import register_model
 from .optim.smooth import SmoothProblem
 from .optim.tron import tron
@@ -37,7 +39,7 @@ from ._base import set_fitted
 from ._result import SolveResult
 from ._validation import check_ranking_data
 
-__all__ = ["DaskRankSVM", "DaskDominationRank", "query_partitions"]
+__all__ = ["DaskRankSVM", "DaskDominationRank", "DaskRankNet", "query_partitions"]
 
 
 # ------------------------------------------------------------------------------------------- partitions
@@ -139,6 +141,10 @@ class _Shard:
             if self.kind == "ranksvm":
                 layout, self.n_pairs = make_layout(y, qid)
                 self._problem = LinearSquaredHinge(X, layout, self.params["C"], regularize=False)
+            elif self.kind == "ranknet":
+                pairs = _lsolver._Pairs(y, qid, sigma=self.params["sigma"])
+                Xs = X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
+                self._problem = _lsolver._RankNetProblem(Xs, pairs, 0.0)
             else:
                 layout, _ = _dsolver._layout(y, qid, np.zeros(y.shape[0]), binary=self.params["binary"],
                                              group_by_query=True)
@@ -315,4 +321,26 @@ class DaskDominationRank(_DaskFitMixin, DominationRank):
                                       "n_nonzero": np.asarray([], dtype=np.int64)},
                              sample_mask=None, n_features_in=infos[0]["n_features"],
                              optimality_name="kkt_violation", message=res.message)
+        return set_fitted(self, result)
+
+
+@register_model
+class DaskRankNet(_DaskFitMixin, RankNet):
+    """:class:`cyrank.RankNet` (linear, convex) fitted on Dask collections by distributed TRON: same objective,
+    stopping rule (||grad|| <= tol ||grad at 0||) and attributes, plus ``n_partitions_``, ``rows_moved_`` and
+    ``n_distributed_calls_``. ``fit(X, y, qid, client=None, callback=None)`` as :class:`DaskRankSVM`."""
+
+    _model_schema = {**RankNet._model_schema, "n_partitions_": "int>=1?", "rows_moved_": "int>=0?",
+                     "n_distributed_calls_": "int>=0?"}
+
+    def fit(self, X, y, qid=None, client=None, callback=None):
+        sigma, alpha, max_iter, tol = self._check_params()
+        if qid is None:
+            raise ValueError("DaskRankNet needs qid: queries are what the partitions keep whole")
+        res, infos, _ = self._distributed_tron("ranknet", X, y, qid, {"sigma": float(sigma)}, float(alpha), tol,
+                                               max_iter, client, callback)
+        result = SolveResult(coef=res.x, objective=float(res.fun), grad_norm=float(res.rel_grad_norm),
+                             n_iter=int(res.n_iter), n_cg_iter=int(res.n_cg), converged=bool(res.converged),
+                             n_features_in=infos[0]["n_features"], optimality_name="grad_norm",
+                             message="" if res.converged else res.message)
         return set_fitted(self, result)

@@ -11,8 +11,8 @@ distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
 from conftest import graded_problem  # noqa: E402
-from cyrank import DominationRank, RankSVM  # noqa: E402
-from cyrank.dask import DaskDominationRank, DaskRankSVM, query_partitions  # noqa: E402
+from cyrank import DominationRank, RankNet, RankSVM  # noqa: E402
+from cyrank.dask import DaskDominationRank, DaskRankNet, DaskRankSVM, query_partitions  # noqa: E402
 from cyrank.io import load_model, save_model  # noqa: E402
 
 
@@ -57,11 +57,13 @@ def test_partitions_keep_queries_whole(client, scattered):
 
 
 @pytest.mark.parametrize("scattered", [False, True])
-@pytest.mark.parametrize("kind", ["ranksvm", "domination"])
+@pytest.mark.parametrize("kind", ["ranksvm", "domination", "ranknet"])
 def test_same_coefficients_and_iterations_as_one_machine(client, kind, scattered):
     X, y, qid = data(scattered, seed=1)
     if kind == "ranksvm":
         dist, local = DaskRankSVM(C=0.5, tol=1e-8), RankSVM(C=0.5, tol=1e-8)
+    elif kind == "ranknet":
+        dist, local = DaskRankNet(alpha=0.3, sigma=2.0, tol=1e-9), RankNet(alpha=0.3, sigma=2.0, tol=1e-9)
     else:
         dist = DaskDominationRank(alpha=0.5, tol=1e-8, binary=scattered)
         local = DominationRank(alpha=0.5, tol=1e-8, binary=scattered, solver="newton")
@@ -73,7 +75,7 @@ def test_same_coefficients_and_iterations_as_one_machine(client, kind, scattered
     assert dist.n_partitions_ >= 2 and dist.n_distributed_calls_ > dist.n_iter_
     if kind == "ranksvm":
         assert (dist.n_pairs_, dist.n_active_pairs_) == (local.n_pairs_, local.n_active_pairs_)
-    else:
+    elif kind == "domination":
         assert dist.kkt_violation_ == pytest.approx(local.kkt_violation_, rel=1e-6, abs=1e-12)
 
 

@@ -115,7 +115,8 @@ def ranking_scorer(name="ndcg@10"):
 def validation_path(estimator, param, values, X, y, qid, *, cv=None, scoring="ndcg@10"):
     """Validation scores along a path of one regularisation parameter (C, alpha, ...), each fold fitted once per
     value in the given order and warm-started from the previous value's model when the estimator has
-    ``warm_start`` (DominationRank: proximal Newton or OWL-QN from the previous coefficients).
+    ``warm_start`` (DominationRank: its solvers from the previous coefficients; linear RankSVM: TRON or the
+    cutting plane from the previous coef_).
 
     Returns (values, scores) with scores of shape (len(values), n_splits): ``scoring`` (a metric name) on each
     fold's test queries. Order ``values`` from strong to weak regularisation (alpha decreasing, C increasing):

@@ -437,3 +437,27 @@ def test_hinge_stopping_exactly_at_max_iter_is_converged(kernel):
     with pytest.warns(ConvergenceWarning):
         short = RankSVM(C=0.5, loss="hinge", kernel=kernel, tol=1e-4, max_iter=free.n_iter_ - 1).fit(X, y, qid)
     assert not short.converged_
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_warm_start_along_C_reaches_each_reference_optimum(loss, sparse):
+    """warm_start=True: each fit of a C path starts from the previous coef_ and still reaches the exact optimum
+    for its own C, under the same stopping rule; a warm start at the optimum stops at once."""
+    X, y, qid = make_problem(seed=7)
+    X = as_variant(X, sparse, np.float64)
+    tol = TIGHT if loss == "squared_hinge" else HINGE_TOL
+    est = RankSVM(loss=loss, tol=tol, max_iter=2000, warm_start=True)
+    for C in (0.05, 0.5, 2.0):
+        est.set_params(C=C).fit(X, y, qid)
+        sol = ref.solve(X, y, qid, C=C, loss=loss)
+        assert est.converged_
+        assert est.objective_ == pytest.approx(sol.objective, rel=1e-6 if loss == "squared_hinge" else 1e-4)
+    cold = RankSVM(C=2.0, loss=loss, tol=tol, max_iter=2000).fit(X, y, qid)
+    assert est.objective_ == pytest.approx(cold.objective_, rel=1e-6 if loss == "squared_hinge" else 1e-4)
+    if loss == "squared_hinge":  # the same rule ||grad|| <= tol ||grad at 0||: already met at the optimum
+        again = est.fit(X, y, qid)
+        assert again.n_iter_ == 0 and again.grad_norm_ <= tol
+    with pytest.raises(ValueError, match="linear models only"):
+        from cyrank.ranksvm import solve
+        solve(X, y, qid, kernel="rbf", start=np.zeros(X.shape[1]))

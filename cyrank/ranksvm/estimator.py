@@ -58,6 +58,9 @@ class RankSVM(RankerMixin, BaseEstimator):
         Memory for the kernel matrix Q. Q is stored when n^2 * 8 bytes fit (n = training rows of queries with
         two label levels), else recomputed block-wise at every product (slow); an error is raised before
         allocating when not even one row fits, or when a stored Q would exceed the free memory.
+    warm_start : bool, default=False
+        Linear models: start from the previous ``coef_`` (when it has the right number of features) instead of 0,
+        e.g. along a path of C values; the stopping rule is unchanged. Kernel models always start from 0.
     n_jobs : int >= 1, -1 or None, default=None
         OpenMP threads of the pair-sum and kernel products (None: OMP_NUM_THREADS, else every core; -1: every
         core). The result is the same, bit for bit, for every thread count.
@@ -107,7 +110,7 @@ class RankSVM(RankerMixin, BaseEstimator):
     }
 
     def __init__(self, C=1.0, loss="squared_hinge", kernel="linear", *, gamma="scale", degree=3, coef0=1.0,
-                 tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0):
+                 tol=1e-3, max_iter=1000, kernel_memory_mb=1024, warm_start=False, n_jobs=None, verbose=0):
         self.C = C
         self.loss = loss
         self.kernel = kernel
@@ -117,16 +120,26 @@ class RankSVM(RankerMixin, BaseEstimator):
         self.tol = tol
         self.max_iter = max_iter
         self.kernel_memory_mb = kernel_memory_mb
+        self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.verbose = verbose
 
     # -- fit -----------------------------------------------------------------------------------------------
+    def _solver_params(self):
+        params = self.get_params()
+        del params["warm_start"]
+        return params
+
     def _check_params(self):
-        return solver.check_params(**self.get_params())
+        return solver.check_params(**self._solver_params())
 
     def fit(self, X, y, qid=None):
         """Minimise the objective on (X, y) grouped by ``qid`` (None: one query)."""
-        result = solver.solve(X, y, qid, **self.get_params())
+        start = None
+        if self.warm_start and self.kernel == "linear" and getattr(self, "coef_", None) is not None \
+                and np.shape(self.coef_) == (np.shape(X)[1],):
+            start = self.coef_
+        result = solver.solve(X, y, qid, start=start, **self._solver_params())
         set_fitted(self, result, stale=_FITTED)
         return self
 

@@ -109,11 +109,12 @@ def check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_me
 
 
 def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0,
-          tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0, options=None):
+          tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0, options=None, start=None):
     """Minimise the rankSVM objective (module docstring) on (X, y) grouped by ``qid`` (None: one query).
 
     Parameters are those of :class:`cyrank.RankSVM` (same names, same meaning), plus ``options``, an
-    :class:`Options`. Returns a :class:`cyrank._result.SolveResult` with ``objective``, ``n_iter``, ``converged``,
+    :class:`Options`, and ``start``, the starting coefficients of a linear model (default 0; a warm start: the
+    stopping rule still measures the gradient against the one at 0). Returns a :class:`cyrank._result.SolveResult` with ``objective``, ``n_iter``, ``converged``,
     ``n_pairs``, ``n_active_pairs``, ``n_features_in``; ``grad_norm`` and ``n_cg_iter`` (squared hinge; the
     optimality measure is ``grad_norm``) or ``duality_gap`` (hinge, the optimality measure); ``coef`` (linear) or
     ``beta``, ``support``, ``n_kernel_products`` and, for rbf/poly, ``support_vectors`` and ``gamma``. When the
@@ -126,9 +127,15 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma
     check_feature_scale(X, "RankSVM")
     if precomputed and X.shape[0] != X.shape[1]:
         raise ValueError(f"kernel='precomputed' needs the square training kernel matrix; got shape {X.shape}")
+    if start is not None:
+        if kernel != "linear":
+            raise ValueError("start (a warm start) is for linear models only")
+        start = np.array(start, dtype=np.float64)
+        if start.shape != (X.shape[1],) or not np.all(np.isfinite(start)):
+            raise ValueError(f"start must be a finite array of shape ({X.shape[1]},); got shape {start.shape}")
     fit = _Fit(C=float(C), loss=loss, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, tol=float(tol),
                max_iter=int(max_iter), kernel_memory_mb=float(kernel_memory_mb), verbose=check_verbose(verbose),
-               options=options)
+               options=options, start=start)
     with openmp_threads(n_jobs):  # the layout fixes the kernels' thread count
         layout, n_pairs = make_layout(y, qid, options.parallel_min_rows)
         if n_pairs == 0:
@@ -170,6 +177,7 @@ class _Fit:
     kernel_memory_mb: float
     verbose: int
     options: Options
+    start: object = None
 
     def without_pairs(self, X):
         """No preference pair (warned by make_layout): the objective is the regulariser alone, minimised exactly
@@ -190,12 +198,16 @@ class _Fit:
 
     def linear(self, X, layout, n_pairs):
         obj = LinearSquaredHinge(X, layout, self.C)
+        zero = np.zeros(X.shape[1])
         if self.loss == "squared_hinge":
-            res = tron(obj, np.zeros(X.shape[1]), tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
-                       name="RankSVM (TRON)")
+            # a warm start keeps LIBLINEAR's rule ||grad|| <= tol ||grad at 0||, so tol means what it does cold
+            g0 = None if self.start is None else float(np.linalg.norm(obj.grad(zero)))
+            res = tron(obj, zero if self.start is None else self.start, tol=self.tol, max_iter=self.max_iter,
+                       grad_norm0=g0, verbose=self.verbose, name="RankSVM (TRON)")
             # TRON's last gradient was taken at res.x, with res.fun computed there by the same pass
             return {"coef": res.x, "objective": float(res.fun), "n_active_pairs": int(obj.state.n_active)}, res
-        res = one_slack(LinearHinge(obj.parts, layout), self.C, n_pairs, self.tol, self.max_iter, self.verbose)
+        res = one_slack(LinearHinge(obj.parts, layout), self.C, n_pairs, self.tol, self.max_iter, self.verbose,
+                        w0=self.start)
         w = res.w
         loss, n_active = obj.loss(w, squared=False)
         objective = 0.5 * float(w @ w) + self.C * loss

@@ -168,19 +168,24 @@ def lbfgs_own_stop(make_fun, d, f_star, gap=1e-6, reps=3):
     return None, None
 
 
-def time_to_gap(X, y, qid, f_star, gap=1e-6, **params):
-    """Seconds of the fastest fit (loosest tol among 1e-2 .. 1e-11) whose objective is within the gap.
+def time_to_gap(X, y, qid, f_star, gap=1e-6, reps=3, **params):
+    """Seconds of the fastest fit (loosest tol among 1e-2 .. 1e-11) whose objective is within the gap: the best
+    of ``reps`` runs at that tol, as the L-BFGS-B peer's (lbfgs_own_stop).
 
     Returns (seconds, n_iter, tol, n_cg_iter) or Nones.
     """
     for k in range(2, 12):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t = time.perf_counter()
-            est = DominationRank(tol=10.0 ** -k, max_iter=100000, **params).fit(X, y, qid)
-            dt = time.perf_counter() - t
-        if est.objective_ - f_star <= gap * abs(f_star):
-            return dt, est.n_iter_, 10.0 ** -k, est.n_cg_iter_
+        best = np.inf
+        for rep in range(reps):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t = time.perf_counter()
+                est = DominationRank(tol=10.0 ** -k, max_iter=100000, **params).fit(X, y, qid)
+                best = min(best, time.perf_counter() - t)
+            if est.objective_ - f_star > gap * abs(f_star):
+                break  # not within the gap at this tol: a tighter one
+        else:
+            return best, est.n_iter_, 10.0 ** -k, est.n_cg_iter_
     return None, None, None, None
 
 

@@ -574,6 +574,26 @@ def test_gain_needs_nonnegative_bounded_labels():
 
 def test_docstrings_state_formula_ties_and_empty():
     for name in M.__all__:
+        if name == "metric_by_name":  # the lookup by name, not a metric
+            continue
         doc = getattr(M, name).__doc__
         assert "Ties" in doc and "Empty" in doc and "=" in doc, name
         assert "{" + "params}" not in doc and "{" + "note}" not in doc, name
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("ndcg@5", lambda y, s, q: M.ndcg_score(y, s, q, k=5)), ("NDCG", lambda y, s, q: M.ndcg_score(y, s, q, k=None)),
+    ("err@3", lambda y, s, q: M.err_score(y, s, q, k=3)), ("map", M.average_precision), ("mrr", M.reciprocal_rank),
+    ("p@2", lambda y, s, q: M.precision_at_k(y, s, q, k=2)), ("auc", M.auc_score), ("pairacc", M.pairwise_accuracy),
+    ("meanndcg", M.letor_mean_ndcg)])
+def test_metric_by_name(spec, expected):
+    rng = np.random.default_rng(3)
+    y, s, q = rng.integers(0, 3, 60).astype(float), rng.integers(0, 4, 60).astype(float), np.repeat(np.arange(6), 10)
+    assert M.metric_by_name(spec)(y, s, q) == expected(y, s, q)
+
+
+@pytest.mark.parametrize("spec, match", [("foo", "unknown metric"), ("ndcg@0", "positive integer"),
+                                         ("ndcg@x", "positive integer")])
+def test_metric_by_name_refuses(spec, match):
+    with pytest.raises(ValueError, match=match):
+        M.metric_by_name(spec)

@@ -242,8 +242,16 @@ class _DaskFitMixin:
             if grad_norm0 == "max":  # DominationRank's scale: max_r |dL/dw_r| at 0
                 _, g0 = problem.evaluate(np.zeros(d), None, problem.new_state())
                 grad_norm0 = float(np.max(np.abs(g0), initial=0.0))
-            res = tron(problem, np.zeros(d), tol=tol, max_iter=max_iter, grad_norm0=grad_norm0, callback=callback,
+            nonzeros = []
+
+            def record(w):  # the non-zeros after each iteration (DominationRank's history), then the user's
+                nonzeros.append(int(np.count_nonzero(w)))
+                if callback is not None:
+                    callback(w)
+
+            res = tron(problem, np.zeros(d), tol=tol, max_iter=max_iter, grad_norm0=grad_norm0, callback=record,
                        verbose=self.verbose, name=type(self).__name__)
+            res.history["n_nonzero"] = nonzeros
             if kind == "ranksvm":
                 extra = {"n_active": sum(client.gather(client.map(_call, shards, ["n_active"] * len(shards),
                                                                   pure=False)))}
@@ -318,7 +326,7 @@ class DaskDominationRank(_DaskFitMixin, DominationRank):
                              n_iter=int(res.n_iter),
                              n_cg_iter=int(res.n_cg), converged=bool(res.converged), solver="newton",
                              history={"objective": np.asarray(res.history["fun"][1:], dtype=np.float64),
-                                      "n_nonzero": np.asarray([], dtype=np.int64)},
+                                      "n_nonzero": np.asarray(res.history["n_nonzero"], dtype=np.int64)},
                              sample_mask=None, n_features_in=infos[0]["n_features"],
                              optimality_name="kkt_violation", message=res.message)
         return set_fitted(self, result)

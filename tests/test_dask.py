@@ -77,6 +77,8 @@ def test_same_coefficients_and_iterations_as_one_machine(client, kind, scattered
         assert (dist.n_pairs_, dist.n_active_pairs_) == (local.n_pairs_, local.n_active_pairs_)
     elif kind == "domination":
         assert dist.kkt_violation_ == pytest.approx(local.kkt_violation_, rel=1e-6, abs=1e-12)
+        np.testing.assert_allclose(dist.history_["objective"], local.history_["objective"], rtol=1e-12)
+        np.testing.assert_array_equal(dist.history_["n_nonzero"], local.history_["n_nonzero"])
 
 
 def test_a_dataframe_and_a_plain_fitted_model(client, tmp_path):

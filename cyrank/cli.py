@@ -302,7 +302,8 @@ def cmd_fit(args):
         t0 = time.perf_counter()
         est.fit(X, y, qid=qid)
         elapsed = time.perf_counter() - t0
-        print(f"{spec.name}: fit in {elapsed:.3f} s, n_iter={est.n_iter_}, converged={getattr(est, 'converged_', 'n/a')}")
+        print(f"{spec.name}: fit in {elapsed:.3f} s, n_iter={est.n_iter_}, "
+              f"converged={getattr(est, 'converged_', 'n/a')}")
         if args.output:
             save_model(est, args.output)
             print(f"model written to {args.output}")

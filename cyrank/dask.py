@@ -4,9 +4,9 @@ The design of distributed LIBLINEAR (Zhuang, Chin, Juan & Lin, "Distributed Newt
 Logistic Regression", PAKDD 2015): the data are split by rows into partitions held by the workers; each worker
 builds, through the functional layer, the same loss object the single-machine solver uses, on its partition
 (``cyrank.ranksvm.problems.LinearSquaredHinge`` without the regulariser; ``cyrank.domination.solver._NewtonProblem``
-with lam2 = 0; ``cyrank.lambdarank.solver._RankNetProblem`` with alpha = 0), and keeps it in memory. The driver runs the shared :func:`cyrank.optim.tron.tron`; every loss and
-gradient evaluation and every Hessian-vector product is one map over the partitions and one sum, with the
-regulariser added on the driver. Only vectors of n_features floats travel per call (w, v and the partial sums).
+with lam2 = 0; ``cyrank.lambdarank.solver._RankNetProblem`` with alpha = 0), and keeps it in memory. The driver
+runs the shared :func:`cyrank.optim.tron.tron`; every loss and gradient evaluation and every Hessian-vector
+product is one map over the partitions and one sum, with the regulariser added on the driver. Only vectors of n_features floats travel per call (w, v and the partial sums).
 
 Whole queries. The pairwise losses couple the rows of a query, so no query may be split between partitions. The
 driver computes the (qid, count) pairs of every row chunk (one pass over qid, O(rows of qid) on the workers,
@@ -150,16 +150,15 @@ class _Shard:
                                              group_by_query=True)
                 rows = _dsolver._rows_of(X, layout.rows)
                 self._problem = _dsolver._NewtonProblem(rows, layout, 0.0, X.shape[1])
-                self.noise = _dsolver._gradient_rounding(X, layout, 0.0) if layout.q_ptr.shape[0] > 1 else 0.0
-                self.n_pairs = int(layout.q_ptr.shape[0] - 1)
+                # this partition's bound on the rounding error of its gradient (their sum bounds the total's)
+                self.noise = _dsolver._gradient_rounding(X, layout, 0.0)
             self.at = None
         return self._problem
 
     def info(self):
-        problem = self.problem
+        self.problem  # noqa: B018 - built (and n_pairs, noise known) before reporting
         return {"n_features": int(self.part[0].shape[1]), "n_pairs": int(self.n_pairs),
-                "noise": float(getattr(self, "noise", 0.0)), "n_rows": int(self.part[0].shape[0]),
-                "d": problem.d if hasattr(problem, "d") else None}
+                "noise": float(getattr(self, "noise", 0.0)), "n_rows": int(self.part[0].shape[0])}
 
     def fun_grad(self, w):
         problem = self.problem

@@ -81,6 +81,23 @@ def test_same_coefficients_and_iterations_as_one_machine(client, kind, scattered
         np.testing.assert_array_equal(dist.history_["n_nonzero"], local.history_["n_nonzero"])
 
 
+@pytest.mark.parametrize("kind", ["ranksvm", "domination", "ranknet"])
+def test_sparse_chunks(client, kind):
+    """Row chunks held as scipy CSR matrices (sparse LETOR data) give the single-machine sparse model."""
+    sp = pytest.importorskip("scipy.sparse")
+    X, y, qid = data(False, seed=4)
+    X[X < 0.3] = 0.0
+    Xd = da.from_array(X, chunks=(37, -1)).map_blocks(sp.csr_matrix, dtype=X.dtype)
+    make = {"ranksvm": (DaskRankSVM, RankSVM, {"C": 0.5, "tol": 1e-8}),
+            "domination": (DaskDominationRank, DominationRank, {"alpha": 0.5, "tol": 1e-8}),
+            "ranknet": (DaskRankNet, RankNet, {"alpha": 0.5, "tol": 1e-9})}[kind]
+    dist = make[0](**make[2]).fit(Xd, da.from_array(y, chunks=37), da.from_array(qid, chunks=37), client=client)
+    local = make[1](**make[2], **({"solver": "newton"} if kind == "domination" else {}))
+    local.fit(sp.csr_matrix(X), y, qid)
+    np.testing.assert_allclose(dist.coef_, local.coef_, rtol=1e-8, atol=1e-12 * np.abs(local.coef_).max())
+    assert dist.n_iter_ == local.n_iter_
+
+
 def test_a_dataframe_and_a_plain_fitted_model(client, tmp_path):
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")

@@ -33,7 +33,9 @@ solve (badly scaled data: large C |x|^2) never passes for a certified one.
 oscillation. With c the best point so far (the stability centre, f(c) = min of the measured f), the query point
 is z = alpha c + (1 - alpha) w_k. If its constraint does not cut off w_k (Delta - <w_k, Psi> <= xi_k), then
 f(z) <= alpha f(c) + (1 - alpha) P_k (R convex, the constraint linear; P_k the restricted objective at w_k), so
-the centre still improves, and the next query point is w_k itself (a Kelley step). The method stops when the
+the centre still improves, and the next query point is w_k itself (a Kelley step; should that one not cut w_k
+either, its constraint is added all the same and the restricted problem re-solved, as Kelley's method would, instead
+of measuring w_k again). The method stops when the
 certified gap f(c) - L <= C * epsilon, L the best lower bound returned by ``solve_restricted`` (required
 here), and returns c.
 """
@@ -269,7 +271,9 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             if f_centre - lower <= C * epsilon:
                 converged = True
                 break
-            if model is None or delta - _inner(model, psi) > xi_model:
+            if model is None or delta - _inner(model, psi) > xi_model or z is model:
+                # (z is model: a Kelley step whose constraint does not cut the model either would repeat forever;
+                # its constraint is added anyway, as Kelley's method does, and the restricted problem re-solved)
                 add(delta, psi)
                 model, xi_model = restrict()
                 z = stabilize * centre + (1.0 - stabilize) * model

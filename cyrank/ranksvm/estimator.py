@@ -49,11 +49,15 @@ class RankSVM(RankerMixin, BaseEstimator):
     tol : float > 0, default=1e-3
         squared_hinge: stop when ||grad|| <= tol * ||grad at 0|| (LIBLINEAR's rule; see grad_norm_). The objective
         is then within (tol ||grad at 0||)^2 / 2 of the optimum (the objective is 1-strongly convex in w), and a
-        few more Newton steps reach tol = 1e-8..1e-12. hinge: stop when the most
-        violated 1-slack constraint exceeds the working set's slack by <= tol (mean hinge loss per pair), so
-        the objective is within tol * C |P| of the optimum.
+        few more Newton steps reach tol = 1e-8..1e-12. hinge: stop when the certified gap (objective minus the
+        best dual value of the restricted problems, ``duality_gap_``) is <= tol * C |P| (tol is in units of the
+        mean hinge loss per pair), so the objective is within tol * C |P| of the optimum. The cutting planes of
+        linear models are stabilised in-out (``cyrank.ranksvm.Options.stabilization``); kernel models (and
+        stabilization 0) use Kelley's method, which also requires the newest constraint to exceed the working
+        set's slack by <= tol.
     max_iter : int >= 1, default=1000
-        Newton iterations (squared_hinge) or cutting planes (hinge). ConvergenceWarning when reached.
+        Newton iterations (squared_hinge) or, hinge, separations (in-out; one pass over the data each) or cutting
+        planes added (Kelley). ConvergenceWarning when reached.
     kernel_memory_mb : float > 0, default=1024
         Memory for the kernel matrix Q. Q is stored when n^2 * 8 bytes fit (n = training rows of queries with
         two label levels), else recomputed block-wise at every product (slow); an error is raised before
@@ -77,14 +81,15 @@ class RankSVM(RankerMixin, BaseEstimator):
     objective_ : float
         Final objective, at the returned model, from the order-statistic sums in float64.
     n_iter_ : int
-        Newton iterations (squared_hinge) or cutting planes (hinge).
+        Newton iterations (squared_hinge); hinge: separations (in-out) or cutting planes added (Kelley's method,
+        which separates once more at the end): the count ``max_iter`` bounds.
     n_cg_iter_ : int  (squared_hinge) CG iterations (= Hessian-vector products).
     grad_norm_ : float  (squared_hinge) ||grad|| / ||grad at 0|| at the end; for a kernel model the norm is
         that of the gradient with respect to w in feature space, sqrt(g'Q g) (TRON runs in the Q inner product).
     duality_gap_ : float  (hinge) objective_ minus the best dual value of the restricted problems (>= the
         distance to the optimum).
-    history_ : dict  (hinge) per cutting plane: "objective", "lower_bound" (best dual value so far) and "gap"
-        (their difference, the certified gap), float64 arrays.
+    history_ : dict  (hinge) per separation: "objective" (at the point separated), "lower_bound" (best dual
+        value so far) and "gap" (the certified gap the stopping rule tests), float64 arrays.
     converged_ : bool
     n_kernel_products_ : int  (other kernels) products with Q (each a full pass over Q, or a recomputation of
         it when Q is not stored)

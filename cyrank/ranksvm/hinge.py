@@ -75,9 +75,10 @@ class KernelHinge:
         return 0.0 if self.f is None else 0.5 * float(self.beta @ self.f)
 
 
-def one_slack(model, C, n_pairs, tol, max_iter, verbose, w0=None):
+def one_slack(model, C, n_pairs, tol, max_iter, verbose, w0=None, stabilize=0.0):
     """Run cyrank.optim.cutting_plane on the 1-slack form of the hinge rankSVM described by ``model``
-    (:class:`LinearHinge` or :class:`KernelHinge`), from ``w0`` (default 0).
+    (:class:`LinearHinge` or :class:`KernelHinge`), from ``w0`` (default 0), with the engine's in-out weight
+    ``stabilize`` (0: Kelley's method).
 
     The restricted problem is solved exactly in its dual (cyrank.optim._simplex_qp) over the engine's working set,
     whose Gram matrix (and, for a kernel model, the rows Q c) the WorkingSet keeps; constraints with zero weight in
@@ -103,6 +104,5 @@ def one_slack(model, C, n_pairs, tol, max_iter, verbose, w0=None):
         return w_new, xi, steps, dual, lam
 
     res = cutting_plane(separate, solve_restricted, model.regularizer, np.zeros(model.m) if w0 is None else w0,
-                        C=Ce, epsilon=tol,
-                        max_iter=max_iter, verbose=verbose, working_set=ws)
+                        C=Ce, epsilon=tol, max_iter=max_iter, verbose=verbose, working_set=ws, stabilize=stabilize)
     return res

@@ -61,12 +61,19 @@ class Options:
         A blocked kernel product estimated slower than this is refused before the fit ...
     warn_product_seconds : float, default=1.0
         ... and one slower than this is announced with a warning.
+    stabilization : float, default=0.95
+        Hinge loss, linear models: in-out weight of the cutting-plane engine (cyrank.optim.cutting_plane):
+        separations at a w_best + (1 - a) w_restricted, stop on the certified gap. 0 is Kelley's plain method,
+        which kernel models always use. Measured on 1e4
+        documents and 3.3e5 pairs (bench/RESULTS.md): 41 separations instead of 969 at C = 0.1, 61 instead of more
+        than 5,000 at C = 1.
     """
 
     small_kernel_rows: int = 5000
     parallel_min_rows: int = -1
     max_product_seconds: float = 60.0
     warn_product_seconds: float = 1.0
+    stabilization: float = 0.95
 
 
 def check_gamma(gamma):
@@ -156,7 +163,10 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma
                       grad_norm=float(solver_out.rel_grad_norm), converged=bool(solver_out.converged))
         message = solver_out.message
     else:
-        values.update(n_iter=int(solver_out.n_batches), converged=bool(solver_out.converged))
+        # the count max_iter bounds: separations (in-out) or cutting planes added (Kelley: one more separation)
+        stabilized = kernel == "linear" and options.stabilization > 0
+        values.update(n_iter=int(solver_out.n_separations if stabilized else solver_out.n_batches),
+                      converged=bool(solver_out.converged))
         message = f"RankSVM (hinge): {solver_out.message}" if solver_out.message else ""
     return SolveResult(optimality_name="grad_norm" if loss == "squared_hinge" else "duality_gap",
                        message=message, **values)
@@ -207,7 +217,7 @@ class _Fit:
             # TRON's last gradient was taken at res.x, with res.fun computed there by the same pass
             return {"coef": res.x, "objective": float(res.fun), "n_active_pairs": int(obj.state.n_active)}, res
         res = one_slack(LinearHinge(obj.parts, layout), self.C, n_pairs, self.tol, self.max_iter, self.verbose,
-                        w0=self.start)
+                        w0=self.start, stabilize=self.options.stabilization)
         w = res.w
         loss, n_active = obj.loss(w, squared=False)
         objective = 0.5 * float(w @ w) + self.C * loss
@@ -249,6 +259,8 @@ class _Fit:
                 beta = res.x
             else:
                 model = KernelHinge(Qop, klay)
+                # Kelley's method: the kernel iterate is carried by its training scores, and its regulariser
+                # needs the coefficients of the last restricted solution (KernelHinge), which in-out points lack
                 res = one_slack(model, self.C, n_pairs, self.tol, self.max_iter, self.verbose)
                 beta = model.beta
             loss, n_active = obj.loss(beta, squared=self.loss == "squared_hinge")

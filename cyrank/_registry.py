@@ -22,7 +22,8 @@ class SolverSpec:
     ``small_params`` are the parameters ``verify`` and ``demo`` use on the small reference problem.
     ``solve`` names the functional layer's ``solve(X, y, qid, **params) -> SolveResult`` (the estimator's
     parameters, without scikit-learn), which ``cyrank fit`` calls; ``data`` is "ranking" (label qid:N idx:val
-    lines) or "classes" (label idx:val lines, one class label per point, as MLR takes); ``demo``: whether
+    lines), "classes" (label idx:val lines, one class label per point, as MLR takes; solve(X, y, **params)) or
+    "multilabel" (l1,l2,... idx:val lines, LIBSVM's multilabel sets; solve(X, Y, **params)); ``demo``: whether
     ``cyrank demo`` trains it on the embedded ranking data.
     """
 
@@ -128,5 +129,14 @@ register(SolverSpec(
     summary="metric learning to rank: a PSD metric by 1-slack cutting planes, from class labels",
     solve="cyrank.mlr.solver:solve",
     data="classes",
+    demo=False,
+))
+
+register(SolverSpec(
+    name="labelrank",
+    estimator="cyrank.labelrank:LabelRankBoost",
+    summary="label ranking over preference graphs (Dekel, Manning & Singer 2003), from multilabel files",
+    solve="cyrank.labelrank.solver:solve",
+    data="multilabel",
     demo=False,
 ))

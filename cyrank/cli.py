@@ -129,6 +129,12 @@ def verify_solver(spec, X, y, qid, params, out=None):
 def cmd_demo(args):
     from .datasets import load_lightgbm_rank
 
+    demo_solvers = [name for name, spec in _registry.SOLVERS.items() if spec.demo]
+    names = args.solvers.split(",") if args.solvers else [*demo_solvers, "mlr"]
+    for name in names:  # MLR has its own demo (Wine); the others take the ranking data
+        if name not in (*demo_solvers, "mlr"):
+            raise ValueError(f"--solvers: {name!r} is not in the demo; choose from {', '.join(demo_solvers)}, mlr")
+
     Xtr, ytr, qtr = load_lightgbm_rank("train")
     Xte, yte, qte = load_lightgbm_rank("test")
     print(f"cyrank {__version__} demo: embedded LightGBM lambdarank example data (MIT, Microsoft)")
@@ -136,7 +142,6 @@ def cmd_demo(args):
           f"{np.unique(qte).size} queries, {Xtr.shape[1]} features")
     print("metrics on the test set, mean over queries; queries without a relevant document are dropped "
           "(empty='drop'), score ties broken pessimistically\n")
-    names = args.solvers.split(",") if args.solvers else [*(n for n, s in _registry.SOLVERS.items() if s.demo), "mlr"]
     specs = [_registry.get(name) for name in names if name != "mlr"]
     header = ["model", "fit_s", "n_iter", "converged", *DEFAULT_METRICS]
     rows = []
@@ -245,7 +250,7 @@ def fit_functional(spec, args):
     """A fit through the functional layer (no scikit-learn import); the model file is written from the result."""
     import inspect
 
-    from .io import load_svmlight, save_fitted
+    from .io import load_svmlight, load_svmlight_multilabel, save_fitted
 
     solve = spec.solve_function
     params = fit_params(args, inspect.signature(solve).parameters)
@@ -256,6 +261,10 @@ def fit_functional(spec, args):
         X = X.toarray()  # MLR's metric is dense: d x d
         t0 = time.perf_counter()
         result = solve(X, y, **params)
+    elif spec.data == "multilabel":  # l1,l2,... idx:val lines: the label sets of LIBSVM's multilabel data
+        X, Y = load_svmlight_multilabel(args.train)
+        t0 = time.perf_counter()
+        result = solve(X, Y, **params)
     else:
         X, y, qid = load_data(args.train)
         t0 = time.perf_counter()
@@ -267,30 +276,12 @@ def fit_functional(spec, args):
     return 0
 
 
-def fit_labelrank(args):
-    """LabelRankBoost on a multilabel SVMlight file, through the functional layer."""
-    from .io import load_svmlight_multilabel, save_fitted
-    from .labelrank import solve
-
-    params = {**parse_params(args.param), "verbose": args.verbose}
-    X, Y = load_svmlight_multilabel(args.train)
-    t0 = time.perf_counter()
-    result = solve(X, Y, **params)
-    report_fit("labelrank", result, time.perf_counter() - t0)
-    if args.output:
-        save_fitted("LabelRankBoost", params, result.fitted_attributes(), args.output)
-        print(f"model written to {args.output}")
-    return 0
-
-
 def cmd_fit(args):
     from ._threads import all_threads
     from ._validation import check_n_jobs
 
     args.threads = check_n_jobs(args.threads)
     with all_threads(args.threads):
-        if args.solver == "labelrank":
-            return fit_labelrank(args)
         spec = _registry.get(args.solver)
         if spec.solve:
             return fit_functional(spec, args)
@@ -380,7 +371,9 @@ def cmd_verify(args):
 
 
 def build_parser():
-    solvers = ", ".join(list(_registry.SOLVERS) + ["labelrank"])
+    solvers = ", ".join(_registry.SOLVERS)
+    demo_solvers = ", ".join(name for name, spec in _registry.SOLVERS.items() if spec.demo and name != "mlr")
+    verify_solvers = ", ".join(name for name, spec in _registry.SOLVERS.items() if spec.reference)
     p = argparse.ArgumentParser(prog="cyrank", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"cyrank {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -392,7 +385,7 @@ def build_parser():
         return sp
 
     d = add("demo", cmd_demo, "train every solver on the embedded real data; print test metrics, times, reference gap")
-    d.add_argument("--solvers", help=f"comma-separated subset of: {solvers}, mlr")
+    d.add_argument("--solvers", help=f"comma-separated subset of: {demo_solvers}, mlr")
 
     f = add("fit", cmd_fit, "train a solver on an SVMlight/LETOR file")
     f.add_argument("solver", help=solvers)
@@ -415,7 +408,7 @@ def build_parser():
     e.add_argument("-m", "--metric", action="append", help="ndcg@k, err@k, map, mrr, p@k, auc, pairacc, meanndcg")
 
     v = add("verify", cmd_verify, "compare a solver's final objective with the exact cvxpy optimum")
-    v.add_argument("solver", help=solvers)
+    v.add_argument("solver", help=verify_solvers)
     v.add_argument("data", nargs="?", help="small SVMlight/LETOR file (default: a generated problem)")
     v.add_argument("--generate", nargs=3, type=int, default=(40, 5, 4), metavar=("N", "D", "QUERIES"))
     v.add_argument("--seed", type=int, default=0)

@@ -58,6 +58,7 @@ def test_parse_params():
         (["eval", "{data}"], "exactly one of --model and --scores"),
         (["eval", "{data}", "--scores", "{short}"], "scores but"),
         (["eval", "{data}", "--scores", "{scores}", "-m", "foo@3"], "unknown metric"),
+        (["demo", "--solvers", "ranksvm,labelrank"], "not in the demo"),
     ],
 )
 def test_errors_are_clear(files, capsys, argv, message):

@@ -75,7 +75,7 @@ class LinearSquaredHinge(SmoothProblem):
         self.d = self.parts[-1]
         self.layout = layout
         self.C = float(C)
-        self.reg = 1.0 if regularize else 0.0
+        self.regularize = bool(regularize)
         super().__init__()
 
     def loss(self, w, squared=True):
@@ -91,14 +91,14 @@ class LinearSquaredHinge(SmoothProblem):
     def evaluate(self, w, Mw, state):
         xg = np.empty(self.d)
         loss, state.n_active = _pairloss.linear_fun_grad(*self.parts, self.layout, w, True, state.f, state.perm, xg)
-        if not self.reg:
+        if not self.regularize:
             return self.C * loss, self.C * xg
         return 0.5 * float(w @ w) + self.C * loss, w + self.C * xg
 
     def hessian_product(self, state, s, Ms):
         out = np.empty(self.d)
         _pairloss.linear_hess(*self.parts, self.layout, state.f, state.perm, np.ascontiguousarray(s), out)
-        return s + 2.0 * self.C * out if self.reg else 2.0 * self.C * out
+        return s + 2.0 * self.C * out if self.regularize else 2.0 * self.C * out
 
 
 class KernelSquaredHinge(SmoothProblem):

@@ -78,3 +78,13 @@ def test_max_iter_and_callback():
     res = owlqn(lambda x: (0.5 * x @ H @ x + c @ x, H @ x + c), np.zeros(15), 0.05, tol_abs=1e-12, max_iter=3,
                 callback=lambda x, F: seen.append(F))
     assert res.n_iter == 3 and not res.converged and not res.stalled and len(seen) == 3 and seen[-1] == res.fun
+
+
+def test_without_l1_it_is_plain_lbfgs_crossing_zero_freely():
+    """lam1 = 0: no orthant. On f = ||x||^2 / 2 + c'x from x0 = c (every coordinate must change sign), the scaled
+    gradient step then one quasi-Newton step with H0 = s'y / y'y = 1 reach x* = -c exactly; an orthant-bound
+    method would stop each coordinate at 0 first."""
+    c = np.random.default_rng(0).uniform(0.5, 2.0, size=30) * np.where(np.arange(30) % 2, 1.0, -1.0)
+    res = owlqn(lambda x: (0.5 * x @ x + c @ x, x + c), c.copy(), 0.0, tol_abs=1e-12, max_iter=50)
+    assert res.converged and res.n_iter == 2 and res.n_fun == 3
+    np.testing.assert_allclose(res.x, -c, rtol=0, atol=1e-12)

@@ -33,9 +33,9 @@ from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp, log, INFINITY
 
 from cyrank._math cimport log1pexp, sigmoid
-from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_count,
-                              interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
-                              sum_ordered)
+from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
+                              chunk_count, interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
+                              sum_ordered, zero_row)
 from cyrank._rows cimport block_axpy, block_dot
 from scipy.linalg.cython_blas cimport dgemm
 from cyrank._typedefs cimport floating, index_t, intp_t
@@ -133,7 +133,7 @@ cdef class State:
     rows (-1: the shared default, cyrank/_parallel.pxd)."""
     cdef public object q_ptr, lay_ptr, offset, q_rows
     cdef public intp_t n_rows, n_layers, n_queries, n_threads
-    cdef public object u, E, s, g, rho, T, xv, h, V, U
+    cdef public object u, E, s, g, rho, T, xv, h, V, U, acc
 
     def __init__(self, layout, intp_t parallel_min_rows=-1):
         self.q_ptr = np.ascontiguousarray(layout.q_ptr, dtype=np.int64)
@@ -148,6 +148,7 @@ cdef class State:
             setattr(self, name, np.zeros(self.n_rows))
         for name in ("rho", "T", "V", "U"):
             setattr(self, name, np.zeros(self.n_layers + 1))
+        self.acc = None  # the chunk accumulators of fun_grad and hess_vec (_parallel.chunk_accumulators)
 
 
 cdef intp_t _chunks(State st, const index_t[::1] indptr, bint dense, intp_t d, intp_t* rw,
@@ -183,13 +184,14 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
     if nq == 0:
         return 0.0
     n_ch = _chunks(st, indptr, dense, d, &rw, bounds)
-    cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(d)))
+    cdef double[:, ::1] acc = chunk_accumulators(st, n_ch, d)
     interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
             loss_c[c] = 0.0
+            zero_row(&acc[c, 0], acc.shape[1])
             for q in range(bounds[c], bounds[c + 1]):
                 p0 = lay_ptr[q_ptr[q]]
                 p1 = lay_ptr[q_ptr[q + 1]]
@@ -223,12 +225,13 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
     if nq == 0:
         return
     n_ch = _chunks(st, indptr, dense, d, &rw, bounds)
-    cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(d)))
+    cdef double[:, ::1] acc = chunk_accumulators(st, n_ch, d)
     interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            zero_row(&acc[c, 0], acc.shape[1])
             for q in range(bounds[c], bounds[c + 1]):
                 p0 = lay_ptr[q_ptr[q]]
                 p1 = lay_ptr[q_ptr[q + 1]]

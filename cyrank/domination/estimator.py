@@ -54,10 +54,11 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     solver : {"auto", "cd", "newton", "lbfgs", "prox_newton", "owlqn"}, default="auto"
         "cd": coordinate descent (every penalty; the thesis's method). "prox_newton": proximal Newton with working
         sets (every penalty; Yuan, Ho & Lin 2012). "owlqn": orthant-wise L-BFGS (Andrew & Gao 2007; every penalty,
-        no feature induction). "newton": trust-region Newton-CG; "lbfgs": scipy's L-BFGS-B on the fused Cython
-        loss and gradient; both for a smooth objective only (penalty "l2", or "elasticnet" with l1_ratio = 0; no
-        feature induction). "auto": for a smooth objective, L-BFGS-B for at most 30 iterations and then Newton
-        from its point if it has not converged ("lbfgs" or "lbfgs+newton" in ``solver_``); with an l1 term,
+        no feature induction). "newton": trust-region Newton-CG; "lbfgs": L-BFGS (Liu & Nocedal 1989; OWL-QN's
+        optimiser without the l1 term) on the fused Cython loss and gradient; both for a smooth objective only
+        (penalty "l2", or "elasticnet" with l1_ratio = 0; no feature induction). "auto": for a smooth objective,
+        L-BFGS for at most 30 iterations and then Newton from its point if it has not converged ("lbfgs" or
+        "lbfgs+newton" in ``solver_``); with an l1 term,
         "prox_newton" when its model on all features can be formed (rows * n_features^2 <=
         ``cyrank.domination.Options.gram_budget`` * stored entries: a few hundred dense features), else "owlqn"
         for at most 500 iterations and proximal Newton from its point if it has not converged ("owlqn" or

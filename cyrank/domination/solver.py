@@ -21,9 +21,9 @@ Logistic Regression", JMLR 2012): at w, the quadratic model of the smooth part o
 cyrank/optim/_quadratic_l1.pyx, while rows |W|^2 stays within Options.gram_budget nnz; beyond, never formed:
 coordinate descent and Newton steps on the orthant with the Hessian applied in the scores,
 cyrank/domination/_model_cd.pyx), and the step is scaled by an Armijo line search on the true objective; KKT is
-checked on every feature at every iteration (the gradient is full); "lbfgs", scipy's L-BFGS-B on the fused loss
-and gradient (smooth objective only); "owlqn", orthant-wise L-BFGS for the l1 term (Andrew & Gao, ICML 2007;
-cyrank.optim.owlqn) on the same fused loss and gradient.
+checked on every feature at every iteration (the gradient is full); "lbfgs", L-BFGS (Liu & Nocedal 1989) on the fused
+loss and gradient (smooth objective only); "owlqn", orthant-wise L-BFGS for the l1 term (Andrew & Gao, ICML 2007)
+on the same fused loss and gradient. Both run the one optimiser cyrank.optim.owlqn (lam1 = 0: plain L-BFGS).
 """
 from dataclasses import dataclass
 
@@ -45,7 +45,7 @@ from . import _cd, _model_cd, _smooth
 
 PENALTIES = ("l2", "l1", "elasticnet")
 SOLVERS = ("auto", "cd", "newton", "lbfgs", "prox_newton", "owlqn")
-# solver="auto" on a smooth objective: L-BFGS-B for at most this many iterations, then Newton from its point
+# solver="auto" on a smooth objective: L-BFGS for at most this many iterations, then Newton from its point
 AUTO_LBFGS_ITERATIONS = 30
 # solver="auto" with an l1 term on data too large for proximal Newton's formed model: OWL-QN for at most this many
 # iterations, then proximal Newton from its point
@@ -252,7 +252,7 @@ def penalty_weights(penalty, alpha, l1_ratio):
 
 
 def choose_solver(solver, lam1, feature_induction):
-    """The solver to run. "auto": "lbfgs+newton" for a smooth objective (lam1 = 0) without feature induction (L-BFGS-B
+    """The solver to run. "auto": "lbfgs+newton" for a smooth objective (lam1 = 0) without feature induction (L-BFGS
     for at most AUTO_LBFGS_ITERATIONS iterations, then Newton from where it stopped: a well-conditioned problem is
     solved by the cheap quasi-Newton steps alone, an ill-conditioned one gets Newton's fast local convergence);
     "prox_newton" with feature induction; else "auto_l1", settled by :func:`_auto_l1` once the data are known.
@@ -465,46 +465,13 @@ def _kkt_excess(G, w, lam1, noise):
 
 
 def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=None):
-    """scipy's L-BFGS-B (Byrd, Lu, Nocedal & Zhu 1995) on the smooth objective in place on w, with the fused
-    loss and gradient of _smooth.fun_grad; it stops when max_r |grad_r| <= tol * scale (its pgtol: exactly the
-    KKT measure of the other solvers). The "inner iterations" reported are its function evaluations."""
-    from scipy.optimize import minimize
-
-    _, problem, scale, noise, f0, g0 = smooth or _smooth_problem(X, layout, lam2, options)
-    d = X.shape[1]
-    hist_obj, hist_nnz = [], []
-    with one_blas_thread():
-        if scale <= noise:  # see _solve_newton
-            if lam2 > 0:
-                w[:] = 0.0
-            return problem.fun(w), [], [], 0.0, 0, 0, True, False
-
-        last = {"x": np.zeros(d), "f": f0, "g": g0}  # the evaluation at 0 of _smooth_problem
-
-        def fun_grad(x):
-            if np.array_equal(x, last["x"]):  # L-BFGS-B starts where the last evaluation was (w = 0, cold start)
-                return last["f"], last["g"]
-            f = problem.fun(x)
-            g = problem.grad(x)
-            last["x"], last["f"], last["g"] = x.copy(), f, g
-            return f, g
-
-        def record(x):  # after each iteration, at the point L-BFGS-B evaluated last (else evaluated here)
-            hist_obj.append(float(last["f"] if np.array_equal(x, last["x"]) else problem.fun(x)))
-            hist_nnz.append(int(np.count_nonzero(x)))
-            if verbose:
-                print(f"DominationRank lbfgs iter {len(hist_obj):4d}: f {hist_obj[-1]:.12g}")
-
-        res = minimize(fun_grad, w.copy(), jac=True, method="L-BFGS-B", callback=record,
-                       options={"maxiter": int(max_iter), "gtol": float(tol) * scale, "ftol": 0.0,
-                                "maxfun": 20 * int(max_iter) + 20})
-        w[:] = res.x
-        objective, grad = fun_grad(w)  # the last evaluation when it was at res.x (the usual case)
-        excess = np.maximum(np.abs(grad) - noise, 0.0)
-        violation = float(np.max(excess, initial=0.0)) / scale
-    converged = violation <= tol
-    stalled = not converged and res.nit < max_iter
-    return objective, hist_obj, hist_nnz, violation, int(res.nit), int(res.nfev), converged, stalled
+    """L-BFGS (Liu & Nocedal 1989) on the smooth objective in place on w: the OWL-QN optimiser of
+    cyrank.optim.owlqn with lam1 = 0, which is exactly L-BFGS with its line search (no orthants), on the fused loss
+    and gradient of _smooth.fun_grad. It stops when max_r |grad_r| beyond the gradient's rounding error is
+    <= tol * scale, the KKT measure of the other solvers. Written in numpy over the fused kernel, it costs less per
+    iteration than scipy's L-BFGS-B (measured: setulb took 2 ms per call, two calls per iteration, on 1e5
+    features), and it takes as many evaluations or fewer."""
+    return _solve_owlqn(X, layout, w, 0.0, lam2, tol, max_iter, verbose, options, smooth)
 
 
 def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smooth=None):
@@ -515,9 +482,11 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
     _, problem, scale, noise, f0, g0 = smooth or _smooth_problem(X, layout, lam2, options)
     hist_obj, hist_nnz = [], []
     with one_blas_thread():
-        if scale <= noise:  # see _solve_prox_newton
-            w[:] = 0.0
+        if scale <= noise:  # see _solve_newton and _solve_prox_newton
+            if lam1 > 0 or lam2 > 0:
+                w[:] = 0.0
             return problem.fun(w), [], [], 0.0, 0, 0, True, False
+        name = "owlqn" if lam1 > 0 else "lbfgs"
         first = [not np.any(w)]  # _smooth_problem evaluated w = 0 already
 
         def fun_grad(x):
@@ -531,7 +500,7 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
             hist_obj.append(F)
             hist_nnz.append(int(np.count_nonzero(x)))
             if verbose:
-                print(f"DominationRank owlqn iter {len(hist_obj):4d}: f {F:.12g}  non-zeros {hist_nnz[-1]}")
+                print(f"DominationRank {name} iter {len(hist_obj):4d}: f {F:.12g}  non-zeros {hist_nnz[-1]}")
 
         res = owlqn(fun_grad, w, lam1, tol_abs=tol * scale, max_iter=max_iter, noise=noise,
                     memory=options.owlqn_memory, callback=record)

@@ -20,6 +20,9 @@ Minimises F(x) = f(x) + lam1 ||x||_1 with f convex and differentiable, given onl
   trapezoid rule on gradients, as TRON does, so the method still converges to tight tolerances. When no step
   along the quasi-Newton direction is accepted, the pairs are dropped and the steepest descent direction -p tried.
 
+With lam1 = 0 this is plain L-BFGS (Liu & Nocedal, "On the limited memory BFGS method for large scale
+optimization", Math. Programming 1989) with the same line search: p = g, no orthant, no sign projection.
+
 Stops when max_r (|p_r| - noise) <= tol_abs (``noise``: the caller's bound on the rounding error of g), after
 ``max_iter`` iterations, or when no step decreases F any more (``stalled``). One evaluation of f and g per trial
 point; O(memory n) work per iteration besides.
@@ -84,31 +87,33 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
     def kkt(p):
         return float(np.max(np.abs(p) - noise, initial=0.0))
 
-    p = pseudo_gradient(g, x, lam1)
+    smooth = lam1 == 0  # plain L-BFGS
+    p = g if smooth else pseudo_gradient(g, x, lam1)
     while kkt(p) > tol_abs and n_iter < max_iter:
         d = -_two_loop(p, S, Y, rho)
-        if float(p @ np.where((x == 0) & (d * p >= 0), 0.0, d)) >= 0:  # not a descent direction inside the orthant
-            d[d * p >= 0] = 0.0
+        if not smooth and float(p @ np.where((x == 0) & (d * p >= 0), 0.0, d)) >= 0:
+            d[d * p >= 0] = 0.0  # not a descent direction inside the orthant
         if not np.any(d):  # the quasi-Newton direction lost every descent coordinate: steepest descent
             S, Y, rho = [], [], []
             d = -p
-        orthant = np.where(x != 0, np.sign(x), -np.sign(p))
+        orthant = None if smooth else np.where(x != 0, np.sign(x), -np.sign(p))
         t = 1.0 if S else 1.0 / max(float(np.max(np.abs(p))), 1e-300)
         accepted = False
         for _ in range(MAX_BACKTRACKS):
             trial = x + t * d
-            trial[np.sign(trial) != orthant] = 0.0
+            if not smooth:
+                trial[np.sign(trial) != orthant] = 0.0
+            step = trial - x
             f_trial, g_trial = fun_grad(trial)
             n_fun += 1
-            F_trial = f_trial + lam1 * float(np.abs(trial).sum())
-            step = trial - x
+            F_trial = f_trial if smooth else f_trial + lam1 * float(np.abs(trial).sum())
             decrease = float(p @ step)  # < 0: the predicted first-order change
             if decrease >= 0:  # every coordinate that moved was clipped back: nothing left along d
                 break
             if -decrease >= NOISE_REL * abs(F):
                 accepted = F_trial <= F + ARMIJO * decrease
             else:  # at the rounding level of F: the change by the trapezoid rule on gradients (exact for quadratics)
-                l1_change = lam1 * float(orthant @ step)  # = ||trial||_1 - ||x||_1 inside the orthant, no cancellation
+                l1_change = 0.0 if smooth else lam1 * float(orthant @ step)  # = ||trial||_1 - ||x||_1, no cancellation
                 accepted = 0.5 * float((g + g_trial) @ step) + l1_change <= ARMIJO * decrease
             if accepted:
                 break
@@ -127,7 +132,7 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
                 S.pop(0), Y.pop(0), rho.pop(0)
             S.append(step), Y.append(y), rho.append(1.0 / sy)
         x, f, g, F = trial, f_trial, g_trial, F_trial
-        p = pseudo_gradient(g, x, lam1)
+        p = g if smooth else pseudo_gradient(g, x, lam1)
         objective.append(F)
         if callback is not None:
             callback(x, F)

@@ -32,9 +32,9 @@ from cython.parallel cimport parallel, prange, threadid
 
 from cyrank._rows cimport row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
-from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_count,
-                              interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
-                              sum_ordered)
+from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
+                              chunk_count, interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
+                              sum_ordered, zero_row)
 from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, sort_by_key
 from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
 
@@ -100,6 +100,7 @@ cdef class Layout:
     cdef public object rows, offsets, rank, n_levels
     cdef public intp_t n_positions, n_queries, max_levels, n_threads, n_data_rows
     cdef object fen_cnt, fen_sum, work, scratch
+    cdef public object acc  # the chunk accumulators of the linear products (_parallel.chunk_accumulators)
 
     def __init__(self, rows, offsets, rank, n_levels, n_data_rows, intp_t parallel_min_rows=-1):
         self.rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -116,6 +117,7 @@ cdef class Layout:
         self.fen_sum = np.zeros((self.n_threads, padded_width(self.max_levels + 1)), dtype=np.float64)
         self.work = np.zeros((5, self.n_positions), dtype=np.float64)
         self.scratch = np.zeros(max(1, self.n_positions), dtype=KEY_INDEX_DTYPE)
+        self.acc = None
 
     def new_state(self):
         """(f, perm): centered scores and per-query sort order of a point, for hess_vec."""
@@ -161,7 +163,7 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
     rw = _row_work(indptr, dense, d, lay.n_data_rows)
     n_ch = chunk_count(nq, d, lay.n_positions * rw, nt)
     balanced_chunks(&offsets[0], nq, n_ch, bounds)
-    cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(d)), dtype=np.float64)
+    cdef double[:, ::1] acc = chunk_accumulators(lay, n_ch, d)
     interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
@@ -169,6 +171,7 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
             loss_c[c] = 0.0
             act_c[c] = 0.0
+            zero_row(&acc[c, 0], acc.shape[1])
             for q in range(bounds[c], bounds[c + 1]):
                 start = offsets[q]
                 stop = offsets[q + 1]
@@ -210,12 +213,13 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
     rw = _row_work(indptr, dense, d, lay.n_data_rows)
     n_ch = chunk_count(nq, d, lay.n_positions * rw, nt)
     balanced_chunks(&offsets[0], nq, n_ch, bounds)
-    cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(d)), dtype=np.float64)
+    cdef double[:, ::1] acc = chunk_accumulators(lay, n_ch, d)
     interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            zero_row(&acc[c, 0], acc.shape[1])
             for q in range(bounds[c], bounds[c + 1]):
                 start = offsets[q]
                 stop = offsets[q + 1]

@@ -247,8 +247,8 @@ def bench_lbfgs(quick):
           "(loosest tol among 1e-2 .. 1e-11) within the gap. L-BFGS-B: scipy from w = 0 with a vectorised numpy "
           "loss and gradient, time of the first evaluation within the gap. All timed from raw (X, y, qid), setup "
           "included. The last columns are the cost of one CD sweep and of one L-BFGS-B evaluation.\n")
-    print("`auto` = DominationRank's default for l2 (L-BFGS-B on the Cython loss and gradient for at most 30 "
-          "iterations, then Newton from there; its solver_ in brackets); `lbfgs` = the same L-BFGS-B alone.\n")
+    print("`auto` = DominationRank's default for l2 (cyrank's L-BFGS on the Cython loss and gradient for at most 30 "
+          "iterations, then Newton from there; its solver_ in brackets); `lbfgs` = the same L-BFGS alone.\n")
     print("`L-BFGS-B own stop` = the numpy peer stopped by its own rule (pgtol = tol * max|grad at 0|, the loosest "
           "tol within the gap, setup timed), as our fits are; the ratios use it. The first-evaluation time is an "
           "oracle stop no solver can make, kept for reference.\n")

@@ -4,7 +4,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-from cyrank.optim.owlqn import owlqn, pseudo_gradient
+from cyrank.optim.owlqn import EXTRAPOLATE, owlqn, pseudo_gradient
 from reference import solve_problem
 
 
@@ -81,10 +81,20 @@ def test_max_iter_and_callback():
 
 
 def test_without_l1_it_is_plain_lbfgs_crossing_zero_freely():
-    """lam1 = 0: no orthant. On f = ||x||^2 / 2 + c'x from x0 = c (every coordinate must change sign), the scaled
-    gradient step then one quasi-Newton step with H0 = s'y / y'y = 1 reach x* = -c exactly; an orthant-bound
-    method would stop each coordinate at 0 first."""
+    """lam1 = 0: no orthant. On f = ||x||^2 / 2 + c'x from x0 = c (every coordinate must change sign) L-BFGS needs
+    at most two iterations; an orthant-bound method stops each coordinate at 0 first (three iterations)."""
     c = np.random.default_rng(0).uniform(0.5, 2.0, size=30) * np.where(np.arange(30) % 2, 1.0, -1.0)
     res = owlqn(lambda x: (0.5 * x @ x + c @ x, x + c), c.copy(), 0.0, tol_abs=1e-12, max_iter=50)
-    assert res.converged and res.n_iter == 2 and res.n_fun == 3
+    assert res.converged and res.n_iter <= 2
+    np.testing.assert_allclose(res.x, -c, rtol=0, atol=1e-12)
+
+
+def test_without_l1_a_short_first_step_is_extended_to_the_line_minimiser():
+    """The first step 1 / ||g||_2 from 0 on f = ||x||^2 / 2 + c'x (10 < ||c|| < EXTRAPOLATE) meets Armijo but not
+    the curvature condition; the secant step on the directional derivative is then the exact line minimiser, here
+    x* = -c: one iteration, three evaluations (0, the short step, x*)."""
+    c = np.random.default_rng(1).uniform(5.0, 20.0, size=30)
+    assert 10 < np.linalg.norm(c) < EXTRAPOLATE
+    res = owlqn(lambda x: (0.5 * x @ x + c @ x, x + c), np.zeros(30), 0.0, tol_abs=1e-12, max_iter=50)
+    assert res.converged and res.n_iter == 1 and res.n_fun == 3
     np.testing.assert_allclose(res.x, -c, rtol=0, atol=1e-12)

@@ -21,7 +21,12 @@ Minimises F(x) = f(x) + lam1 ||x||_1 with f convex and differentiable, given onl
   along the quasi-Newton direction is accepted, the pairs are dropped and the steepest descent direction -p tried.
 
 With lam1 = 0 this is plain L-BFGS (Liu & Nocedal, "On the limited memory BFGS method for large scale
-optimization", Math. Programming 1989) with the same line search: p = g, no orthant, no sign projection.
+optimization", Math. Programming 1989): p = g, no orthant, no sign projection, and the step also meets the curvature
+condition g(x(t))'d >= WOLFE g'd (weak Wolfe; Nocedal & Wright, section 3.1): a step accepted by Armijo that is
+still on a steep descent is lengthened, to the secant minimiser of the directional derivative (at most
+EXTRAPOLATE times), else the bracket [short, too long] is bisected. Without it the first, steepest-descent step
+1 / ||g||_inf is a poor sample of the curvature (measured: 8 evaluations against scipy L-BFGS-B's 6 on a dense
+problem of 100 features).
 
 Stops when max_r (|p_r| - noise) <= tol_abs (``noise``: the caller's bound on the rounding error of g), after
 ``max_iter`` iterations, or when no step decreases F any more (``stalled``). One evaluation of f and g per trial
@@ -34,6 +39,8 @@ import numpy as np
 from .tron import NOISE_REL
 
 ARMIJO = 1e-4
+WOLFE = 0.9
+EXTRAPOLATE = 100.0
 MAX_BACKTRACKS = 40
 
 
@@ -97,8 +104,10 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
             S, Y, rho = [], [], []
             d = -p
         orthant = None if smooth else np.where(x != 0, np.sign(x), -np.sign(p))
-        t = 1.0 if S else 1.0 / max(float(np.max(np.abs(p))), 1e-300)
-        accepted = False
+        # first step (no pairs): 1 / ||p||_inf; 1 / ||g||_2 without l1, as L-BFGS-B (shorter: fewer overshoots)
+        t = 1.0 if S else 1.0 / max(float(np.linalg.norm(p) if smooth else np.max(np.abs(p))), 1e-300)
+        slope = float(p @ d)  # the directional derivative at t = 0 (smooth case)
+        accepted, short, too_long = False, None, np.inf  # short: (t, point, f, g, F, step) meeting Armijo only
         for _ in range(MAX_BACKTRACKS):
             trial = x + t * d
             if not smooth:
@@ -115,9 +124,29 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
             else:  # at the rounding level of F: the change by the trapezoid rule on gradients (exact for quadratics)
                 l1_change = 0.0 if smooth else lam1 * float(orthant @ step)  # = ||trial||_1 - ||x||_1, no cancellation
                 accepted = 0.5 * float((g + g_trial) @ step) + l1_change <= ARMIJO * decrease
-            if accepted:
+            if not accepted:
+                too_long = t
+                if short:
+                    t = 0.5 * (short[0] + t)
+                elif smooth and -decrease >= NOISE_REL * abs(F):
+                    # minimiser of the quadratic through F, its slope at 0 and F(t) (Nocedal & Wright, eq. 3.57),
+                    # kept within [0.1 t, 0.5 t]
+                    t *= min(max(0.5 * decrease / (decrease - (F_trial - F)), 0.1), 0.5)
+                else:
+                    t *= 0.5
+                continue
+            slope_t = float(g_trial @ d) if smooth else 0.0
+            if not smooth or slope_t >= WOLFE * slope:
                 break
-            t *= 0.5
+            short = (t, trial, f_trial, g_trial, F_trial, step)  # still descending steeply: a longer step
+            if too_long < np.inf:
+                t = 0.5 * (t + too_long)
+            else:
+                t *= min(slope / (slope - slope_t), EXTRAPOLATE) if slope_t > slope else EXTRAPOLATE
+            accepted = False
+        if not accepted and short is not None:  # the longest step meeting Armijo, short of the curvature condition
+            _, trial, f_trial, g_trial, F_trial, step = short
+            accepted = True
         if not accepted:
             if S:  # the quasi-Newton direction failed: forget the pairs, try the (scaled) steepest descent
                 S, Y, rho = [], [], []

@@ -591,9 +591,14 @@ def test_clone_keeps_parameters():
 @pytest.mark.parametrize("fmt", ["dense", "csr"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("threads", [False, True])
-def test_gram_hessian_is_the_hessian_restricted_to_the_working_set(fmt, dtype, threads):
-    """X_W'HX_W from _smooth.gram_hessian against the columns of the full Hessian from hess_vec."""
-    X, y, qid, o = make_problem(seed=43, n=90, d=9, n_queries=5, levels=4, density=0.5, offset=True)
+@pytest.mark.parametrize("sizes", [None, (3, 300, 50, 120, 7, 200, 20, 2)])
+def test_gram_hessian_is_the_hessian_restricted_to_the_working_set(fmt, dtype, threads, sizes):
+    """X_W'HX_W from _smooth.gram_hessian against the columns of the full Hessian from hess_vec; ``sizes``: queries
+    batched together into blocks of up to GRAM_BATCH_ROWS = 256 rows and one query larger than a batch."""
+    n = 90 if sizes is None else sum(sizes)
+    X, y, qid, o = make_problem(seed=43, n=n, d=9, n_queries=5, levels=4, density=0.5, offset=True)
+    if sizes is not None:
+        qid = np.random.default_rng(0).permutation(np.repeat(np.arange(len(sizes)) * 7 + 3, sizes))
     y[:15] = 1.0  # ties
     X = X.astype(dtype)
     layout, _ = _layout(y, qid, o, binary=False, group_by_query=True)

@@ -41,6 +41,12 @@ from scipy.linalg.cython_blas cimport dgemm
 from cyrank._typedefs cimport floating, index_t, intp_t
 
 
+# gram_hessian: rows of consecutive queries gathered into one block per dgemm (at most this many, or one query)
+cdef intp_t GRAM_BATCH_ROWS = 256
+# ... and the symmetric product Z'(HZ) formed in column blocks of this width, on and above the diagonal only
+cdef intp_t GRAM_BLOCK = 64
+
+
 cdef inline double logaddexp(double a, double b) noexcept nogil:
     if a == -INFINITY:
         return b
@@ -250,9 +256,13 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
     """out = X_W' H X_W (|W| x |W|), the Hessian of the loss in the coefficients of the columns W = ``cols``, at
     the point of the last fun_grad (X as in fun_grad). ``pos[r]`` = position of column r in ``cols``, -1 if absent.
 
-    Per query the W columns of its rows are gathered into a dense block Z (rows x |W|, column-major), H is applied
-    to each column (query_hess: O(rows) each) and Z'(HZ) is accumulated by BLAS dgemm: O(rows |W|^2) per query.
-    Queries run in parallel in the fixed partition of fun_grad; the chunk sums are added in chunk order.
+    The W columns of the rows of consecutive queries, up to GRAM_BATCH_ROWS rows (or one whole query), are
+    gathered into a dense block Z (rows x |W|, column-major), H (block diagonal over the queries) is applied to
+    each column (query_hess: O(rows) each) and Z'(HZ) is accumulated by BLAS dgemm: O(rows |W|^2). Batching the
+    small queries of LETOR-like data gives each dgemm more rows (measured on 3,005 rows in 201 queries, |W| = 300:
+    17.8 -> 16.2 ms), and as Z'(HZ) is symmetric only its blocks on and above the diagonal are formed, in column
+    blocks of GRAM_BLOCK (-> 12.9 ms), the lower triangle mirrored at the end. Queries run in parallel in the
+    fixed partition of fun_grad; the chunk sums are added in chunk order.
     """
     cdef intp_t d = n_features, m = cols.shape[0], nq = st.n_queries, nt = st.n_threads
     cdef intp_t q, p, p0, p1, i, c, k, r, tid, n_ch, rw, max_rows = 0
@@ -279,24 +289,31 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
     balanced_chunks(&q_rows[0], nq, n_ch, bounds)
     cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(m * m)))
     cdef double[::1] flat = np.asarray(out).reshape(-1)
-    cdef double[:, ::1] work = np.zeros((max(1, nt), 2 * max_rows * m))
+    cdef intp_t batch = max(max_rows, GRAM_BATCH_ROWS), b0, b1, qb, j0, j1
+    cdef int mj, nj
+    cdef double[:, ::1] work = np.zeros((max(1, nt), 2 * batch * m))
     interrupt_init(&intr)
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         Z = &work[tid, 0]
-        HZ = Z + max_rows * m
+        HZ = Z + batch * m
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
-            for q in range(bounds[c], bounds[c + 1]):
-                p0 = lay_ptr[q_ptr[q]]
-                p1 = lay_ptr[q_ptr[q + 1]]
-                nr = <int> (p1 - p0)
+            q = bounds[c]
+            while q < bounds[c + 1]:
+                # a batch: the consecutive queries q:qb whose rows b0:b1 fit in ``batch`` rows (at least one query)
+                b0 = lay_ptr[q_ptr[q]]
+                qb = q + 1
+                while qb < bounds[c + 1] and lay_ptr[q_ptr[qb + 1]] - b0 <= batch:
+                    qb = qb + 1
+                b1 = lay_ptr[q_ptr[qb]]
+                nr = <int> (b1 - b0)
                 if not keep_going(&intr, tid, nr * m * m):
                     break
                 for i in range(nr * m):
                     Z[i] = 0.0
                 for i in range(nr):
-                    p = p0 + i
+                    p = b0 + i
                     if dense:
                         for k in range(m):
                             Z[k * nr + i] = X[p * d + cols[k]]
@@ -306,9 +323,22 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
                             if k >= 0:
                                 Z[k * nr + i] = X[r]
                 for k in range(m):
-                    # query_hess reads v[p] and writes h[p] for the query's rows p0:p1: shift the pointers
-                    query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0],
-                               Z + k * nr - p0, HZ + k * nr - p0, &V[0], &U[0])
-                dgemm("T", "N", &mm, &mm, &nr, &one, Z, &nr, HZ, &nr, &one, &acc[c, 0], &mm)
+                    # query_hess reads v[p] and writes h[p] for a query's rows: shift the pointers by b0
+                    for p in range(q, qb):
+                        query_hess(q_ptr[p], q_ptr[p + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0],
+                                   Z + k * nr - b0, HZ + k * nr - b0, &V[0], &U[0])
+                # Z'(HZ) is symmetric: only the blocks on and above the diagonal, column block by column block
+                # (C[0:j1, j0:j1] += Z[:, 0:j1]' HZ[:, j0:j1]; C column-major): about half the flops of one dgemm
+                j0 = 0
+                while j0 < m:
+                    j1 = min(j0 + GRAM_BLOCK, m)
+                    mj = <int> j1
+                    nj = <int> (j1 - j0)
+                    dgemm("T", "N", &mj, &nj, &nr, &one, Z, &nr, HZ + j0 * nr, &nr, &one, &acc[c, j0 * m], &mm)
+                    j0 = j1
+                q = qb
     check_interrupt(&intr)
     sum_chunks(acc, flat)
+    for i in range(m):  # entry (i, j), i <= j, of the column-major upper triangle is out[j, i]: mirror it
+        for k in range(i + 1, m):
+            out[i, k] = out[k, i]

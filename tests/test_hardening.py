@@ -311,6 +311,7 @@ def test_kernel_counts_dense_copy_against_budget():
     assert peak < (budget_mb + 20) * 2**20, peak / 2**20
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=3: only the PCA advice matters
 def test_mlr_announces_metric_cost(monkeypatch):
     """MLR refuses a metric whose d x d working set cannot fit in free memory before allocating it, and warns
     when there are more features than points."""

@@ -470,7 +470,8 @@ def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=Non
     and gradient of _smooth.fun_grad. It stops when max_r |grad_r| beyond the gradient's rounding error is
     <= tol * scale, the KKT measure of the other solvers. Written in numpy over the fused kernel, it costs less per
     iteration than scipy's L-BFGS-B (measured: setulb took 2 ms per call, two calls per iteration, on 1e5
-    features), and it takes as many evaluations or fewer."""
+    features) and takes about as many evaluations (measured on the benchmark problems: within 15% either way,
+    the same iterates on a dense problem)."""
     return _solve_owlqn(X, layout, w, 0.0, lam2, tol, max_iter, verbose, options, smooth)
 
 

@@ -108,7 +108,7 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
         orthant = None if smooth else np.where(x != 0, np.sign(x), -np.sign(p))
         # first step (no pairs): 1 / ||p||_inf; 1 / ||g||_2 without l1, as L-BFGS-B (shorter: fewer overshoots)
         t = 1.0 if S else 1.0 / max(float(np.linalg.norm(p) if smooth else np.max(np.abs(p))), 1e-300)
-        slope = float(p @ d)  # the directional derivative at t = 0 (smooth case)
+        slope = float(p @ d) if smooth else 0.0  # the directional derivative at t = 0 (curvature test only)
         accepted, short, too_long = False, None, np.inf  # short: (t, point, f, g, F, step) meeting Armijo only
         for _ in range(MAX_BACKTRACKS):
             trial = x + t * d

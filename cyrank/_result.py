@@ -2,10 +2,12 @@
 
 A :class:`SolveResult` holds the fitted values under the names the estimator gives them without the trailing
 underscore (``coef``, ``objective``, ``n_iter``, ``converged`` and the family's own: ``kkt_violation``,
-``grad_norm``, ``duality_gap``, ``W``, ...), the name of the family's optimality measure, and ``message``: why
+``grad_norm``, ``duality_gap``, ``W``, ...; ``gap``, a bound or estimate of objective - optimum, None when not
+measured, and ``gap_kind``, its name: cyrank.optim.result), the name of the family's optimality measure, and ``message``: why
 the solver stopped short ("" when it converged). This layer never warns about convergence and imports no
 scikit-learn; the estimators turn ``message`` into sklearn's ConvergenceWarning, the command line prints it.
 """
+import math
 
 
 class SolveResult:
@@ -17,6 +19,8 @@ class SolveResult:
             raise TypeError(f"SolveResult needs {', '.join(sorted(missing))}")
         self.optimality_name = optimality_name
         self.message = message
+        if "gap" in values and values["gap"] is not None and not math.isfinite(values["gap"]):
+            values["gap"] = None  # not measured
         self._names = tuple(values)
         self.__dict__.update(values)
 

@@ -31,6 +31,7 @@ from .domination.estimator import DominationRank
 from .lambdarank import solver as _lsolver
 from .lambdarank.estimator import RankNet
 from .io import register_model
+from .optim.certificate import group_column_squares, jacobi_diagonal
 from .optim.smooth import SmoothProblem
 from .optim.tron import tron
 from .ranksvm.estimator import RankSVM
@@ -141,15 +142,18 @@ class _Shard:
             if self.kind == "ranksvm":
                 layout, self.n_pairs = make_layout(y, qid)
                 self._problem = LinearSquaredHinge(X, layout, self.params["C"], regularize=False)
+                self.squares = group_column_squares(X, layout.offsets, layout.rows)
             elif self.kind == "ranknet":
                 pairs = _lsolver._Pairs(y, qid, sigma=self.params["sigma"])
                 Xs = X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
                 self._problem = _lsolver._RankNetProblem(Xs, pairs, 0.0)
+                self.squares = group_column_squares(Xs, pairs.offsets)
             else:
                 layout, _ = _dsolver._layout(y, qid, np.zeros(y.shape[0]), binary=self.params["binary"],
                                              group_by_query=True)
                 rows = _dsolver._rows_of(X, layout.rows)
                 self._problem = _dsolver._NewtonProblem(rows, layout, 0.0, X.shape[1])
+                self.squares = group_column_squares(X, layout.lay_ptr[layout.q_ptr], layout.rows)
                 # this partition's bound on the rounding error of its gradient (their sum bounds the total's)
                 self.noise = _dsolver._gradient_rounding(X, layout, 0.0)
             self.at = None
@@ -159,6 +163,11 @@ class _Shard:
         self.problem  # noqa: B018 - built (and n_pairs, noise known) before reporting
         return {"n_features": int(self.part[0].shape[1]), "n_pairs": int(self.n_pairs),
                 "noise": float(getattr(self, "noise", 0.0)), "n_rows": int(self.part[0].shape[0])}
+
+    def column_squares(self):
+        """The within-query centred column squares (cyrank.optim.certificate.group_column_squares)."""
+        self.problem  # noqa: B018 - built with them
+        return self.squares
 
     def fun_grad(self, w):
         problem = self.problem
@@ -248,8 +257,15 @@ class _DaskFitMixin:
                 if callback is not None:
                     callback(w)
 
-            res = tron(problem, np.zeros(d), tol=tol, max_iter=max_iter, grad_norm0=grad_norm0, callback=record,
-                       verbose=self.verbose, name=type(self).__name__)
+            # the Jacobi preconditioner of the summed column scales, calibrated at 0, as the single-machine fits
+            zero = np.zeros(d)
+            problem.fun(zero)
+            problem.grad(zero)
+            squares = np.sum(problem._map("column_squares"), axis=0)
+            precond = jacobi_diagonal(problem.hess_vec, squares, 2.0 * reg)
+            res = tron(problem, zero, tol=tol, max_iter=max_iter, grad_norm0=grad_norm0, callback=record,
+                       verbose=self.verbose, name=type(self).__name__, precond=precond, gap_tol=tol,
+                       strong_convexity=2.0 * reg)
             res.history["n_nonzero"] = nonzeros
             if kind == "ranksvm":
                 extra = {"n_active": sum(client.gather(client.map(_call, shards, ["n_active"] * len(shards),
@@ -288,10 +304,11 @@ class DaskRankSVM(_DaskFitMixin, RankSVM):
             raise ValueError("DaskRankSVM needs qid: queries are what the partitions keep whole")
         res, infos, extra = self._distributed_tron("ranksvm", X, y, qid, {"C": float(self.C)}, 0.5, self.tol,
                                                    self.max_iter, client, callback)
-        result = SolveResult(coef=res.x, objective=float(res.fun), n_active_pairs=int(extra["n_active"]),
+        result = SolveResult(coef=res.x, objective=float(res.objective), n_active_pairs=int(extra["n_active"]),
                              n_features_in=infos[0]["n_features"], n_pairs=sum(i["n_pairs"] for i in infos),
-                             n_iter=int(res.n_iter), n_cg_iter=int(res.n_cg), grad_norm=float(res.rel_grad_norm),
-                             converged=bool(res.converged), optimality_name="grad_norm", message=res.message)
+                             n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner), grad_norm=float(res.optimality),
+                             converged=bool(res.converged), gap=float(res.gap), gap_kind=res.gap_kind,
+                             optimality_name="grad_norm", message=res.message)
         return set_fitted(self, result)
 
 
@@ -318,12 +335,13 @@ class DaskDominationRank(_DaskFitMixin, DominationRank):
             raise ValueError("DaskDominationRank needs qid: queries are what the partitions keep whole")
         res, infos, extra = self._distributed_tron("domination", X, y, qid, {"binary": bool(self.binary)}, lam2,
                                                self.tol, self.max_iter, client, callback, grad_norm0="max")
-        noise, scale = sum(i["noise"] for i in infos), res.grad_norm0
+        noise, scale = sum(i["noise"] for i in infos), res.info["grad_norm0"]
         excess = np.maximum(np.abs(extra["grad"]) - noise, 0.0)
         violation = float(np.max(excess, initial=0.0)) / scale if scale > 0 else 0.0
         result = SolveResult(coef=res.x, objective=float(extra["objective"]), kkt_violation=violation,
                              n_iter=int(res.n_iter),
-                             n_cg_iter=int(res.n_cg), converged=bool(res.converged), solver="newton",
+                             n_cg_iter=int(res.n_inner), converged=bool(res.converged), solver="newton",
+                             gap=float(res.gap), gap_kind=res.gap_kind,
                              history={"objective": np.asarray(res.history["fun"][1:], dtype=np.float64),
                                       "n_nonzero": np.asarray(res.history["n_nonzero"], dtype=np.int64)},
                              sample_mask=None, n_features_in=infos[0]["n_features"],
@@ -346,8 +364,9 @@ class DaskRankNet(_DaskFitMixin, RankNet):
             raise ValueError("DaskRankNet needs qid: queries are what the partitions keep whole")
         res, infos, _ = self._distributed_tron("ranknet", X, y, qid, {"sigma": float(sigma)}, float(alpha), tol,
                                                max_iter, client, callback)
-        result = SolveResult(coef=res.x, objective=float(res.fun), grad_norm=float(res.rel_grad_norm),
-                             n_iter=int(res.n_iter), n_cg_iter=int(res.n_cg), converged=bool(res.converged),
+        result = SolveResult(coef=res.x, objective=float(res.objective), grad_norm=float(res.optimality),
+                             n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner), converged=bool(res.converged),
+                             gap=float(res.gap), gap_kind=res.gap_kind,
                              n_features_in=infos[0]["n_features"], optimality_name="grad_norm",
                              message="" if res.converged else res.message)
         return set_fitted(self, result)

@@ -49,12 +49,12 @@ def test_reaches_hinge_svm_optimum(seed, C):
     res = cutting_plane(*engine_parts(X, y, C), np.zeros(X.shape[1]), C=C, epsilon=eps, max_iter=200)
     w = cp.Variable(X.shape[1])
     ref = solve_problem(cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C / len(y) * cp.sum(cp.pos(1 - cp.multiply(y, X @ w))))), {"w": w})
-    assert res.converged and res.violation <= eps
+    assert res.converged and res.optimality <= eps
     # the engine's objective is the exact primal value at its w: never below the optimum, at most C*eps above
-    exact = 0.5 * res.w @ res.w + C * np.mean(np.maximum(0, 1 - y * (X @ res.w)))
+    exact = 0.5 * res.x @ res.x + C * np.mean(np.maximum(0, 1 - y * (X @ res.x)))
     assert res.objective == pytest.approx(exact, rel=1e-12)
     assert ref.objective - 1e-8 <= res.objective <= ref.objective + C * eps + 1e-8
-    assert res.n_batches == len(res.history["objective"]) - 1
+    assert res.n_iter == len(res.history["objective"]) - 1
 
 
 @pytest.mark.parametrize("alpha", [0.3, 0.7, 0.9])
@@ -68,13 +68,13 @@ def test_in_out_stabilisation_certifies_the_gap(seed, C, alpha):
                         stabilize=alpha)
     w = cp.Variable(X.shape[1])
     ref = solve_problem(cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C / len(y) * cp.sum(cp.pos(1 - cp.multiply(y, X @ w))))), {"w": w})
-    exact = 0.5 * res.w @ res.w + C * np.mean(np.maximum(0, 1 - y * (X @ res.w)))
+    exact = 0.5 * res.x @ res.x + C * np.mean(np.maximum(0, 1 - y * (X @ res.x)))
     assert res.converged and res.objective == pytest.approx(exact, rel=1e-12)
     assert res.objective == min(res.history["objective"])
-    assert res.lower_bound <= ref.objective + 1e-8
-    assert ref.objective - 1e-8 <= res.objective <= res.lower_bound + C * eps
-    assert res.violation == pytest.approx((res.objective - res.lower_bound) / C) and res.violation <= eps
-    assert res.n_separations == len(res.history["objective"]) >= res.n_batches
+    assert res.info["lower_bound"] <= ref.objective + 1e-8
+    assert ref.objective - 1e-8 <= res.objective <= res.info["lower_bound"] + C * eps
+    assert res.optimality == pytest.approx((res.objective - res.info["lower_bound"]) / C) and res.optimality <= eps
+    assert res.info["n_separations"] == len(res.history["objective"]) >= res.n_iter
 
 
 def test_bad_stabilize():
@@ -89,7 +89,7 @@ def test_reports_max_iter_without_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res = cutting_plane(*engine_parts(X, y, 10.0), np.zeros(X.shape[1]), C=10.0, epsilon=1e-8, max_iter=2)
-    assert not res.converged and res.violation > 1e-8 and "max_iter=2" in res.message
+    assert not res.converged and res.optimality > 1e-8 and "max_iter=2" in res.message
 
 
 def test_working_set_keeps_gram_and_companions_through_aging():

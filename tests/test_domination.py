@@ -378,7 +378,8 @@ def test_zero_column_and_constant_feature_get_zero_weight(solver, penalty):
     X, y, qid, _ = make_problem(seed=20)
     X = np.c_[X, np.zeros(X.shape[0]), np.ones(X.shape[0])]
     est = fit(X, y, qid, solver=solver, penalty=penalty)
-    assert est.coef_[-2] == 0.0 and abs(est.coef_[-1]) <= 1e-14
+    # the constant feature's weight is held only by the ridge: it is 0 to within the gradient tolerance
+    assert est.coef_[-2] == 0.0 and abs(est.coef_[-1]) <= 1e-9
     assert est.objective_ == pytest.approx(ref.solve(X, y, qid, penalty=penalty).objective, rel=1e-6)
 
 

@@ -107,6 +107,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     # what a model file may hold (checked by cyrank.io.load_model; the spec language is documented there)
     _model_schema = {
         "n_features_in_": "int>=1", "coef_": "float[d]", "objective_": "float", "kkt_violation_": "float>=0",
+        "gap_": "float>=0|None", "gap_kind_": "str",
         "n_iter_": "int>=0", "n_cg_iter_": "int>=0", "converged_": "bool", "solver_": "str", "history_": "dict",
         "sample_mask_": "bool[*]|None",
     }

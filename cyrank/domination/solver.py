@@ -38,7 +38,9 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            check_ranking_data, check_row_weights, check_verbose, check_y, max_abs,
                            warn_if_no_pairs)
 from ..optim._quadratic_l1 import minimise_quadratic_l1
+from ..optim.certificate import certify, jacobi_preconditioner, pseudo_gradient
 from ..optim.owlqn import owlqn
+from ..optim.result import OptimResult, gap_target
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import NOISE_REL, tron
 from . import _cd, _model_cd, _smooth
@@ -355,10 +357,10 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
             smooth = _smooth_problem(X, layout, lam2, options)  # prepared once for both
             out = _solve_lbfgs(X, layout, w, lam2, tol, min(max_iter, AUTO_LBFGS_ITERATIONS), verbose, options,
                                smooth)
-            if out[6] or out[4] >= max_iter:  # converged, or no iteration left
+            if out.converged or out.n_iter >= max_iter:  # converged, or no iteration left
                 solver = "lbfgs"
             else:  # not converged within the budget: Newton from there
-                out = _chained(out, _solve_newton(X, layout, w, lam2, tol, max_iter - out[4], verbose, options,
+                out = _chained(out, _solve_newton(X, layout, w, lam2, tol, max_iter - out.n_iter, verbose, options,
                                                   smooth))
         elif solver == "prox_newton":
             out = _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options)
@@ -368,38 +370,75 @@ def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_inducti
             smooth = _smooth_problem(X, layout, lam2, options)  # prepared once for both
             out = _solve_owlqn(X, layout, w, lam1, lam2, tol, min(max_iter, AUTO_OWLQN_ITERATIONS), verbose,
                                options, smooth)
-            if out[6] or out[4] >= max_iter:
+            if out.converged or out.n_iter >= max_iter:
                 solver = "owlqn"
             else:
-                out = _chained(out, _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter - out[4], None,
+                out = _chained(out, _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter - out.n_iter, None,
                                                        verbose, options, smooth))
         else:
             out = _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessian_bound, verbose,
                             options)
-    objective, hist_obj, hist_nnz, violation, n_iter, n_cg, converged, stalled = out
-    if converged:
+    violation, n_iter = out.optimality, out.n_iter
+    measured = (f"KKT violation {violation:.3g} > tol={tol:g}" if violation > tol else
+                f"KKT violation {violation:.3g} <= tol but objective gap {out.gap:.3g} ({out.gap_kind}) > "
+                f"tol * max(1, |objective|) = {gap_target(tol, out.objective):.3g}")
+    if out.converged:
         message = ""
-    elif stalled:
-        message = (f"DominationRank ({solver}) stopped after {n_iter} iterations with KKT violation "
-                   f"{violation:.3g} > tol={tol:g}: no step decreases the objective in floating point any more; "
-                   "the solution is as accurate as the arithmetic allows")
+    elif out.info.get("stalled"):
+        message = (f"DominationRank ({solver}) stopped after {n_iter} iterations with {measured}: no step "
+                   "decreases the objective in floating point any more (a feature on a huge or tiny scale can "
+                   "cause this: standardise X, or use solver='cd')")
     else:
         message = (f"DominationRank ({solver}) stopped after max_iter={max_iter} "
-                   f"{'sweeps' if solver == 'cd' else 'iterations'} "
-                   f"with KKT violation {violation:.3g} > tol={tol:g}; increase max_iter or tol")
+                   f"{'sweeps' if solver == 'cd' else 'iterations'} with {measured}; increase max_iter or tol")
     return SolveResult(
-        coef=w, objective=float(objective), kkt_violation=float(violation), n_iter=int(n_iter), n_cg_iter=int(n_cg),
-        converged=bool(converged), solver=solver,
-        history={"objective": np.asarray(hist_obj, dtype=np.float64), "n_nonzero": np.asarray(hist_nnz, np.int64)},
+        coef=w, objective=float(out.objective), kkt_violation=float(violation), n_iter=int(n_iter),
+        n_cg_iter=int(out.n_inner), converged=bool(out.converged), solver=solver, gap=float(out.gap),
+        gap_kind=out.gap_kind,
+        history={"objective": np.asarray(out.history["objective"], dtype=np.float64),
+                 "n_nonzero": np.asarray(out.history["n_nonzero"], np.int64)},
         sample_mask=sample_mask, n_features_in=d, optimality_name="kkt_violation", message=message)
 
 
+def _result(w, objective, hist_obj, hist_nnz, violation, n_iter, n_inner, converged, stalled=False,
+            gap=np.inf, gap_kind=""):
+    """The OptimResult of one of the solvers below (x is w, which they update in place)."""
+    return OptimResult(x=w, objective=float(objective), n_iter=int(n_iter), converged=bool(converged),
+                       optimality=float(violation), optimality_name="kkt_violation", gap=float(gap),
+                       gap_kind=gap_kind, n_inner=int(n_inner),
+                       history={"objective": list(hist_obj), "n_nonzero": list(hist_nnz)},
+                       info={"stalled": bool(stalled and not converged)})
+
+
 def _chained(first, second):
-    """The output of two solvers run one after the other on the same w (objective, history, nnz history,
-    violation, iterations, inner iterations, converged, stalled): the second's final values, both histories and
-    counts."""
-    return (second[0], list(first[1]) + list(second[1]), list(first[2]) + list(second[2]), second[3],
-            first[4] + second[4], first[5] + second[5], second[6], second[7])
+    """Two solvers run one after the other on the same w: the second's final values, both histories and counts."""
+    history = {k: list(first.history[k]) + list(second.history[k]) for k in first.history}
+    return OptimResult(x=second.x, objective=second.objective, n_iter=first.n_iter + second.n_iter,
+                       converged=second.converged, optimality=second.optimality,
+                       optimality_name=second.optimality_name, gap=second.gap, gap_kind=second.gap_kind,
+                       n_inner=first.n_inner + second.n_inner, history=history, info=second.info)
+
+
+def _certifier(X, layout, problem, lam1, lam2, tol):
+    """certify(w, G, F) -> (gap, gap_kind), the problem's Hessian state being at w (the point of its last
+    ``grad``): the bound ||p||^2 / (4 lam2) when it meets tol * max(1, |F|), else cyrank.optim.certificate.certify
+    with the Jacobi preconditioner of the within-query column scales (made on first need, at w)."""
+    precond = []
+
+    def certify_at(w, G, F):
+        if lam2 > 0:
+            p = pseudo_gradient(G, w, lam1)
+            bound = float(p @ p) / (4.0 * lam2)
+            if bound <= gap_target(tol, F):
+                return bound, "strong convexity"
+        if not precond:
+            precond.append(jacobi_preconditioner(problem, X, 2.0 * lam2, offsets=layout.lay_ptr[layout.q_ptr],
+                                                 rows=layout.rows, x=w))
+        gap, kind, _ = certify(problem.hess_vec, w, G, F, tol, lam1=lam1, strong_convexity=2.0 * lam2,
+                               precond=precond[0])
+        return gap, kind
+
+    return certify_at
 
 
 def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessian_bound, verbose, options):
@@ -416,7 +455,7 @@ def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessia
     if underflow:
         raise FloatingPointError(_cd.UNDERFLOW_MESSAGE)
     loss, pen = _cd.objective(data, indices, indptr, dense, layout, w, lam1, lam2)
-    return loss + pen, hist_obj[:n_iter], hist_nnz[:n_iter], viol / scale, n_iter, 0, converged, False
+    return _result(w, loss + pen, hist_obj[:n_iter], hist_nnz[:n_iter], viol / scale, n_iter, 0, converged)
 
 
 def _smooth_problem(X, layout, lam2, options):
@@ -437,7 +476,9 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=No
     """Trust-region Newton (cyrank.optim.tron) in place on w.
 
     TRON stops when ||grad||_2 <= tol * scale, scale = max_r |dL/dw_r| at w = 0, which bounds
-    kkt_violation = ||grad||_inf / scale by tol.
+    kkt_violation = ||grad||_inf / scale by tol, and the gap (cyrank.optim.certificate) is within
+    tol * max(1, |objective|); it runs preconditioned by the Jacobi diagonal of the within-query column scales, so
+    a feature on a scale of 1e9 or 1e-3 costs no more iterations than a standardised one.
     """
     _, problem, scale, noise, _, _ = smooth or _smooth_problem(X, layout, lam2, options)
     nnz = []
@@ -447,15 +488,19 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=No
             # w): w = 0 is the optimum with an l2 penalty, and any w is one without
             if lam2 > 0:
                 w[:] = 0.0
-            return problem.fun(w), [], [], 0.0, 0, 0, True, False
+            return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
+        precond = jacobi_preconditioner(problem, X, 2.0 * lam2, offsets=layout.lay_ptr[layout.q_ptr],
+                                        rows=layout.rows, x=w)
         res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=scale,
-                   callback=lambda x: nnz.append(np.count_nonzero(x)), verbose=verbose, name="DominationRank")
+                   callback=lambda x: nnz.append(np.count_nonzero(x)), verbose=verbose, name="DominationRank",
+                   precond=precond, gap_tol=tol, strong_convexity=2.0 * lam2)
         w[:] = res.x
         objective = problem.fun(w)  # exact float64 objective and gradient at the returned point
         excess = np.maximum(np.abs(problem.grad(w)) - noise, 0.0)  # beyond the gradient's rounding error
         violation = float(np.max(excess, initial=0.0)) / scale
     stalled = not res.converged and res.n_iter < max_iter
-    return objective, res.history["fun"][1:], nnz, violation, res.n_iter, res.n_cg, res.converged, stalled
+    return _result(w, objective, res.history["fun"][1:], nnz, violation, res.n_iter, res.n_inner, res.converged,
+                   stalled, res.gap, res.gap_kind)
 
 
 def _kkt_excess(G, w, lam1, noise):
@@ -486,16 +531,26 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
         if scale <= noise:  # see _solve_newton and _solve_prox_newton
             if lam1 > 0 or lam2 > 0:
                 w[:] = 0.0
-            return problem.fun(w), [], [], 0.0, 0, 0, True, False
+            return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
         name = "owlqn" if lam1 > 0 else "lbfgs"
-        first = [not np.any(w)]  # _smooth_problem evaluated w = 0 already
+        first = [not np.any(w)]  # _smooth_problem evaluated w = 0 already, and left its Hessian state there
+        last = [w if first[0] else None]  # the point of the problem's Hessian state
+        certify_at = _certifier(X, layout, problem, lam1, lam2, tol)
 
         def fun_grad(x):
             if first[0]:
                 first[0] = False
                 return f0, g0
             f = problem.fun(x)
+            last[0] = x
             return f, problem.grad(x)
+
+        def certify_x(x, g, F):
+            if last[0] is not x and not np.array_equal(last[0], x):
+                problem.fun(x)
+                problem.grad(x)
+                last[0] = x
+            return certify_at(x, g, F)
 
         def record(x, F):
             hist_obj.append(F)
@@ -504,9 +559,10 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
                 print(f"DominationRank {name} iter {len(hist_obj):4d}: f {F:.12g}  non-zeros {hist_nnz[-1]}")
 
         res = owlqn(fun_grad, w, lam1, tol_abs=tol * scale, max_iter=max_iter, noise=noise,
-                    memory=options.owlqn_memory, callback=record)
+                    memory=options.owlqn_memory, callback=record, certify=certify_x, gap_tol=tol)
         w[:] = res.x
-    return res.fun, hist_obj, hist_nnz, res.kkt / scale, res.n_iter, res.n_fun, res.converged, res.stalled
+    return _result(w, res.objective, hist_obj, hist_nnz, res.optimality / scale, res.n_iter, res.n_fun,
+                   res.converged, res.info["stalled"], res.gap, res.gap_kind)
 
 
 def _l1_change(w, s, lam1):
@@ -690,16 +746,26 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
     with one_blas_thread():
         if scale <= noise:  # the loss does not depend on w (see _solve_newton): w = 0 is an optimum
             w[:] = 0.0
-            return problem.fun(w), [], [], 0.0, 0, 0, True, False
+            return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
         f = problem.fun(w) + lam1 * float(np.abs(w).sum())
         G = problem.grad(w)
         columns = []  # the sorted rows column by column, made once when the first large working set needs them
+        certify_at = _certifier(X, layout, problem, lam1, lam2, tol)
+        gap, gap_kind, tol_kkt = np.inf, "", tol
         while True:
             excess = _kkt_excess(G, w, lam1, noise)
             violation = float(np.max(excess, initial=0.0)) / scale
-            if violation <= tol:
-                converged = True
-                break
+            if violation <= tol_kkt:
+                # the KKT rule (scale-dependent) holds: the gap must too, else a lower KKT target (the gap falls
+                # as the square of the gradient)
+                gap, gap_kind = certify_at(w, G, f)
+                if gap <= gap_target(tol, f):
+                    converged = True
+                    break
+                if violation == 0.0:
+                    stalled = True
+                    break
+                tol_kkt = min(tol_kkt, violation) * min(max(np.sqrt(gap_target(tol, f) / gap), 1e-3), 0.5)
             if n_iter >= max_iter:
                 break
             n_iter += 1
@@ -717,7 +783,7 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
                 # forcing term min(0.1, sqrt(violation)): the inner accuracy tightens as w converges (superlinear),
                 # never beyond half the outer tolerance (a model solved finer than that buys nothing)
                 step, sweeps = model.minimise(g_ws, w_ws, lam1, damping,
-                                              max(min(0.1, np.sqrt(violation)) * violation, 0.5 * tol) * scale)
+                                              max(min(0.1, np.sqrt(violation)) * violation, 0.5 * tol_kkt) * scale)
                 n_inner += sweeps
                 decrease = float(np.sum(g_ws * step)) + _l1_change(w_ws, step, lam1)
                 if not decrease < 0.0:  # no descent left at this precision
@@ -745,8 +811,7 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
                       f"working set {ws.size}  inner sweeps {sweeps}  step {t:g}")
         excess = _kkt_excess(G, w, lam1, noise)
         violation = float(np.max(excess, initial=0.0)) / scale
-        converged = violation <= tol
-    return f, hist_obj, hist_nnz, violation, n_iter, n_inner, converged, stalled and not converged
+    return _result(w, f, hist_obj, hist_nnz, violation, n_iter, n_inner, converged, stalled, gap, gap_kind)
 
 
 def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,

@@ -54,6 +54,7 @@ class LabelRankBoost(BaseEstimator):
 
     _model_schema = {
         "n_features_in_": "int>=1", "coef_": "float[*, d]", "n_labels_": "int>=1", "objective_": "float",
+        "gap_": "float>=0|None", "gap_kind_": "str",
         "grad_norm_": "float>=0", "n_iter_": "int>=0", "n_cg_iter_": "int>=0", "converged_": "bool", "solver_": "str",
         "classes_": "any[*]?", "joint_coef_": "float[*]|None",
     }

@@ -36,6 +36,7 @@ class RankNet(LinearRankerMixin, BaseEstimator):
     _model_schema = {
         "n_features_in_": "int>=1", "coef_": "float[d]", "objective_": "float", "grad_norm_": "float>=0",
         "n_iter_": "int>=0", "n_cg_iter_": "int>=0", "converged_": "bool",
+        "gap_": "float>=0|None", "gap_kind_": "str",
     }
 
     def __init__(self, sigma=1.0, alpha=1.0, max_iter=1000, tol=1e-6, verbose=0):

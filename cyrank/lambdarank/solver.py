@@ -22,6 +22,7 @@ from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import (check_gain_labels, check_option, check_param, check_ranking_data, check_scores,
                            warn_if_no_pairs)
+from ..optim.certificate import group_column_squares, jacobi_diagonal
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
 from . import _lambdas
@@ -152,10 +153,13 @@ def solve(X, y, qid=None, *, sigma=1.0, alpha=1.0, max_iter=1000, tol=1e-6, coef
     problem = _RankNetProblem(Xs, pairs, alpha)
     with one_blas_thread():
         g0 = float(np.linalg.norm(problem.grad(np.zeros(d))))
-        res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name="RankNet")
-    return SolveResult(coef=res.x, objective=float(res.fun), grad_norm=float(res.grad_norm / g0 if g0 > 0 else 0.0),
-                       n_iter=int(res.n_iter), n_cg_iter=int(res.n_cg), converged=bool(res.converged),
-                       n_features_in=d, optimality_name="grad_norm", message="" if res.converged else res.message)
+        precond = jacobi_diagonal(problem.hess_vec, group_column_squares(Xs, pairs.offsets), 2.0 * alpha)
+        res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name="RankNet",
+                   precond=precond, gap_tol=tol, strong_convexity=2.0 * alpha)
+    return SolveResult(coef=res.x, objective=float(res.objective), grad_norm=float(res.optimality),
+                       n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner), converged=bool(res.converged),
+                       gap=float(res.gap), gap_kind=res.gap_kind, n_features_in=d, optimality_name="grad_norm",
+                       message="" if res.converged else res.message)
 
 
 # ------------------------------------------------------------------------------------------------ LambdaRank

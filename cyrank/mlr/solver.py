@@ -220,13 +220,13 @@ def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0,
     ws = WorkingSet(w0.shape)
     res = cutting_plane(separate, solve_restricted, lambda w: regularizer_value(w, reg), w0,
                         C=C, epsilon=eps, max_iter=max_iter, verbose=verbose, stabilize=alpha, working_set=ws)
-    w, objective, xi, n_sep = res.w, res.objective, res.xi, res.n_separations
+    w, objective, xi, n_sep = res.x, res.objective, res.info["xi"], res.info["n_separations"]
     if alpha > 0 and reg != "frobenius":
         w, objective, xi, n_trunc = _truncate(w, objective, xi, separate, lambda v: regularizer_value(v, reg), C,
                                               diagonal, options.truncate)
         n_sep += n_trunc
     W = np.diag(w) if diagonal else 0.5 * (w + w.T)
-    lower = max(0.0, float(res.lower_bound))                    # 0 <= R + C xi always
+    lower = max(0.0, float(res.info["lower_bound"]))                    # 0 <= R + C xi always
     gap = float(objective) - lower
     message = ""
     if not res.converged:
@@ -235,9 +235,9 @@ def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0,
         message = f"MLR: {res.message}{unsolved}"
     return SolveResult(
         W=W, components=_components(W, diagonal, options.rank_tol), objective=float(objective), xi=float(xi),
-        lower_bound=lower, gap=gap, n_batches=int(res.n_batches), n_separations=int(n_sep),
+        lower_bound=lower, gap=gap, n_batches=int(res.n_iter), n_separations=int(n_sep),
         n_iter=int(inner.n_iter), converged=bool(res.converged),
-        violation=gap / C if alpha > 0 else float(res.violation), n_queries=int(sep.n_active),
+        violation=gap / C if alpha > 0 else float(res.optimality), n_queries=int(sep.n_active),
         oracle_time=float(sep.t_oracle + sep.t_products), inner_time=float(timing["inner"]), n_features_in=d,
         history=cutting_plane_history(res), optimality_name="gap", message=message,
         **({} if classes is None else {"classes": classes}))

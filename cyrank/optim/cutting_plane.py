@@ -39,9 +39,10 @@ of measuring w_k again). The method stops when the
 certified gap f(c) - L <= C * epsilon, L the best lower bound returned by ``solve_restricted`` (required
 here), and returns c.
 """
-from dataclasses import dataclass, field
-
 import numpy as np
+
+from .result import OptimResult
+
 
 class WorkingSet:
     """The constraints (Delta_t, Psi_t) of the restricted problem in growing arrays (never restacked), with
@@ -154,27 +155,8 @@ class WorkingSet:
         self.K = n
 
 
-@dataclass
-class CuttingPlaneResult:
-    """What :func:`cutting_plane` found: the solution and an honest account of how well it is solved."""
-
-    w: np.ndarray
-    objective: float        # R(w) + C * xi_true (exact primal value at w)
-    xi: float               # true slack at w: max(0, Delta - <w, Psi>) of the most violated constraint
-    xi_restricted: float    # slack of the working set at w
-    violation: float        # xi - xi_restricted (Kelley) or the certified gap (objective - lower_bound) / C
-                            # (in-out); <= epsilon when converged
-    n_batches: int          # constraints generated (= cutting-plane iterations when stabilize = 0)
-    n_inner: int            # total inner-solver iterations
-    converged: bool
-    lower_bound: float = -np.inf    # best lower bound returned by solve_restricted (-inf if none)
-    n_separations: int = 0          # separation-oracle calls
-    history: dict = field(default_factory=dict)
-    message: str = ""               # why it stopped short ("" when converged)
-
-
 def cutting_plane_history(result):
-    """The per-separation record of a :class:`CuttingPlaneResult` as the estimators' ``history_``: float64 arrays
+    """The per-separation record of a :func:`cutting_plane` result as the estimators' ``history_``: float64 arrays
     "objective" (at the point separated), "lower_bound" (the best restricted dual value so far; 0 before the first:
     every objective minimised here, a non-negative regulariser plus C xi with xi >= 0, is non-negative) and "gap",
     the certified gap the stopping rule tests (objective - lower_bound; in-out: the best objective so far minus
@@ -199,10 +181,14 @@ def _model_slack(w, ws):
 
 
 def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, max_iter, verbose=0,
-                  stabilize=0.0, working_set=None):
+                  stabilize=0.0, working_set=None, gap_tol=None):
     """Run the 1-slack cutting-plane method from ``w0``; see the module docstring for the contract.
     ``max_iter`` bounds the constraints added (Kelley) or the separation calls (in-out). ``working_set``: the
-    :class:`WorkingSet` to fill (default: a plain one of w0's shape, never aged)."""
+    :class:`WorkingSet` to fill (default: a plain one of w0's shape, never aged). ``gap_tol``: convergence also
+    needs the certified duality gap objective - lower bound <= gap_tol * max(1, objective) (a relative bound on
+    objective - optimum, whatever the scale of the data). Returns a :class:`cyrank.optim.result.OptimResult`
+    (optimality: the constraint violation; gap: the duality gap; info: xi, xi_restricted, lower_bound,
+    n_separations)."""
     if not 0.0 <= stabilize < 1.0:
         raise ValueError(f"stabilize must be in [0, 1), got {stabilize!r}")
     w = np.array(w0, dtype=np.float64, copy=True)
@@ -241,6 +227,9 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             print(f"cutting plane {n_sep:4d}: objective {objective:.10g}  xi {xi:.6g}  violation {violation:.3g}"
                   f"  gap {gap:.3g}  working set {ws.K}")
 
+    def relative_gap_ok(objective, lower):
+        return gap_tol is None or objective - lower <= gap_tol * max(1.0, abs(objective))
+
     converged = False
     if stabilize == 0.0:
         xi_restricted = 0.0
@@ -248,7 +237,8 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             delta, psi, xi, objective = measure(w)
             violation = xi - xi_restricted
             record(objective, xi, violation, objective - lower)
-            certified = lower == -np.inf or objective - lower <= C * epsilon  # -inf: no lower bound returned
+            certified = ((lower == -np.inf and gap_tol is None) or objective - lower <= C * epsilon) \
+                and relative_gap_ok(objective, lower)  # lower = -inf: no lower bound returned
             if violation <= epsilon and certified:
                 converged = True
                 break
@@ -259,7 +249,8 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             delta, psi, xi, objective = measure(w)
             violation = xi - xi_restricted
             record(objective, xi, violation, objective - lower)
-            certified = lower == -np.inf or objective - lower <= C * epsilon
+            certified = ((lower == -np.inf and gap_tol is None) or objective - lower <= C * epsilon) \
+                and relative_gap_ok(objective, lower)
             converged = violation <= epsilon and certified
     else:
         centre, model, xi_model, z = None, None, 0.0, w
@@ -268,7 +259,7 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             if centre is None or objective < f_centre:
                 centre, f_centre, xi_centre = z, objective, xi
             record(objective, xi, xi - _model_slack(z, ws), f_centre - lower)
-            if f_centre - lower <= C * epsilon:
+            if f_centre - lower <= C * epsilon and relative_gap_ok(f_centre, lower):
                 converged = True
                 break
             if model is None or delta - _inner(model, psi) > xi_model or z is model:
@@ -286,12 +277,16 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
         what = "constraints with violation" if stabilize == 0.0 else "separations with gap / C"
         certificate = (f" and certified gap / C {(objective - lower) / C:.3g}"
                        if stabilize == 0.0 and lower > -np.inf else "")
-        message = (f"cutting plane stopped after max_iter={max_iter} {what} {violation:.3g}{certificate} > "
-                   f"epsilon={epsilon:g}; increase max_iter or epsilon")
+        relative = (f" (relative gap {(objective - lower) / max(1.0, abs(objective)):.3g}, gap_tol={gap_tol:g})"
+                    if gap_tol is not None else "")
+        message = (f"cutting plane stopped after max_iter={max_iter} {what} {violation:.3g}{certificate}{relative}"
+                   f" > epsilon={epsilon:g}; increase max_iter or epsilon")
     else:
         message = ""
-    return CuttingPlaneResult(
-        w=w, objective=objective, xi=xi, xi_restricted=float(xi_restricted), violation=float(violation),
-        n_batches=n_added, n_inner=n_inner, converged=converged, lower_bound=float(lower),
-        n_separations=n_sep, history=history, message=message,
+    return OptimResult(
+        x=w, objective=objective, n_iter=n_added, converged=converged, optimality=float(violation),
+        optimality_name="constraint violation", gap=objective - lower if lower > -np.inf else np.inf,
+        gap_kind="duality gap" if lower > -np.inf else "", message=message, n_fun=n_sep, n_inner=n_inner,
+        history=history,
+        info={"xi": xi, "xi_restricted": float(xi_restricted), "lower_bound": float(lower), "n_separations": n_sep},
     )

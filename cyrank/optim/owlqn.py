@@ -34,36 +34,18 @@ Stops when max_r (|p_r| - noise) <= tol_abs (``noise``: the caller's bound on th
 ``max_iter`` iterations, or when no step decreases F any more (``stalled``). One evaluation of f and g per trial
 point; O(memory n) work per iteration besides.
 """
-from dataclasses import dataclass, field
+import math
 
 import numpy as np
 
+from .certificate import pseudo_gradient
+from .result import OptimResult, gap_target
 from .tron import NOISE_REL
 
 ARMIJO = 1e-4
 WOLFE = 0.9
 EXTRAPOLATE = 100.0
 MAX_BACKTRACKS = 40
-
-
-@dataclass
-class OwlqnResult:
-    """Outcome of :func:`owlqn`: the iterate, F there, its KKT violation (max |p| beyond ``noise``), the work."""
-
-    x: np.ndarray
-    fun: float
-    kkt: float
-    n_iter: int
-    n_fun: int
-    converged: bool
-    stalled: bool
-    history: dict = field(default_factory=dict)
-
-
-def pseudo_gradient(g, x, lam1):
-    """p of the module docstring: the pseudo-gradient of f + lam1 ||x||_1 at x, given g = grad f(x)."""
-    return np.where(x > 0, g + lam1, np.where(x < 0, g - lam1,
-                                              np.where(g + lam1 < 0, g + lam1, np.maximum(g - lam1, 0.0))))
 
 
 def _two_loop(p, S, Y, rho):
@@ -81,10 +63,15 @@ def _two_loop(p, S, Y, rho):
     return q
 
 
-def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callback=None):
+def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callback=None, certify=None,
+          gap_tol=None):
     """Minimise fun_grad's f plus lam1 ||x||_1 from x0 (module docstring); ``fun_grad(x) -> (f, g)``.
 
-    ``callback(x, F)`` is called after every accepted step. Returns an :class:`OwlqnResult`.
+    ``callback(x, F)`` is called after every accepted step. With ``certify(x, g, F) -> (gap, gap_kind)`` (a bound
+    or estimate of F - F*, cyrank.optim.certificate) and ``gap_tol``, the KKT rule is not enough: it must also hold
+    that gap <= gap_tol * max(1, |F|); when it does not, the KKT target is lowered (by sqrt(target / gap), at
+    least 2x: the gap falls as the square of the gradient) and the iterations go on. Returns an
+    :class:`cyrank.optim.result.OptimResult` (optimality: the KKT violation; info: stalled).
     """
     x = np.array(x0, dtype=np.float64)
     f, g = fun_grad(x)
@@ -98,7 +85,24 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
 
     smooth = lam1 == 0  # plain L-BFGS
     p = g if smooth else pseudo_gradient(g, x, lam1)
-    while kkt(p) > tol_abs and n_iter < max_iter:
+    gap, gap_kind, converged, certified_at = math.inf, "", False, None
+    while True:
+        if kkt(p) <= tol_abs:
+            if certify is None:
+                converged = True
+                break
+            if certified_at is not x:  # (a restart with no pairs comes back here at the same x)
+                gap, gap_kind = certify(x, g, F)
+                certified_at = x
+            if gap <= gap_target(gap_tol, F):
+                converged = True
+                break
+            if kkt(p) == 0.0:  # nothing left to move along at this precision
+                stalled = True
+                break
+            tol_abs = min(tol_abs, kkt(p)) * min(max(math.sqrt(gap_target(gap_tol, F) / gap), 1e-3), 0.5)
+        if n_iter >= max_iter:
+            break
         d = -_two_loop(p, S, Y, rho)
         if not smooth and float(p @ np.where((x == 0) & (d * p >= 0), 0.0, d)) >= 0:
             d[d * p >= 0] = 0.0  # not a descent direction inside the orthant
@@ -167,6 +171,6 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
         objective.append(F)
         if callback is not None:
             callback(x, F)
-    violation = kkt(p)
-    return OwlqnResult(x=x, fun=F, kkt=violation, n_iter=n_iter, n_fun=n_fun, converged=violation <= tol_abs,
-                       stalled=stalled and violation > tol_abs, history={"fun": np.asarray(objective)})
+    return OptimResult(x=x, objective=F, n_iter=n_iter, converged=converged, optimality=kkt(p),
+                       optimality_name="KKT violation", gap=gap, gap_kind=gap_kind, n_fun=n_fun,
+                       history={"fun": np.asarray(objective)}, info={"stalled": stalled and not converged})

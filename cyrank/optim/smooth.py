@@ -65,6 +65,11 @@ class SmoothProblem(ABC):
     def hess_vec(self, v, Mv=None):
         return self.hessian_product(self._current, v, self.metric(v) if Mv is None else Mv)
 
+    def adopt(self, other):
+        """Take over the committed state of ``other``, a wrapper evaluating this problem (tron's _Scaled)."""
+        self._current = other._current
+        self._trial_x = None
+
     @property
     def state(self):
         """The committed state: that of the point of the last ``grad`` call."""

@@ -102,6 +102,7 @@ class RankSVM(RankerMixin, BaseEstimator):
     _model_schema = {
         "n_features_in_": "int>=1", "objective_": "float", "n_iter_": "int>=0", "converged_": "bool",
         "n_pairs_": "int>=0", "n_active_pairs_": "int>=0",
+        "gap_": "float>=0|None", "gap_kind_": "str",
         "grad_norm_": lambda p: "float>=0" if p["loss"] == "squared_hinge" else None,
         "n_cg_iter_": lambda p: "int>=0" if p["loss"] == "squared_hinge" else None,
         "duality_gap_": lambda p: "float" if p["loss"] == "hinge" else None,

@@ -83,7 +83,8 @@ def one_slack(model, C, n_pairs, tol, max_iter, verbose, w0=None, stabilize=0.0)
     The restricted problem is solved exactly in its dual (cyrank.optim._simplex_qp) over the engine's working set,
     whose Gram matrix (and, for a kernel model, the rows Q c) the WorkingSet keeps; constraints with zero weight in
     IDLE_LIMIT consecutive solves leave it (the shared aging of cyrank.optim.cutting_plane). Returns the
-    CuttingPlaneResult; its ``lower_bound`` is the best restricted dual value (a lower bound on the optimum).
+    cutting plane's OptimResult; its ``info["lower_bound"]`` is the best restricted dual value (a lower bound on the
+    optimum), and convergence needs the duality gap within tol * max(1, objective) as well as the slack rule.
     """
     Ce = C * n_pairs
     ws = WorkingSet(model.m, gram=model.gram_row, companion=model.companion, patience=IDLE_LIMIT)
@@ -104,5 +105,6 @@ def one_slack(model, C, n_pairs, tol, max_iter, verbose, w0=None, stabilize=0.0)
         return w_new, xi, steps, dual, lam
 
     res = cutting_plane(separate, solve_restricted, model.regularizer, np.zeros(model.m) if w0 is None else w0,
-                        C=Ce, epsilon=tol, max_iter=max_iter, verbose=verbose, working_set=ws, stabilize=stabilize)
+                        C=Ce, epsilon=tol, max_iter=max_iter, verbose=verbose, working_set=ws, stabilize=stabilize,
+                        gap_tol=tol)
     return res

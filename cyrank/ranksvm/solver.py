@@ -36,6 +36,7 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            check_verbose, max_abs)
 from ..optim.tron import tron
 from . import _pairloss
+from ..optim.certificate import jacobi_preconditioner
 from ..optim.cutting_plane import cutting_plane_history
 from .hinge import KernelHinge, LinearHinge, one_slack
 from .kernels import _MB, StoredKernel, check_symmetric, kernel_operator
@@ -156,17 +157,19 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma
                          f"C={C:g}); scale X (e.g. sklearn.preprocessing.StandardScaler) or lower C")
     values.update(n_features_in=X.shape[1], n_pairs=int(n_pairs))
     if solver_out is None:                       # no pair: the zero model is exact
-        values.update(n_iter=0, converged=True)
+        values.update(n_iter=0, converged=True, gap=0.0, gap_kind="exact")
         message = ""
     elif loss == "squared_hinge":
-        values.update(n_iter=int(solver_out.n_iter), n_cg_iter=int(solver_out.n_cg),
-                      grad_norm=float(solver_out.rel_grad_norm), converged=bool(solver_out.converged))
+        values.update(n_iter=int(solver_out.n_iter), n_cg_iter=int(solver_out.n_inner),
+                      grad_norm=float(solver_out.optimality), converged=bool(solver_out.converged),
+                      gap=float(solver_out.gap), gap_kind=solver_out.gap_kind)
         message = solver_out.message
     else:
         # the count max_iter bounds: separations (in-out) or cutting planes added (Kelley: one more separation)
         stabilized = kernel == "linear" and options.stabilization > 0
-        values.update(n_iter=int(solver_out.n_separations if stabilized else solver_out.n_batches),
-                      converged=bool(solver_out.converged))
+        values.update(n_iter=int(solver_out.info["n_separations"] if stabilized else solver_out.n_iter),
+                      converged=bool(solver_out.converged), gap=float(values["duality_gap"]),
+                      gap_kind="duality gap")
         message = f"RankSVM (hinge): {solver_out.message}" if solver_out.message else ""
     return SolveResult(optimality_name="grad_norm" if loss == "squared_hinge" else "duality_gap",
                        message=message, **values)
@@ -212,17 +215,19 @@ class _Fit:
         if self.loss == "squared_hinge":
             # a warm start keeps LIBLINEAR's rule ||grad|| <= tol ||grad at 0||, so tol means what it does cold
             g0 = None if self.start is None else float(np.linalg.norm(obj.grad(zero)))
+            precond = jacobi_preconditioner(obj, X, 1.0, offsets=layout.offsets, rows=layout.rows)
             res = tron(obj, zero if self.start is None else self.start, tol=self.tol, max_iter=self.max_iter,
-                       grad_norm0=g0, verbose=self.verbose, name="RankSVM (TRON)")
-            # TRON's last gradient was taken at res.x, with res.fun computed there by the same pass
-            return {"coef": res.x, "objective": float(res.fun), "n_active_pairs": int(obj.state.n_active)}, res
+                       grad_norm0=g0, verbose=self.verbose, name="RankSVM (TRON)", precond=precond,
+                       gap_tol=self.tol, strong_convexity=1.0)
+            # TRON's last gradient was taken at res.x, with res.objective computed there by the same pass
+            return {"coef": res.x, "objective": float(res.objective), "n_active_pairs": int(obj.state.n_active)}, res
         res = one_slack(LinearHinge(obj.parts, layout), self.C, n_pairs, self.tol, self.max_iter, self.verbose,
                         w0=self.start, stabilize=self.options.stabilization)
-        w = res.w
+        w = res.x
         loss, n_active = obj.loss(w, squared=False)
         objective = 0.5 * float(w @ w) + self.C * loss
         return {"coef": w, "objective": objective, "n_active_pairs": int(n_active),
-                "duality_gap": objective - res.lower_bound, "history": cutting_plane_history(res)}, res
+                "duality_gap": objective - res.info["lower_bound"], "history": cutting_plane_history(res)}, res
 
     def kernel_model(self, X, layout, n_pairs):
         rows = layout.rows
@@ -255,7 +260,7 @@ class _Fit:
         with one_blas_thread() if small else contextlib.nullcontext():
             if self.loss == "squared_hinge":
                 res = tron(obj, np.zeros(n), tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
-                           name="RankSVM (TRON)")
+                           name="RankSVM (TRON)", gap_tol=self.tol, strong_convexity=1.0)
                 beta = res.x
             else:
                 model = KernelHinge(Qop, klay)
@@ -268,7 +273,7 @@ class _Fit:
         objective = 0.5 * float(beta @ scores) + self.C * loss
         values.update(objective=objective, n_active_pairs=int(n_active))
         if self.loss == "hinge":
-            values.update(duality_gap=objective - res.lower_bound, history=cutting_plane_history(res))
+            values.update(duality_gap=objective - res.info["lower_bound"], history=cutting_plane_history(res))
         keep = np.flatnonzero(beta != 0.0)
         values.update(support=rows[keep], beta=beta[keep], n_kernel_products=int(Qop.n_matvec))
         if Xk is not None:

@@ -722,11 +722,12 @@ def test_matrix_free_model_is_the_gram_model(fmt, levels):
     scale = np.abs(H).max()
     np.testing.assert_allclose(diag, np.diag(H), rtol=1e-12, atol=1e-12 * scale)
     np.testing.assert_allclose(prod, H @ v, rtol=1e-12, atol=1e-12 * scale * np.abs(v).max())
-    lam1, ridge = 0.2 * np.abs(g[cols]).max(), 1e-3 * scale
+    lam1 = 0.2 * np.abs(g[cols]).max()
+    ridge = 1e-3 * scale * np.linspace(0.5, 1.5, cols.size)  # a ridge per coordinate
     gw, ww = g[cols], w[cols]
     _, _, value = _model_cd.solve_model(*columns, cols, model, diag, gw, ww, lam1, ridge, v.copy(), 0.0, 0,
                                         np.empty((0, cols.size)))
-    Hr = H + ridge * np.eye(cols.size)
+    Hr = H + np.diag(ridge)
     assert value == pytest.approx(gw @ v + 0.5 * v @ Hr @ v + lam1 * np.abs(ww + v).sum(), rel=1e-12)
     d = np.zeros(cols.size)
     history = np.empty((5000, cols.size))
@@ -752,7 +753,7 @@ def test_matrix_free_model_minimiser_with_orthant_newton_steps_is_exact(fmt, mon
     problem.fun(w)
     g = problem.grad(w)
     ws = np.arange(8, dtype=np.int64)
-    model = _ScoreModel(layout, _columns(Xf, layout.rows), problem, ws, 0.0)
+    model = _ScoreModel(layout, _columns(Xf, layout.rows), problem, ws, 0.0, np.linspace(0.5, 2.0, 8))  # any floor
     H = np.empty((8, 8))
     _smooth.gram_hessian(*rows, 8, problem.state.smooth, ws, np.arange(8, dtype=np.int64), H)
     H[np.diag_indices_from(H)] += model.ridge

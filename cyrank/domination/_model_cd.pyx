@@ -160,12 +160,14 @@ def model_diagonal(const floating[::1] data, const index_t[::1] indices, const i
 
 def solve_model(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
                 const intp_t[::1] cols, Model model, const double[::1] curvature, const double[::1] g,
-                const double[::1] w, double lam1, double ridge, double[::1] d, double tol, intp_t max_sweeps,
+                const double[::1] w, double lam1, const double[::1] ridge, double[::1] d, double tol,
+                intp_t max_sweeps,
                 double[:, ::1] history):
-    """Minimise q(d) (module docstring, c = ``ridge``) by cyclic coordinate descent from the given d, in place.
+    """Minimise q(d) (module docstring, with ridge[r] d_r^2 / 2 in place of c d_r^2 / 2: a ridge per coordinate) by
+    cyclic coordinate descent from the given d, in place.
 
     ``curvature[r]`` = (X_W'HX_W)_rr (model_diagonal); each step minimises q exactly in d_r (soft-thresholding with
-    curvature[r] + ridge). Stops when the largest KKT violation of the model met in a sweep (each coordinate's,
+    curvature[r] + ridge[r]). Stops when the largest KKT violation of the model met in a sweep (each coordinate's,
     before its step) is <= ``tol``, or after ``max_sweeps`` sweeps (0: only q(d) is computed). Row s of
     ``history`` (when it has rows) receives d after sweep s + 1 (the iterates of Anderson extrapolation).
     Returns (sweeps, that violation (inf without a sweep), q(d) at the end).
@@ -180,7 +182,7 @@ def solve_model(const floating[::1] data, const index_t[::1] indices, const inde
     cdef double grad, curv, old, new, delta, x, viol = np.inf, value = 0.0
     cdef RowState* Ri
     cdef Interrupt intr
-    if (curvature.shape[0] != m or g.shape[0] != m or w.shape[0] != m or d.shape[0] != m
+    if (curvature.shape[0] != m or g.shape[0] != m or w.shape[0] != m or d.shape[0] != m or ridge.shape[0] != m
             or (history.shape[0] and (history.shape[0] < max_sweeps or history.shape[1] != m))):
         raise ValueError("solve_model: wrong array sizes")
     if m == 0:
@@ -200,7 +202,7 @@ def solve_model(const floating[::1] data, const index_t[::1] indices, const inde
                 j = cols[r]
                 p0 = indptr[j]
                 pe = indptr[j + 1]
-                grad = g[r] + ridge * d[r]
+                grad = g[r] + ridge[r] * d[r]
                 for p in range(p0, pe):
                     i = p - p0 if dense else indices[p]
                     Ri = &R[i]
@@ -208,7 +210,7 @@ def solve_model(const floating[::1] data, const index_t[::1] indices, const inde
                     grad += data[p] * (Ri.c * (Ri.z - V[k]) + Ri.E * (Ri.z * T[k] - U[k]))
                 old = w[r] + d[r]
                 viol = max(viol, l1_violation(grad, old, lam1))
-                curv = curvature[r] + ridge
+                curv = curvature[r] + ridge[r]
                 if curv <= 0.0:
                     continue  # q is linear in d_r: left where it is (the violation reports it)
                 new = soft_threshold(old - grad / curv, lam1 / curv)
@@ -238,12 +240,12 @@ def solve_model(const floating[::1] data, const index_t[::1] indices, const inde
                     history[sweep - 1, r] = d[r]
             if intr.raised or viol <= tol:
                 break
-        # q(d) = g'd + (z'Hz + ridge d'd) / 2 + lam1 ||w + d||_1
+        # q(d) = g'd + (z'Hz + sum_r ridge_r d_r^2) / 2 + lam1 ||w + d||_1
         for i in range(n):
             k = row_qk[i]
             value += 0.5 * R[i].z * (R[i].c * (R[i].z - V[k]) + R[i].E * (R[i].z * T[k] - U[k]))
         for r in range(m):
-            value += g[r] * d[r] + 0.5 * ridge * d[r] * d[r] + lam1 * fabs(w[r] + d[r])
+            value += g[r] * d[r] + 0.5 * ridge[r] * d[r] * d[r] + lam1 * fabs(w[r] + d[r])
     check_interrupt(&intr)
     return sweep, viol, value
 

@@ -54,10 +54,10 @@ AUTO_LBFGS_ITERATIONS = 30
 AUTO_OWLQN_ITERATIONS = 500
 # proximal Newton: Armijo constant of the line search and its largest number of halvings (Yuan, Ho & Lin 2012)
 ARMIJO = 0.01
-# ... at most SHORT_STEPS halvings, then the model is damped (H + mu I, mu x 100, at least DAMPING_MIN max H_rr) and
-# solved again, at most MAX_DAMPINGS times per iteration
+# ... at most SHORT_STEPS halvings, then the model is damped (H + mu (diag(H) + floor), mu x 100, at least DAMPING_MIN:
+# see _GramModel) and solved again, at most MAX_DAMPINGS times per iteration
 SHORT_STEPS, MAX_DAMPINGS, DAMPING_MIN = 10, 30, 1e-6
-RIDGE = 1e-10  # relative ridge of the proximal Newton model (see _GramModel)
+RIDGE = 1e-10  # relative ridge of the proximal Newton model, per coordinate (see _GramModel)
 MODEL_SWEEPS = 100  # largest number of sweeps of the matrix-free inner solver (_ScoreModel) per model
 MODEL_CD_SWEEPS = 10  # ... in rounds of this many CD sweeps and one Newton step on the orthant they found
 HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_SQ}
@@ -419,11 +419,18 @@ def _chained(first, second):
                        n_inner=first.n_inner + second.n_inner, history=history, info=second.info)
 
 
-def _certifier(X, layout, problem, lam1, lam2, tol):
+def _preconditioner(X, layout, problem, lam2, w, evaluate=True):
+    """The Jacobi diagonal of the smooth problem's Hessian at w (cyrank.optim.certificate.jacobi_preconditioner:
+    within-query column scales, calibrated by one product; ``evaluate=False``: the Hessian state is at w)."""
+    return jacobi_preconditioner(problem, X, 2.0 * lam2, offsets=layout.lay_ptr[layout.q_ptr], rows=layout.rows,
+                                 x=w, evaluate=evaluate)
+
+
+def _certifier(X, layout, problem, lam1, lam2, tol, precond=None):
     """certify(w, G, F) -> (gap, gap_kind), the problem's Hessian state being at w (the point of its last
     ``grad``): the bound ||p||^2 / (4 lam2) when it meets tol * max(1, |F|), else cyrank.optim.certificate.certify
     with the Jacobi preconditioner of the within-query column scales (made on first need, at w)."""
-    precond = []
+    precond = [] if precond is None else [precond]
 
     def certify_at(w, G, F):
         if lam2 > 0:
@@ -432,8 +439,7 @@ def _certifier(X, layout, problem, lam1, lam2, tol):
             if bound <= gap_target(tol, F):
                 return bound, "strong convexity"
         if not precond:
-            precond.append(jacobi_preconditioner(problem, X, 2.0 * lam2, offsets=layout.lay_ptr[layout.q_ptr],
-                                                 rows=layout.rows, x=w))
+            precond.append(_preconditioner(X, layout, problem, lam2, w))
         gap, kind, _ = certify(problem.hess_vec, w, G, F, tol, lam1=lam1, strong_convexity=2.0 * lam2,
                                precond=precond[0])
         return gap, kind
@@ -489,8 +495,7 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=No
             if lam2 > 0:
                 w[:] = 0.0
             return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
-        precond = jacobi_preconditioner(problem, X, 2.0 * lam2, offsets=layout.lay_ptr[layout.q_ptr],
-                                        rows=layout.rows, x=w)
+        precond = _preconditioner(X, layout, problem, lam2, w, evaluate=smooth is None or np.any(w))
         res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=scale,
                    callback=lambda x: nnz.append(np.count_nonzero(x)), verbose=verbose, name="DominationRank",
                    precond=precond, gap_tol=tol, strong_convexity=2.0 * lam2)
@@ -534,8 +539,9 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
             return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
         name = "owlqn" if lam1 > 0 else "lbfgs"
         first = [not np.any(w)]  # _smooth_problem evaluated w = 0 already, and left its Hessian state there
-        last = [w if first[0] else None]  # the point of the problem's Hessian state
-        certify_at = _certifier(X, layout, problem, lam1, lam2, tol)
+        precond = _preconditioner(X, layout, problem, lam2, w, evaluate=not first[0])
+        last = [w]  # the point of the problem's Hessian state
+        certify_at = _certifier(X, layout, problem, lam1, lam2, tol, precond)
 
         def fun_grad(x):
             if first[0]:
@@ -559,7 +565,7 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
                 print(f"DominationRank {name} iter {len(hist_obj):4d}: f {F:.12g}  non-zeros {hist_nnz[-1]}")
 
         res = owlqn(fun_grad, w, lam1, tol_abs=tol * scale, max_iter=max_iter, noise=noise,
-                    memory=options.owlqn_memory, callback=record, certify=certify_x, gap_tol=tol)
+                    memory=options.owlqn_memory, callback=record, certify=certify_x, gap_tol=tol, precond=precond)
         w[:] = res.x
     return _result(w, res.objective, hist_obj, hist_nnz, res.optimality / scale, res.n_iter, res.n_fun,
                    res.converged, res.info["stalled"], res.gap, res.gap_kind)
@@ -605,25 +611,28 @@ class _GramModel:
     """The proximal Newton model on W with its Hessian X_W'HX_W + (2 lam2 + ridge) I formed (_smooth.gram_hessian:
     O(rows |W|^2)), minimised by cyrank/optim/_quadratic_l1.pyx (CD, then the feature-sign search: exact)."""
 
-    def __init__(self, rows, d, problem, ws, lam2):
+    def __init__(self, rows, d, problem, ws, lam2, floor):
         pos = np.full(d, -1, dtype=np.int64)
         pos[ws] = np.arange(ws.size)
         H = np.empty((ws.size, ws.size))
         _smooth.gram_hessian(*rows, d, problem.state.smooth, ws, pos, H)
         # symmetric, and positive definite: the loss is flat along per-query constant scores, so H is singular
         # (computed slightly indefinite) whenever a feature is constant within queries; a relative ridge of
-        # RIDGE (newGLMNET's nu) keeps the model bounded and changes nothing else measurably
+        # RIDGE (newGLMNET's nu) per coordinate, RIDGE (H_rr + floor_r), keeps the model bounded and changes
+        # nothing else measurably. floor: the Jacobi diagonal at the start (_preconditioner), a curvature that does
+        # not vanish where the loss turns piecewise linear (huge margins) and scales with the feature
         H = 0.5 * (H + H.T)
-        self.max_curvature = max(float(np.max(np.diag(H), initial=0.0)), 1e-300)
-        H[np.diag_indices_from(H)] += 2.0 * lam2 + RIDGE * self.max_curvature
-        self.H = H
+        diagonal = np.diag(H) + floor
+        H[np.diag_indices_from(H)] += 2.0 * lam2 + RIDGE * diagonal
+        self.H, self.diagonal = H, diagonal
 
     def minimise(self, g, w, lam1, damping, tol):
-        """(d, inner sweeps): the model's minimiser on W, plus damping/2 ||d||^2, to a KKT violation <= tol."""
+        """(d, inner sweeps): the model's minimiser on W, plus damping/2 d'(diag(H) + floor)d (Marquardt's scaling),
+        to a KKT violation <= tol."""
         H = self.H
         if damping > 0:
             H = H.copy()
-            H[np.diag_indices_from(H)] += damping
+            H[np.diag_indices_from(H)] += damping * self.diagonal
         step, sweeps, _ = minimise_quadratic_l1(H, g, w, lam1, tol)
         return step, sweeps
 
@@ -633,13 +642,13 @@ class _ScoreModel:
     (cyrank/domination/_model_cd.pyx), O(nnz of X_W + layers) per sweep, for working sets too large for
     _GramModel."""
 
-    def __init__(self, layout, columns, problem, ws, lam2):
+    def __init__(self, layout, columns, problem, ws, lam2, floor):
         self.columns, self.ws = columns, ws
         self.model = _model_cd.Model(layout, problem.state.smooth)
         self.curvature = np.empty(ws.size)
         _model_cd.model_diagonal(*columns, ws, self.model, self.curvature)
-        self.max_curvature = max(float(np.max(self.curvature, initial=0.0)), 1e-300)
-        self.ridge = 2.0 * lam2 + RIDGE * self.max_curvature
+        self.diagonal = self.curvature + floor  # as _GramModel's
+        self.ridge = 2.0 * lam2 + RIDGE * self.diagonal
         self.no_history = np.empty((0, ws.size))
 
     def minimise(self, g, w, lam1, damping, tol):
@@ -647,7 +656,7 @@ class _ScoreModel:
         on the orthant of the signs they found (_orthant_step), until the model's KKT violation is <= tol or
         MODEL_SWEEPS sweeps and products (each costs about a sweep) are spent."""
         step = np.zeros(self.ws.size)
-        ridge = self.ridge + damping
+        ridge = self.ridge + damping * self.diagonal
         work = 0
         while work < MODEL_SWEEPS:
             done, viol, _ = _model_cd.solve_model(*self.columns, self.ws, self.model, self.curvature, g, w, lam1,
@@ -674,13 +683,13 @@ class _ScoreModel:
         cols = self.ws[A]
         Hs = np.empty(self.ws.size)
         _model_cd.model_product(*self.columns, self.ws, self.model, step, Hs)
-        r = -(g[A] + Hs[A] + ridge * step[A] + lam1 * theta)
+        r = -(g[A] + Hs[A] + ridge[A] * step[A] + lam1 * theta)
         stop = max(0.5 * tol, 1e-3 * float(np.max(np.abs(r))))
         delta, p, Hp = np.zeros(A.size), r.copy(), np.empty(A.size)
         rr, products = float(r @ r), 1
         while products < budget and float(np.max(np.abs(r))) > stop:
             _model_cd.model_product(*self.columns, cols, self.model, p, Hp)
-            Hp += ridge * p
+            Hp += ridge[A] * p
             products += 1
             pHp = float(p @ Hp)
             if not pHp > 0.0:
@@ -715,14 +724,14 @@ class _ScoreModel:
                                      step.copy(), 0.0, 0, self.no_history)[2]
 
 
-def _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz, columns):
+def _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz, columns, floor):
     """The model of this iteration: formed (_GramModel) while rows |W|^2 <= options.gram_budget nnz, else applied
     in the scores (_ScoreModel; ``columns``, a one-item cache, receives the column copy of X on first use)."""
     if layout.rows.shape[0] * ws.size ** 2 <= options.gram_budget * nnz:
-        return _GramModel(rows, d, problem, ws, lam2)
+        return _GramModel(rows, d, problem, ws, lam2, floor[ws])
     if not columns:
         columns.append(_columns(X, layout.rows))
-    return _ScoreModel(layout, columns[0], problem, ws, lam2)
+    return _ScoreModel(layout, columns[0], problem, ws, lam2, floor[ws])
 
 
 def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options, smooth=None):
@@ -750,7 +759,9 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
         f = problem.fun(w) + lam1 * float(np.abs(w).sum())
         G = problem.grad(w)
         columns = []  # the sorted rows column by column, made once when the first large working set needs them
-        certify_at = _certifier(X, layout, problem, lam1, lam2, tol)
+        # the Jacobi diagonal at the start: the certificate's preconditioner, and each model's floor of curvature
+        floor = _preconditioner(X, layout, problem, lam2, w, evaluate=False)  # (the Hessian state is at w)
+        certify_at = _certifier(X, layout, problem, lam1, lam2, tol, floor)
         gap, gap_kind, tol_kkt = np.inf, "", tol
         while True:
             excess = _kkt_excess(G, w, lam1, noise)
@@ -776,7 +787,7 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
             if candidates.size > k:
                 candidates = candidates[np.argsort(-zero_viol[candidates], kind="stable")[:k]]
             ws = np.sort(np.concatenate([nonzero, candidates])).astype(np.int64)
-            model = _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz, columns)
+            model = _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz, columns, floor)
             g_ws, w_ws = np.ascontiguousarray(G[ws]), np.ascontiguousarray(w[ws])
             accepted = False
             for _ in range(MAX_DAMPINGS):
@@ -792,11 +803,11 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
                                                                     noise)
                 if accepted:
                     # a full step: the model is good, trust it more; a shortened one: damp the next model
-                    damping = damping * 0.1 if t == 1.0 else max(10.0 * damping, DAMPING_MIN * model.max_curvature)
+                    damping = damping * 0.1 if t == 1.0 else max(10.0 * damping, DAMPING_MIN)
                     break
                 # no acceptable step within SHORT_STEPS halvings: the quadratic model is poor (e.g. a loss that is
                 # nearly piecewise linear at huge margins); damp it (Levenberg-Marquardt) and solve it again
-                damping = max(100.0 * damping, DAMPING_MIN * model.max_curvature, 1e-300)
+                damping = max(100.0 * damping, DAMPING_MIN)
             if not accepted:  # no decrease at this precision: the iteration did not happen
                 n_iter -= 1
                 stalled = True

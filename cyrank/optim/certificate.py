@@ -25,8 +25,9 @@ DECREMENT_MAX_CG = 250
 
 
 def pseudo_gradient(g, x, lam1):
-    """The minimum-norm subgradient of f + lam1 ||x||_1 at x, given g = grad f(x) (Andrew & Gao 2007, 3.1)."""
-    if lam1 == 0:
+    """The minimum-norm subgradient of f + sum_r lam1_r |x_r| at x (lam1 a number or a vector), given g = grad f(x)
+    (Andrew & Gao 2007, 3.1)."""
+    if np.isscalar(lam1) and lam1 == 0:
         return g
     return np.where(x > 0, g + lam1, np.where(x < 0, g - lam1,
                                               np.where(g + lam1 < 0, g + lam1, np.maximum(g - lam1, 0.0))))
@@ -143,10 +144,12 @@ def jacobi_diagonal(hess_vec, squares, ridge, seed=0):
     return np.exp2(2.0 * np.round(0.5 * np.log2(diag)))
 
 
-def jacobi_preconditioner(problem, X, ridge, *, offsets=None, rows=None, x=None):
+def jacobi_preconditioner(problem, X, ridge, *, offsets=None, rows=None, x=None, evaluate=True):
     """:func:`jacobi_diagonal` for a SmoothProblem whose Hessian is X'(...)X + ridge I with a pairwise loss inside
-    the groups of ``offsets`` / ``rows`` (:func:`group_column_squares`), calibrated at ``x`` (default 0)."""
+    the groups of ``offsets`` / ``rows`` (:func:`group_column_squares`), calibrated at ``x`` (default 0; with
+    ``evaluate=False`` the problem's Hessian state is already there)."""
     x = np.zeros(X.shape[1]) if x is None else x
-    problem.fun(x)
-    problem.grad(x)  # the Hessian state at x
+    if evaluate:
+        problem.fun(x)
+        problem.grad(x)  # the Hessian state at x
     return jacobi_diagonal(problem.hess_vec, group_column_squares(X, offsets, rows), ridge)

@@ -213,6 +213,17 @@ def check_feature_scale(X, who):
     return top
 
 
+def feature_scale_spread(X):
+    """max over columns of max |x| divided by its min over the columns with a non-zero entry (1.0 for none): how
+    far apart the features' scales are. O(nnz)."""
+    if sp.issparse(X):
+        top = np.asarray(abs(X).max(axis=0).todense()).ravel()
+    else:
+        top = np.max(np.abs(X), axis=0, initial=0.0)
+    top = top[top > 0]
+    return float(top.max() / top.min()) if top.size else 1.0
+
+
 def _as_1d(a, name, n=None, of="X"):
     """``a`` as a 1-d array of length ``n``; a mismatch names ``of``, the argument that set the length."""
     if a is None:

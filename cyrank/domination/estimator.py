@@ -70,7 +70,8 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     max_iter : int >= 1, default=1000
         Maximum number of sweeps (epochs) over the active features ("cd") or of iterations (the other solvers).
     tol : float > 0, default=1e-6
-        Stop when ``kkt_violation_`` <= tol.
+        Stop when ``kkt_violation_`` <= tol and the objective is within tol * max(1, |objective|) of the optimum
+        (``gap_``); the latter is what makes the stop honest when a feature is on a scale of 1e9 or 1e-3.
     warm_start : bool, default=False
         Start from the previous ``coef_`` (X must have the same number of features; ValueError otherwise).
     random_state : int, RandomState or None, default=None
@@ -98,7 +99,15 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     kkt_violation_ : float
         max_r dist(-dL/dw_r, subdifferential of the penalty at w_r), divided by max_r |dL/dw_r| at w = 0.
     converged_ : bool
-        ``kkt_violation_ <= tol``.
+        ``kkt_violation_ <= tol`` and ``gap_ <= tol * max(1, |objective_|)`` (solver "cd": the KKT rule).
+    gap_ : float or None
+        objective_ minus the optimum, bounded or estimated (``gap_kind_``: "strong convexity", certified:
+        ||subgradient||^2 / (2 mu) for the mu-strongly convex objective; "newton decrement", the estimate
+        g'H^-1 g / 2, exact for a quadratic and to second order near the optimum; "duality gap", certified;
+        "exact"); None when not measured (solver "cd", whose coordinate steps
+        are exact). Tested against tol * max(1, |objective_|): no rescaling of a feature fools it (the decrement
+        is invariant to rescaling, the bounds are certified).
+    gap_kind_ : str
     sample_mask_ : ndarray of bool or None
         Rows kept by ``neg_sample`` (None without sampling).
     n_features_in_ : int

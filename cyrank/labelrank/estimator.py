@@ -40,7 +40,10 @@ class LabelRankBoost(BaseEstimator):
     max_iter : int >= 1, default=1000
         Newton iterations or boosting rounds; ConvergenceWarning when reached.
     tol : float > 0, default=1e-6
-        Stop when ||grad|| <= tol ||grad at coef = 0|| (``grad_norm_``).
+        Stop when ||grad|| <= tol ||grad at coef = 0|| (``grad_norm_``) and the objective is within
+        tol * max(1, |objective|) of the optimum (``gap_``: ||grad||^2 / (4 alpha), certified, or the Newton
+        decrement; "newton" runs preconditioned by the feature scales, "boost" is slow on unnormalised features
+        and then says so).
     verbose : int, default=0
 
     Attributes
@@ -49,6 +52,14 @@ class LabelRankBoost(BaseEstimator):
     joint_coef_ : ndarray of shape (n_joint_features,), or None when fitted without joint features
     objective_, grad_norm_ (relative), n_iter_, n_cg_iter_ (Hessian products of "newton"), converged_, solver_,
     n_labels_, n_features_in_
+    gap_ : float or None
+        objective_ minus the optimum, bounded or estimated (``gap_kind_``: "strong convexity", certified:
+        ||subgradient||^2 / (2 mu) for the mu-strongly convex objective; "newton decrement", the estimate
+        g'H^-1 g / 2, exact for a quadratic and to second order near the optimum; "duality gap", certified;
+        "exact"); None when not measured. Tested against
+        tol * max(1, |objective_|): no rescaling of a feature fools it (the decrement is invariant to rescaling,
+        the bounds are certified).
+    gap_kind_ : str
     classes_ : ndarray, only after a fit on class labels
     """
 

@@ -47,11 +47,12 @@ class RankSVM(RankerMixin, BaseEstimator):
     degree : int >= 1, default=3
     coef0 : float, default=1.0
     tol : float > 0, default=1e-3
-        squared_hinge: stop when ||grad|| <= tol * ||grad at 0|| (LIBLINEAR's rule; see grad_norm_). The objective
-        is then within (tol ||grad at 0||)^2 / 2 of the optimum (the objective is 1-strongly convex in w), and a
-        few more Newton steps reach tol = 1e-8..1e-12. hinge: stop when the certified gap (objective minus the
-        best dual value of the restricted problems, ``duality_gap_``) is <= tol * C |P| (tol is in units of the
-        mean hinge loss per pair), so the objective is within tol * C |P| of the optimum. The cutting planes of
+        squared_hinge: stop when ||grad|| <= tol * ||grad at 0|| (LIBLINEAR's rule; see grad_norm_) and the
+        objective is within tol * max(1, |objective|) of the optimum (``gap_``: ||grad||^2 / 2, certified by
+        1-strong convexity, or the Newton decrement); TRON runs preconditioned by the within-query column scales.
+        hinge: stop when the certified gap (objective minus the best dual value of the restricted problems,
+        ``duality_gap_``) is <= tol * C |P| (tol is in units of the mean hinge loss per pair) and <= tol *
+        max(1, objective). The cutting planes of
         linear models are stabilised in-out (``cyrank.ranksvm.Options.stabilization``); kernel models (and
         stabilization 0) use Kelley's method, which also requires the newest constraint to exceed the working
         set's slack by <= tol.
@@ -91,6 +92,14 @@ class RankSVM(RankerMixin, BaseEstimator):
     history_ : dict  (hinge) per separation: "objective" (at the point separated), "lower_bound" (best dual
         value so far) and "gap" (the certified gap the stopping rule tests), float64 arrays.
     converged_ : bool
+    gap_ : float or None
+        objective_ minus the optimum, bounded or estimated (``gap_kind_``: "strong convexity", certified:
+        ||subgradient||^2 / (2 mu) for the mu-strongly convex objective; "newton decrement", the estimate
+        g'H^-1 g / 2, exact for a quadratic and to second order near the optimum; "duality gap", certified;
+        "exact"); None when not measured. Tested against
+        tol * max(1, |objective_|): no rescaling of a feature fools it (the decrement is invariant to rescaling,
+        the bounds are certified).
+    gap_kind_ : str
     n_kernel_products_ : int  (other kernels) products with Q (each a full pass over Q, or a recomputation of
         it when Q is not stored)
     n_pairs_ : int  number of preference pairs

@@ -33,7 +33,7 @@ from .._dense import should_densify
 from .._result import SolveResult
 from .._threads import one_blas_thread, openmp_threads
 from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_ranking_data,
-                           check_verbose, max_abs)
+                           check_verbose, feature_scale_spread, max_abs)
 from ..optim.tron import tron
 from . import _pairloss
 from ..optim.certificate import jacobi_preconditioner
@@ -171,6 +171,11 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma
                       converged=bool(solver_out.converged), gap=float(values["duality_gap"]),
                       gap_kind="duality gap")
         message = f"RankSVM (hinge): {solver_out.message}" if solver_out.message else ""
+        if message and kernel == "linear" and feature_scale_spread(X) > 1e6:
+            message += (f". The features' scales span a factor {feature_scale_spread(X):.2g}: the dual of the cutting"
+                        " plane sums their products in one float64 Gram matrix, where the small ones are lost, so its"
+                        " gap may never close; standardise X (sklearn.preprocessing.StandardScaler) or use "
+                        "loss='squared_hinge', whose solver is preconditioned")
     return SolveResult(optimality_name="grad_norm" if loss == "squared_hinge" else "duality_gap",
                        message=message, **values)
 

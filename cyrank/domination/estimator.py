@@ -100,14 +100,10 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         max_r dist(-dL/dw_r, subdifferential of the penalty at w_r), divided by max_r |dL/dw_r| at w = 0.
     converged_ : bool
         ``kkt_violation_ <= tol`` and ``gap_ <= tol * max(1, |objective_|)`` (solver "cd": the KKT rule).
-    gap_ : float or None
-        objective_ minus the optimum, bounded or estimated (``gap_kind_``: "strong convexity", certified:
-        ||subgradient||^2 / (2 mu) for the mu-strongly convex objective; "newton decrement", the estimate
-        g'H^-1 g / 2, exact for a quadratic and to second order near the optimum; "duality gap", certified;
-        "exact"); None when not measured (solver "cd", whose coordinate steps
-        are exact). Tested against tol * max(1, |objective_|): no rescaling of a feature fools it (the decrement
-        is invariant to rescaling, the bounds are certified).
-    gap_kind_ : str
+    gap_, gap_kind_ : float or None, str
+        objective_ minus the optimum and how it is known (cyrank.optim.result: certified "strong convexity" or
+        "duality gap", or the "newton decrement" estimate, invariant to rescaling a feature); None: not measured
+        (solver "cd").
     sample_mask_ : ndarray of bool or None
         Rows kept by ``neg_sample`` (None without sampling).
     n_features_in_ : int

@@ -52,14 +52,9 @@ class LabelRankBoost(BaseEstimator):
     joint_coef_ : ndarray of shape (n_joint_features,), or None when fitted without joint features
     objective_, grad_norm_ (relative), n_iter_, n_cg_iter_ (Hessian products of "newton"), converged_, solver_,
     n_labels_, n_features_in_
-    gap_ : float or None
-        objective_ minus the optimum, bounded or estimated (``gap_kind_``: "strong convexity", certified:
-        ||subgradient||^2 / (2 mu) for the mu-strongly convex objective; "newton decrement", the estimate
-        g'H^-1 g / 2, exact for a quadratic and to second order near the optimum; "duality gap", certified;
-        "exact"); None when not measured. Tested against
-        tol * max(1, |objective_|): no rescaling of a feature fools it (the decrement is invariant to rescaling,
-        the bounds are certified).
-    gap_kind_ : str
+    gap_, gap_kind_ : float or None, str
+        objective_ minus the optimum and how it is known (cyrank.optim.result: certified "strong convexity" or
+        "duality gap", or the "newton decrement" estimate, invariant to rescaling a feature); None: not measured.
     classes_ : ndarray, only after a fit on class labels
     """
 

@@ -92,14 +92,9 @@ class RankSVM(RankerMixin, BaseEstimator):
     history_ : dict  (hinge) per separation: "objective" (at the point separated), "lower_bound" (best dual
         value so far) and "gap" (the certified gap the stopping rule tests), float64 arrays.
     converged_ : bool
-    gap_ : float or None
-        objective_ minus the optimum, bounded or estimated (``gap_kind_``: "strong convexity", certified:
-        ||subgradient||^2 / (2 mu) for the mu-strongly convex objective; "newton decrement", the estimate
-        g'H^-1 g / 2, exact for a quadratic and to second order near the optimum; "duality gap", certified;
-        "exact"); None when not measured. Tested against
-        tol * max(1, |objective_|): no rescaling of a feature fools it (the decrement is invariant to rescaling,
-        the bounds are certified).
-    gap_kind_ : str
+    gap_, gap_kind_ : float or None, str
+        objective_ minus the optimum and how it is known (cyrank.optim.result: certified "strong convexity" or
+        "duality gap", or the "newton decrement" estimate, invariant to rescaling a feature); None: not measured.
     n_kernel_products_ : int  (other kernels) products with Q (each a full pass over Q, or a recomputation of
         it when Q is not stored)
     n_pairs_ : int  number of preference pairs

@@ -5,6 +5,10 @@
 
 (the cross-entropy of RankNet with target probability 1). Written independently of cyrank: pairs are enumerated
 with plain loops (reference.ranksvm.preference_pairs); one vectorised logistic atom over all pairs.
+
+``pair_weight`` (optional, one non-negative number per pair, aligned with preference_pairs(y, qid)'s (i, j)
+order): the weighted loss sum_P c_ij log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2 of one inner step of
+linear LambdaRank (c_ij = |dZ_ij| of a fixed ranking).
 """
 import cvxpy as cp
 import numpy as np
@@ -14,19 +18,35 @@ from ._solve import solve_problem
 from .ranksvm import preference_pairs as pairs
 
 
-def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0):
-    """F(w) in plain numpy."""
+def _pair_weight(pair_weight, n_pairs):
+    if pair_weight is None:
+        return None
+    c = np.asarray(pair_weight, dtype=np.float64)
+    if c.shape != (n_pairs,) or not np.all(np.isfinite(c) & (c >= 0)):
+        raise ValueError(f"pair_weight must hold {n_pairs} finite non-negative numbers (one per preference pair)")
+    return c
+
+
+def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0, pair_weight=None):
+    """F(w) in plain numpy (weighted by ``pair_weight`` if given)."""
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     i, j = pairs(y, qid)
+    c = _pair_weight(pair_weight, i.size)
     u = sigma * (X[i] - X[j]) @ np.asarray(w, dtype=np.float64)
-    return float(np.sum(np.logaddexp(0.0, -u)) + alpha * np.dot(w, w))
+    losses = np.logaddexp(0.0, -u)
+    return float(np.sum(losses if c is None else c * losses) + alpha * np.dot(w, w))
 
 
-def solve(X, y, qid=None, sigma=1.0, alpha=1.0, **solver_options):
-    """Exact minimiser; returns a :class:`reference.Solution` with variable ``"w"``."""
+def solve(X, y, qid=None, sigma=1.0, alpha=1.0, pair_weight=None, **solver_options):
+    """Exact minimiser; returns a :class:`reference.Solution` with variable ``"w"``. ``pair_weight``: the weighted
+    loss (module docstring)."""
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     i, j = pairs(y, qid)
+    c = _pair_weight(pair_weight, i.size)
+    if c is not None:  # pairs of weight 0 drop out
+        i, j, c = i[c > 0], j[c > 0], c[c > 0]
     w = cp.Variable(X.shape[1], name="w")
-    loss = cp.sum(cp.logistic(-sigma * ((X[i] - X[j]) @ w))) if i.size else 0.0
+    logistic = cp.logistic(-sigma * ((X[i] - X[j]) @ w)) if i.size else None
+    loss = 0.0 if logistic is None else (cp.sum(logistic) if c is None else c @ logistic)
     problem = cp.Problem(cp.Minimize(loss + alpha * cp.sum_squares(w)))
     return solve_problem(problem, {"w": w}, **solver_options)

@@ -40,7 +40,8 @@ def test_the_first_tree_is_a_newton_step_on_our_lambdas(data, metric):
 
 def test_lambdamart_on_the_embedded_data_is_at_least_lightgbms_lambdarank(data):
     """Same trees (100, 31 leaves, learning rate 0.1, one thread): test NDCG@10 (LightGBM's convention) not below
-    LightGBM's built-in lambdarank objective by more than 0.01 (measured: 0.7501 against 0.7358)."""
+    LightGBM's built-in lambdarank objective by more than 0.01 (measured: 0.7345 against 0.7358; over eight fits,
+    feature_fraction 0.8 and seeds 1-7 for the other seven, 0.7455 against 0.7397 on average)."""
     X, y, qid = data["train"]
     Xt, yt, qt = data["test"]
     ours = LambdaMART(n_jobs=1).fit(X, y, qid)
@@ -97,6 +98,37 @@ def test_model_file_pickle_and_missing_lightgbm(data, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "lightgbm", None)
     with pytest.raises(ImportError, match=r"cyrank\[lightgbm\]"):
         LambdaMART().fit(X, y, qid)
+
+
+def test_the_model_does_not_depend_on_the_row_order(data):
+    """Rows permuted inside their (query, label), or at random: the same trees, so the same predictions bit for
+    bit. The default tie rule's lambdas need no row order (every score ties at the first round), and the rows of a
+    (query, label) reach LightGBM in an order fixed by their content: LightGBM gets the same data and the same
+    gradients in the same order, so bit-for-bit equality holds by construction. (Without that order the sums run
+    in another order; on these 15 rounds the trees came out equal all the same, LightGBM keeping its gradients in
+    float32.)"""
+    X, y, qid = data["train"]
+    Xt = data["test"][0]
+    rng = np.random.default_rng(0)
+    within = np.lexsort((rng.random(len(y)), y, qid))
+    anyhow = rng.permutation(len(y))
+    for metric in ("ndcg@10", "map"):
+        base = LambdaMART(metric=metric, n_estimators=15, n_jobs=1).fit(X, y, qid).predict(Xt)
+        for perm in (within, anyhow):
+            other = LambdaMART(metric=metric, n_estimators=15, n_jobs=1).fit(X[perm], y[perm], qid[perm])
+            np.testing.assert_array_equal(other.predict(Xt), base)
+
+
+def test_a_metric_constant_or_undefined_on_the_data_is_refused(data):
+    X, y, qid = data["train"]
+    with pytest.raises(ValueError, match="needs irrelevant documents"):
+        LambdaMART(metric="map", n_estimators=2).fit(X, y + 1.0, qid)
+    with pytest.raises(ValueError, match="no query has two different labels"):
+        LambdaMART(n_estimators=2).fit(X, np.zeros(len(y)), qid)
+    with pytest.raises(ValueError, match="eval_set: no query has a relevant document"):
+        LambdaMART(n_estimators=2).fit(X, y, qid, eval_set=(X, np.zeros(len(y)), qid))
+    with pytest.raises(ValueError, match="no closed form for ERR"):
+        LambdaMART(metric="err@5", ties="average").fit(X, y, qid)
 
 
 EXPECTED_FAILED = {

@@ -1,5 +1,6 @@
 """RankNet and LambdaRank gradients ("lambdas") per document (Burges, "From RankNet to LambdaRank to LambdaMART:
-An Overview", MSR-TR-2010-82, sections 2-4).
+An Overview", MSR-TR-2010-82, sections 2-4), and the pair-weighted RankNet loss of linear LambdaRank (the M-step of
+Wang, Li, Golbandi, Bendersky & Najork, "The LambdaLoss Framework for Ranking Metric Optimization", CIKM 2018).
 
 Rows come grouped by query and, inside a query, in increasing label order. For every pair (i, j) of a query with
 y_i > y_j and score gap u = s_i - s_j, with rho = 1 / (1 + exp(sigma u)) (a sigmoid, stable for any gap):
@@ -9,8 +10,8 @@ y_i > y_j and score gap u = s_i - s_j, with rho = 1 / (1 + exp(sigma u)) (a sigm
     weight    sigma^2 rho (1 - rho) |dZ_ij| added to both documents (the diagonal of the Gauss-Newton Hessian,
               the "hessian" LightGBM's custom objectives take)
 
-|dZ_ij| is the change of the query's metric when i and j swap places in the current ranking. Positions: sort by
-decreasing score, equal scores by increasing label (pessimistic ties, as cyrank.metrics), 0-based r_i:
+|dZ_ij| is the change of the query's metric when i and j swap places in the ranking by decreasing score. With
+distinct scores the ranking is unique; 0-based positions r_i:
 
 - NDCG@k: |g_i - g_j| |D(r_i) - D(r_j)| / IDCG@k, g = 2^y - 1, D(r) = 1 / log2(r + 2) for r < k, else 0; IDCG
   from the label order, once per query. O(1) per pair.
@@ -24,14 +25,40 @@ decreasing score, equal scores by increasing label (pessimistic ties, as cyrank.
   the irrelevant one above (at a, the relevant at b): dAP = ((c_a + 1)/(a+1) + sum_{a<r<b relevant} 1/(r+1) -
   c_b/(b+1)) / n_rel. O(1) per pair with prefix sums; 0 when both are (ir)relevant.
 
+Tied scores (``ties``). |dZ_ij| is the expectation of the above over the orders of the rows whose places a rule
+leaves open, each order equally likely, so it never depends on the order of the input rows:
+
+- PESSIMISTIC: equal scores are ranked by increasing label (the worst case, as cyrank.metrics); the rows of one
+  (score, label) block are interchangeable and every order of them counts. In this order the label at every
+  position is fixed, and a pair's two blocks A (above) and B (below) never overlap, so the sign of dZ is the same
+  for all placements (moving the better document down never raises NDCG, AP or ERR) and the expectation is the
+  mean of dZ over a in A, b in B. Each formula above is a sum of a term in a and a term in b (the labels of A and
+  B being constant), so that mean is O(1) per pair from per-block sums, O(n) per query. The lambdas equal the
+  pessimistic order's lambdas averaged over the rows of each block. (ERR with R = 1 in floating point, labels of
+  54 and more: the mean is summed over the placements, O(|A| |B| (b - a)).)
+- AVERAGE (NDCG and RankNet only): the rows of a tie group G (equal scores, any labels) in uniformly random
+  order. Two groups A above B: E|D(r_i) - D(r_j)| = mean D over A - mean D over B; i and j in one group of m
+  rows at positions p..p+m-1: E|D(r_i) - D(r_j)| = 2/(m(m-1)) sum_{u<v} (D_{p+u} - D_{p+v}), O(m) per group.
+  For ERR and MAP this expectation has no cheap closed form (AP and ERR are not sums over positions of a
+  function of one label).
+- INPUT: equal scores in a given order (``tie``: the input order, as LightGBM), every block a single row.
+
 ``truncation`` > 0 keeps only the pairs with one document in the top ``truncation`` positions (LightGBM's
-lambdarank_truncation_level). Cost per query: O(n log n) for the sort plus O(pairs). Queries run in parallel
-(OpenMP), each writing only its own rows; the loss is summed in query order.
+lambdarank_truncation_level); with ties, the expectation of |dZ_ij| times that indicator (1{position of the
+upper document < truncation}, a term in a alone). Cost per query: O(n log n) for the sort plus O(pairs). Queries
+run in parallel (OpenMP), each writing only its own rows; the loss is summed in query order.
+
+:class:`Reference` keeps the weights |dZ_ij| of one ranking (the reference scores s0: positions, blocks and the
+per-block sums, O(n) memory, no per-pair storage) and evaluates the convex pair-weighted RankNet loss
+sum_P |dZ_ij(s0)| log(1 + exp(-sigma (s_i - s_j))) at other scores s, its gradient, Gauss-Newton diagonal and
+Hessian-vector products, O(pairs) each.
 """
 import numpy as np
 
 from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, exp, fabs, log1p, log2, pow
+from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
 
 from cyrank._math cimport sigmoid
 from cyrank._parallel cimport product_threads
@@ -39,6 +66,7 @@ from cyrank._sort cimport KeyIndex, introsort
 from cyrank._typedefs cimport intp_t
 
 RANKNET, NDCG, ERR, AP = 0, 1, 2, 3
+PESSIMISTIC, AVERAGE, INPUT = 0, 1, 2
 cdef double TINY = 1e-250  # below it, exp(sigma s - max) has lost digits: the per-pair exponential instead
 
 cdef enum:
@@ -46,6 +74,27 @@ cdef enum:
     _NDCG = 1
     _ERR = 2
     _AP = 3
+
+cdef enum:
+    _PESSIMISTIC = 0
+    _AVERAGE = 1
+    _INPUT = 2
+
+cdef enum:
+    NF = 5  # per-row fields of a query's reference (QueryRef.f)
+
+
+cdef struct QueryRef:
+    # One query's ranking (rows 0..n-1 of the query, labels ascending) and what the pair weights need.
+    intp_t* pos    # position of row t (0 = top)
+    intp_t* bst    # first position of row t's block (ties: see the module docstring)
+    intp_t* bsz    # rows in that block
+    intp_t* bct    # of them, positions before the truncation level (bsz without truncation)
+    double* f      # NF fields per row, f[NF t + c]: its block's sums (query_reference)
+    double* val    # per position: ERR R_r, NDCG the discount D(r)
+    double* cnt    # per position: ERR p_r, AP c_r
+    double* pre    # per position, n + 1 entries: ERR sum_{t<r} R_t p_t w_t, AP sum_{t<r relevant} 1/(t+1)
+    double norm    # NDCG 1/IDCG, AP n_rel, else 1; 0: no pair of the query has a weight
 
 
 cdef double err_after_swap(const double* R, double p_a, intp_t a, intp_t b, intp_t k) noexcept nogil:
@@ -60,60 +109,241 @@ cdef double err_after_swap(const double* R, double p_a, intp_t a, intp_t b, intp
     return total
 
 
-cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
-                          intp_t truncation, double sigma, double max_rel, double threshold, bint norm,
-                          bint with_cost, double* lam, double* hess, KeyIndex* rec, intp_t* pos, intp_t* inv,
-                          double* val, double* pre, double* cnt, double* ex) noexcept nogil:
-    """Lambdas of one query (rows 0..n-1, labels ascending) into lam and hess; returns its cost (0 unless
-    ``with_cost``)."""
-    cdef intp_t t, r, i, j, a, b, lo_end
-    cdef double idcg = 0.0, loss = 0.0, delta, x, e, rho, rho1, p, n_rel = 0.0, ra, rb, ratio, mid, wa, wb
-    cdef double top = -INFINITY, low = INFINITY, total = 0.0, factor, inv_idcg, inv_sum, g, h
-    cdef double si, vi, di, exi, lam_i, hess_i
-    cdef intp_t pi
-    cdef bint fast
-    for t in range(n):
-        lam[t] = 0.0
-        hess[t] = 0.0
+cdef double query_reference(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
+                            intp_t truncation, double max_rel, double threshold, int ties, KeyIndex* rec,
+                            intp_t* ord, QueryRef* Q) noexcept nogil:
+    """Rank one query (rows 0..n-1, labels ascending) by the scores s and fill Q (positions, blocks, per-position
+    arrays, per-block sums in every row's fields); returns Q.norm (0: no pair of the query has a weight).
+    k >= n means no cut-off; truncation <= 0 none."""
+    cdef intp_t t, r, p, m, c, e, cT, T = truncation if truncation > 0 else n
+    cdef double idcg = 0.0, n_rel = 0.0, pr = 1.0, x0, x1, x2, x3, x4, g, suffix, d
+    cdef bint same
+    Q.norm = 0.0
     if n < 2 or y[0] == y[n - 1]:
         return 0.0
     for t in range(n):
         rec[t].key = -s[t]
         rec[t].index = t if tie == NULL else tie[t]  # equal scores: by label (rows are label-ascending) or tie[t]
         if tie != NULL:
-            inv[tie[t]] = t
+            ord[tie[t]] = t
     introsort(rec, n)
     for r in range(n):
-        pos[rec[r].index if tie == NULL else inv[rec[r].index]] = r
+        t = rec[r].index if tie == NULL else ord[rec[r].index]
+        Q.pos[t] = r
+    for t in range(n):
+        ord[Q.pos[t]] = t
+    # blocks: runs of equal scores (AVERAGE), of equal (score, label) (PESSIMISTIC), single rows (INPUT)
+    p = 0
+    while p < n:
+        e = p + 1
+        while e < n and ties != _INPUT and s[ord[e]] == s[ord[p]] and (ties == _AVERAGE or y[ord[e]] == y[ord[p]]):
+            e += 1
+        cT = min(max(T - p, 0), e - p)
+        for r in range(p, e):
+            t = ord[r]
+            Q.bst[t] = p
+            Q.bsz[t] = e - p
+            Q.bct[t] = cT
+        p = e
+    if metric == _RANKNET:
+        for p in range(n):  # fields 3 = share of the block before T, 4 = P(min position < T) in one group
+            if Q.bst[ord[p]] != p:
+                continue
+            m = Q.bsz[ord[p]]
+            cT = Q.bct[ord[p]]
+            x3 = cT / <double> m
+            x4 = 0.0
+            if m > 1:
+                for c in range(cT):
+                    x4 = x4 + (m - 1 - c)
+                x4 = x4 / (0.5 * m * (m - 1.0))
+            for r in range(p, p + m):
+                Q.f[NF * ord[r] + 3] = x3
+                Q.f[NF * ord[r] + 4] = x4
+        Q.norm = 1.0
+        return 1.0
     if metric == _NDCG:
-        # val[t] = gain of row t; pre[r] = discount of position r (0 beyond k): O(n) powers and logs per query
-        for t in range(n):
-            val[t] = pow(2.0, y[t]) - 1.0
+        # val[r] = D(r); per row: 0 gain, 1 mean D of its block, 2 (1/m) sum_{a<T} D_a, 3 share before T,
+        # 4 (one group of m >= 2 rows) E|D(r_i) - D(r_j)| 1{min < T} over random distinct positions
         for r in range(n):
-            pre[r] = 1.0 / log2(r + 2.0) if r < k else 0.0
+            Q.val[r] = 1.0 / log2(r + 2.0) if r < k else 0.0
+        for t in range(n):
+            Q.f[NF * t] = pow(2.0, y[t]) - 1.0
         for r in range(min(n, k)):  # ideal order: labels descending = rows n-1, n-2, ...
-            idcg = idcg + val[n - 1 - r] * pre[r]
+            idcg = idcg + Q.f[NF * (n - 1 - r)] * Q.val[r]
         if idcg <= 0.0:
             return 0.0
-    elif metric == _ERR:
+        for p in range(n):
+            if Q.bst[ord[p]] != p:
+                continue
+            m = Q.bsz[ord[p]]
+            cT = Q.bct[ord[p]]
+            x1 = 0.0
+            x2 = 0.0
+            for r in range(p, p + m):
+                x1 = x1 + Q.val[r]
+                if r - p < cT:
+                    x2 = x2 + Q.val[r]
+            x4 = 0.0
+            if m > 1:  # sum_{u<v, u<cT} (D_u - D_v) = sum_{u<cT} ((m-1-u) D_u - sum_{v>u} D_v)
+                suffix = 0.0
+                for c in range(m - 1, -1, -1):
+                    d = Q.val[p + c]
+                    if c < cT:
+                        x4 = x4 + ((m - 1 - c) * d - suffix)
+                    suffix = suffix + d
+                x4 = x4 / (0.5 * m * (m - 1.0))
+            for r in range(p, p + m):
+                t = ord[r]
+                Q.f[NF * t + 1] = x1 / m
+                Q.f[NF * t + 2] = x2 / m
+                Q.f[NF * t + 3] = cT / <double> m
+                Q.f[NF * t + 4] = x4
+        Q.norm = 1.0 / idcg
+        return Q.norm
+    if metric == _ERR:
         # val[r] = R at position r; pre[r] = sum_{t<r} R_t p_t w_t; cnt[r] = p_r
-        p = 1.0
-        pre[0] = 0.0
+        Q.pre[0] = 0.0
         for r in range(n):
-            val[r] = pow(2.0, y[rec[r].index] - max_rel) - pow(2.0, -max_rel)  # (2^y - 1) / 2^max_rel
-            cnt[r] = p
-            pre[r + 1] = pre[r] + (val[r] * p / (r + 1.0) if r < k else 0.0)
-            p = p * (1.0 - val[r])
-    elif metric == _AP:
-        # cnt[r] = relevant at positions <= r; pre[r] = sum_{t<r relevant} 1/(t+1)
-        pre[0] = 0.0
+            Q.val[r] = pow(2.0, y[ord[r]] - max_rel) - pow(2.0, -max_rel)  # (2^y - 1) / 2^max_rel
+            Q.cnt[r] = pr
+            Q.pre[r + 1] = Q.pre[r] + (Q.val[r] * pr / (r + 1.0) if r < k else 0.0)
+            pr = pr * (1.0 - Q.val[r])
+    else:  # AP: cnt[r] = relevant at positions <= r; pre[r] = sum_{t<r relevant} 1/(t+1)
+        Q.pre[0] = 0.0
         for r in range(n):
-            i = rec[r].index
-            n_rel = n_rel + (1.0 if y[i] > threshold else 0.0)
-            cnt[r] = n_rel
-            pre[r + 1] = pre[r] + (1.0 / (r + 1.0) if y[i] > threshold else 0.0)
-        if n_rel == 0.0:
+            n_rel = n_rel + (1.0 if y[ord[r]] > threshold else 0.0)
+            Q.cnt[r] = n_rel
+            Q.pre[r + 1] = Q.pre[r] + (1.0 / (r + 1.0) if y[ord[r]] > threshold else 0.0)
+        if n_rel == 0.0 or n_rel == n:
             return 0.0
+    for p in range(n):  # per block: the sums over its positions of the terms in a (upper, a < T) and in b (lower)
+        if Q.bst[ord[p]] != p:
+            continue
+        m = Q.bsz[ord[p]]
+        cT = Q.bct[ord[p]]
+        x0 = x1 = x2 = x3 = x4 = 0.0
+        for r in range(p, p + m):
+            if metric == _ERR:  # 0 R, 1 sum_{a<T} p_a w_a, 2 sum_{a<T} pre[a+1], 3 sum p_b w_b, 4 sum pre[b]
+                g = Q.cnt[r] / (r + 1.0) if r < k else 0.0
+                if r - p < cT:
+                    x1 = x1 + g
+                    x2 = x2 + Q.pre[r + 1]
+                x3 = x3 + g
+                x4 = x4 + Q.pre[r]
+            else:  # 0 sum_{a<T} c_a/(a+1), 1 sum_{a<T} (c_a+1)/(a+1), 2 sum_{a<T} pre[a+1], 3 sum c_b/(b+1), 4 pre[b]
+                if r - p < cT:
+                    x0 = x0 + Q.cnt[r] / (r + 1.0)
+                    x1 = x1 + (Q.cnt[r] + 1.0) / (r + 1.0)
+                    x2 = x2 + Q.pre[r + 1]
+                x3 = x3 + Q.cnt[r] / (r + 1.0)
+                x4 = x4 + Q.pre[r]
+        if metric == _ERR:
+            x0 = Q.val[p]
+        for r in range(p, p + m):
+            t = ord[r]
+            Q.f[NF * t] = x0
+            Q.f[NF * t + 1] = x1
+            Q.f[NF * t + 2] = x2
+            Q.f[NF * t + 3] = x3
+            Q.f[NF * t + 4] = x4
+    Q.norm = n_rel if metric == _AP else 1.0
+    return Q.norm
+
+
+cdef inline double pair_weight(const QueryRef* Q, const double* y, intp_t i, intp_t j, int metric, intp_t k,
+                               intp_t truncation, double threshold) noexcept nogil:
+    """|dZ_ij| of the pair y_i > y_j of a query ranked by query_reference (the expectation over the orders the
+    tie rule leaves open; module docstring)."""
+    cdef intp_t u, l, a, b, nA, nB, cA
+    cdef const double* fu
+    cdef const double* fl
+    cdef double S, ra, rb, ratio, mid, wa, wb, delta
+    if Q.bst[i] == Q.bst[j]:  # one tie group (AVERAGE: NDCG or RankNet)
+        if metric == _NDCG:
+            return fabs(Q.f[NF * i] - Q.f[NF * j]) * Q.f[NF * i + 4] * Q.norm
+        return Q.f[NF * i + 4]
+    if Q.bst[i] < Q.bst[j]:
+        u = i
+        l = j
+    else:
+        u = j
+        l = i
+    fu = Q.f + NF * u
+    fl = Q.f + NF * l
+    if metric == _RANKNET:
+        return fu[3]
+    if metric == _NDCG:  # |g_i - g_j| (mean_{a in A, a<T} D_a - P(a<T) mean_B D) / IDCG
+        return fabs(Q.f[NF * i] - Q.f[NF * j]) * (fu[2] - fu[3] * fl[1]) * Q.norm
+    nA = Q.bsz[u]
+    nB = Q.bsz[l]
+    cA = Q.bct[u]
+    if metric == _AP:
+        if (y[i] > threshold) == (y[j] > threshold):
+            return 0.0
+        if nA == 1 and nB == 1:
+            a = Q.pos[u]
+            b = Q.pos[l]
+            if truncation > 0 and a >= truncation:
+                return 0.0
+            mid = Q.pre[b] - Q.pre[a + 1]
+            if u == i:  # the relevant one (i) above
+                delta = (Q.cnt[b] / (b + 1.0) - Q.cnt[a] / (a + 1.0) - mid) / Q.norm
+            else:
+                delta = ((Q.cnt[a] + 1.0) / (a + 1.0) + mid - Q.cnt[b] / (b + 1.0)) / Q.norm
+            return fabs(delta)
+        if u == i:
+            S = (cA * fl[3] - nB * fu[0]) - (cA * fl[4] - nB * fu[2])
+        else:
+            S = (nB * fu[1] + (cA * fl[4] - nB * fu[2])) - cA * fl[3]
+        return fabs(S) / (<double> nA * nB) / Q.norm
+    # ERR
+    if nA == 1 and nB == 1:
+        a = Q.pos[u]
+        b = Q.pos[l]
+        if a >= k or (truncation > 0 and a >= truncation):
+            return 0.0
+        ra = Q.val[a]
+        rb = Q.val[b]
+        wa = 1.0 / (a + 1.0)
+        wb = 1.0 / (b + 1.0) if b < k else 0.0
+        if ra < 1.0:
+            ratio = (1.0 - rb) / (1.0 - ra)
+            mid = Q.pre[min(b, k)] - Q.pre[a + 1] if min(b, k) > a + 1 else 0.0
+            return fabs((rb - ra) * Q.cnt[a] * wa + (ratio - 1.0) * mid + (ra * ratio - rb) * Q.cnt[b] * wb)
+        # R_a = 1 in floating point (labels of 54 and more): nothing below a counted; sum directly
+        return fabs(err_after_swap(Q.val, Q.cnt[a], a, b, k) - ra * Q.cnt[a] * wa)
+    ra = fu[0]
+    rb = fl[0]
+    if ra < 1.0:
+        ratio = (1.0 - rb) / (1.0 - ra)
+        S = nB * (rb - ra) * fu[1] + (ratio - 1.0) * (cA * fl[4] - nB * fu[2]) + (ra * ratio - rb) * cA * fl[3]
+        return fabs(S) / (<double> nA * nB)
+    S = 0.0
+    for a in range(Q.bst[u], Q.bst[u] + cA):
+        if a >= k:
+            break
+        for b in range(Q.bst[l], Q.bst[l] + nB):
+            S = S + fabs(err_after_swap(Q.val, Q.cnt[a], a, b, k) - ra * Q.cnt[a] / (a + 1.0))
+    return S / (<double> nA * nB)
+
+
+cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, intp_t n, int metric, intp_t k,
+                        intp_t truncation, double sigma, double threshold, bint norm, bint with_cost,
+                        double* lam, double* hess, double* ex) noexcept nogil:
+    """Lambdas and weights of one query ranked in Q, at the scores s (which need not be Q's), into lam and hess;
+    returns its cost (0 unless ``with_cost``). ``norm``: LightGBM's lambdarank_norm (lambdas())."""
+    cdef intp_t t, i, j, lo_end, bi, bj
+    cdef double loss = 0.0, delta, x, e, rho, rho1, top = -INFINITY, low = INFINITY, total = 0.0, factor
+    cdef double inv_sum, g, h, si, exi, lam_i, hess_i, gi, c, qn = Q.norm
+    cdef const double* fi
+    cdef const double* fj
+    cdef bint fast
+    for t in range(n):
+        lam[t] = 0.0
+        hess[t] = 0.0
+    if qn == 0.0:
+        return 0.0
     # ex[t] = exp(sigma s_t - max): then rho = ex_j / (ex_i + ex_j) needs no exponential per pair
     for t in range(n):
         top = max(top, sigma * s[t])
@@ -122,25 +352,30 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
         ex[t] = exp(sigma * s[t] - top)
     # pairs: i above (larger label) j; rows are label-ascending, so j < lo_end = the first row of i's label
     lo_end = 0
-    inv_idcg = 1.0 / idcg if idcg > 0.0 else 0.0
     fast = (metric == _NDCG or metric == _RANKNET) and not with_cost
     for i in range(1, n):
         if y[i] != y[i - 1]:
             lo_end = i
         # row i's values in registers: the stores into lam and hess below could alias them otherwise
-        pi = pos[i]
         si = s[i]
-        vi = val[i]
-        di = pre[pi] if metric == _NDCG else 0.0
         exi = ex[i]
+        bi = Q.bst[i]
+        fi = Q.f + NF * i
+        gi = fi[0]
         lam_i = 0.0
         hess_i = 0.0
         if fast:  # NDCG or RankNet weights without cost: LambdaMART's call (also with LightGBM's settings)
             for j in range(lo_end):
-                if truncation > 0 and pi >= truncation and pos[j] >= truncation:
-                    continue
-                delta = fabs((vi - val[j]) * (di - pre[pos[j]])) * inv_idcg if metric == _NDCG else 1.0
-                if delta == 0.0:  # both beyond k (most pairs of a long query at NDCG@k)
+                bj = Q.bst[j]
+                fj = Q.f + NF * j
+                if bi == bj:
+                    c = fi[4]
+                elif bi < bj:
+                    c = fi[2] - fi[3] * fj[1] if metric == _NDCG else fi[3]
+                else:
+                    c = fj[2] - fj[3] * fi[1] if metric == _NDCG else fj[3]
+                delta = fabs(gi - fj[0]) * c * qn if metric == _NDCG else c
+                if delta == 0.0:  # both beyond k (most pairs of a long query at NDCG@k), or truncated
                     continue
                 if norm and top > low:
                     delta = delta / (0.01 + fabs(si - s[j]))
@@ -164,36 +399,7 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
             hess[i] += hess_i
             continue
         for j in range(lo_end):
-            a = min(pi, pos[j])
-            b = max(pi, pos[j])
-            if truncation > 0 and a >= truncation:
-                continue
-            if metric == _RANKNET:
-                delta = 1.0
-            elif metric == _NDCG:
-                delta = fabs((vi - val[j]) * (di - pre[pos[j]])) * inv_idcg
-            elif metric == _ERR:
-                if a >= k:
-                    continue
-                ra = val[a]
-                rb = val[b]
-                wa = 1.0 / (a + 1.0)
-                wb = 1.0 / (b + 1.0) if b < k else 0.0
-                if ra < 1.0:
-                    ratio = (1.0 - rb) / (1.0 - ra)
-                    mid = pre[min(b, k)] - pre[a + 1] if min(b, k) > a + 1 else 0.0
-                    delta = fabs((rb - ra) * cnt[a] * wa + (ratio - 1.0) * mid + (ra * ratio - rb) * cnt[b] * wb)
-                else:  # R_a = 1 in floating point (labels of 54 and more): nothing below a counted; sum directly
-                    delta = fabs(err_after_swap(val, cnt[a], a, b, k) - ra * cnt[a] * wa)
-            else:  # AP
-                if (y[i] > threshold) == (y[j] > threshold):
-                    continue
-                mid = pre[b] - pre[a + 1]
-                if pi < pos[j]:  # the relevant one (i) above
-                    delta = (cnt[b] / (b + 1.0) - cnt[a] / (a + 1.0) - mid) / n_rel
-                else:
-                    delta = ((cnt[a] + 1.0) / (a + 1.0) + mid - cnt[b] / (b + 1.0)) / n_rel
-                delta = fabs(delta)
+            delta = pair_weight(Q, y, i, j, metric, k, truncation, threshold)
             if delta == 0.0:
                 continue
             if norm and top > low:  # LightGBM's lambdarank_norm: the pair's weight over its score distance
@@ -229,44 +435,303 @@ cdef double query_lambdas(const double* s, const double* y, const intp_t* tie, i
     return loss
 
 
+cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, intp_t n, int metric, intp_t k,
+                         intp_t truncation, double sigma, double threshold, const double* v, double* out,
+                         double* ex) noexcept nogil:
+    """out = H v on one query: each pair adds |dZ_ij| sigma^2 rho (1 - rho) (v_i - v_j) to out_i, subtracts it
+    from out_j."""
+    cdef intp_t t, i, j, lo_end
+    cdef double top = -INFINITY, delta, x, e, rho, rho1, inv_sum, c, exi, vi, out_i
+    for t in range(n):
+        out[t] = 0.0
+    if Q.norm == 0.0:
+        return
+    for t in range(n):
+        top = max(top, sigma * s[t])
+    for t in range(n):
+        ex[t] = exp(sigma * s[t] - top)
+    lo_end = 0
+    for i in range(1, n):
+        if y[i] != y[i - 1]:
+            lo_end = i
+        exi = ex[i]
+        vi = v[i]
+        out_i = 0.0
+        for j in range(lo_end):
+            delta = pair_weight(Q, y, i, j, metric, k, truncation, threshold)
+            if delta == 0.0:
+                continue
+            if exi > TINY and ex[j] > TINY:
+                inv_sum = 1.0 / (exi + ex[j])
+                rho = ex[j] * inv_sum
+                rho1 = exi * inv_sum
+            else:
+                x = sigma * (s[j] - s[i])
+                e = exp(-fabs(x))
+                rho = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+                rho1 = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
+            c = sigma * sigma * rho * rho1 * delta * (vi - v[j])
+            out_i += c
+            out[j] -= c
+        out[i] += out_i
+
+
+cdef inline void set_ref(QueryRef* Q, intp_t* ib, double* fb, intp_t n_total, intp_t off, intp_t q) noexcept nogil:
+    """Q's pointers into the arrays of a whole data set (4 x n_total ints, (NF + 2) x n_total + n_q doubles, the
+    pre arrays n + 1 long each: query q's at off + q)."""
+    Q.pos = ib + off
+    Q.bst = ib + n_total + off
+    Q.bsz = ib + 2 * n_total + off
+    Q.bct = ib + 3 * n_total + off
+    Q.f = fb + NF * off
+    Q.val = fb + NF * n_total + off
+    Q.cnt = fb + (NF + 1) * n_total + off
+    Q.pre = fb + (NF + 2) * n_total + off + q
+
+
+cdef inline void set_scratch(QueryRef* Q, intp_t* ib, double* fb, intp_t m) noexcept nogil:
+    """Q's pointers into one thread's scratch for queries of at most m rows (the same layout, one query)."""
+    set_ref(Q, ib, fb, m, 0, 0)
+
+
+cdef double lambdas_query(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
+                          intp_t truncation, double sigma, double max_rel, double threshold, int ties, bint norm,
+                          bint with_cost, double* lam, double* hess, KeyIndex* rec, intp_t* ord, intp_t* ib,
+                          double* fb, double* ex, intp_t m) noexcept nogil:
+    cdef QueryRef Q
+    set_scratch(&Q, ib, fb, m)
+    query_reference(s, y, tie, n, metric, k, truncation, max_rel, threshold, ties, rec, ord, &Q)
+    return query_pairs(&Q, s, y, n, metric, k, truncation, sigma, threshold, norm, with_cost, lam, hess, ex)
+
+
+def _check_codes(int metric, int ties):
+    if metric < _RANKNET or metric > _AP:
+        raise ValueError(f"unknown metric code {metric}")
+    if ties < _PESSIMISTIC or ties > _INPUT:
+        raise ValueError(f"unknown ties code {ties}")
+    if ties == _AVERAGE and (metric == _ERR or metric == _AP):
+        raise ValueError("ties='average' is available for NDCG and RankNet only (ERR and MAP: 'pessimistic')")
+
+
 def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets, int metric, intp_t k,
             intp_t truncation, double sigma, double max_rel, double threshold, double[::1] lam, double[::1] hess,
-            intp_t parallel_min_rows=-1, bint with_cost=True, bint norm=False, const intp_t[::1] tie=None):
+            intp_t parallel_min_rows=-1, bint with_cost=True, bint norm=False, const intp_t[::1] tie=None,
+            int ties=PESSIMISTIC):
     """Lambdas and weights of every query (rows offsets[q]:offsets[q+1], labels ascending inside a query; module
     docstring) into lam and hess; returns the total cost (0 unless ``with_cost``: a log per pair less).
-    k <= 0 means every position. ``tie`` (optional): per row a distinct rank inside its query (0 .. n_q - 1) that
-    orders equal scores instead of the label (e.g. the input order, as LightGBM). ``norm``: LightGBM's
-    lambdarank_norm, each pair's |dZ| divided by 0.01 + |s_i - s_j| (when the query's scores are not all equal)
-    and the query's lambdas and weights scaled by log2(1 + S) / S, S = sum over pairs of 2 sigma rho |dZ|."""
+    k <= 0 means every position. ``ties``: PESSIMISTIC or AVERAGE (module docstring); ``tie`` (optional, then
+    INPUT): per row a distinct rank inside its query (0 .. n_q - 1) that orders equal scores (e.g. the input
+    order, as LightGBM). ``norm``: LightGBM's lambdarank_norm, each pair's |dZ| divided by 0.01 + |s_i - s_j|
+    (when the query's scores are not all equal) and the query's lambdas and weights scaled by log2(1 + S) / S,
+    S = sum over pairs of 2 sigma rho |dZ|."""
     cdef intp_t n = s.shape[0], nq = offsets.shape[0] - 1, q, m = 0, tid
     cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
     if y.shape[0] != n or lam.shape[0] != n or hess.shape[0] != n or offsets[nq] != n:
         raise ValueError("lambdas: wrong array sizes")
-    if metric < _RANKNET or metric > _AP:
-        raise ValueError(f"lambdas: unknown metric code {metric}")
-    if k <= 0:
-        k = n + 1
-    for q in range(nq):
-        m = max(m, offsets[q + 1] - offsets[q])
-    cdef double[::1] loss = np.zeros(max(nq, 1))
-    cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), max(m, 1)), dtype=[("key", np.float64), ("index", np.int64)])
-    cdef intp_t[:, ::1] pos = np.zeros((max(nt, 1), 2 * max(m, 1)), dtype=np.int64)
     cdef const intp_t* tie_p = NULL
     if tie is not None:
         if tie.shape[0] != n:
             raise ValueError("lambdas: tie must have one entry per row")
         tie_p = &tie[0] if n else NULL
-    cdef double[:, ::1] work = np.zeros((max(nt, 1), 4 * max(m, 1) + 1))
+        ties = _INPUT
+    elif ties == _INPUT:
+        raise ValueError("lambdas: ties=INPUT needs the tie array")
+    _check_codes(metric, ties)
+    if k <= 0:
+        k = n + 1
+    for q in range(nq):
+        m = max(m, offsets[q + 1] - offsets[q])
+    m = max(m, 1)
+    cdef double[::1] loss = np.zeros(max(nq, 1))
+    cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), m), dtype=[("key", np.float64), ("index", np.int64)])
+    cdef intp_t[:, ::1] ib = np.zeros((max(nt, 1), 5 * m), dtype=np.int64)  # 4 m QueryRef ints, m ord
+    cdef double[:, ::1] fb = np.zeros((max(nt, 1), (NF + 4) * m + 1))       # f, val, cnt, pre (m + 1), ex
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for q in prange(nq, schedule="dynamic", chunksize=16):
-            loss[q] = query_lambdas(&s[offsets[q]], &y[offsets[q]], tie_p + offsets[q] if tie_p != NULL else NULL,
+            loss[q] = lambdas_query(&s[offsets[q]], &y[offsets[q]], tie_p + offsets[q] if tie_p != NULL else NULL,
                                     offsets[q + 1] - offsets[q], metric, k, truncation, sigma, max_rel, threshold,
-                                    norm, with_cost, &lam[offsets[q]], &hess[offsets[q]], &rec[tid, 0],
-                                    &pos[tid, 0], &pos[tid, m], &work[tid, 0], &work[tid, m],
-                                    &work[tid, 2 * m + 1], &work[tid, 3 * m + 1])
+                                    ties, norm, with_cost, &lam[offsets[q]], &hess[offsets[q]], &rec[tid, 0],
+                                    &ib[tid, 4 * m], &ib[tid, 0], &fb[tid, 0], &fb[tid, (NF + 3) * m + 1], m)
     return float(np.sum(loss))
+
+
+cdef class Reference:
+    """The pair weights |dZ_ij| of the ranking by the reference scores s0 (module docstring), for the convex
+    pair-weighted RankNet loss at other scores: ``loss`` (value, gradient and Gauss-Newton diagonal), ``hess_vec``
+    (exact Hessian products) and ``pair_weights`` (every pair, for tests). O(n) memory."""
+
+    cdef const double[::1] y
+    cdef const intp_t[::1] offsets
+    cdef intp_t[::1] ib
+    cdef double[::1] fb
+    cdef double[::1] qnorm
+    cdef readonly int metric, ties
+    cdef readonly intp_t k, truncation, n, nq, m
+    cdef readonly double threshold, max_rel
+    cdef intp_t parallel_min_rows
+
+    def __init__(self, const double[::1] s0, const double[::1] y, const intp_t[::1] offsets, int metric, intp_t k,
+                 intp_t truncation, double max_rel, double threshold, int ties=PESSIMISTIC,
+                 const intp_t[::1] tie=None, intp_t parallel_min_rows=-1):
+        cdef intp_t n = s0.shape[0], nq = offsets.shape[0] - 1, q, m = 0, tid, mm
+        cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
+        cdef const intp_t* tie_p = NULL
+        cdef QueryRef Q
+        if y.shape[0] != n or offsets[nq] != n:
+            raise ValueError("Reference: wrong array sizes")
+        if tie is not None:
+            if tie.shape[0] != n:
+                raise ValueError("Reference: tie must have one entry per row")
+            tie_p = &tie[0] if n else NULL
+            ties = _INPUT
+        elif ties == _INPUT:
+            raise ValueError("Reference: ties=INPUT needs the tie array")
+        _check_codes(metric, ties)
+        self.y, self.offsets, self.metric, self.ties = y, offsets, metric, ties
+        self.k = k if k > 0 else n + 1
+        self.truncation, self.threshold, self.max_rel = truncation, threshold, max_rel
+        self.n, self.nq, self.parallel_min_rows = n, nq, parallel_min_rows
+        for q in range(nq):
+            m = max(m, offsets[q + 1] - offsets[q])
+        self.m = mm = max(m, 1)
+        self.ib = np.zeros(4 * n, dtype=np.int64)
+        self.fb = np.zeros((NF + 3) * n + nq + 1)  # f (NF n), val, cnt, pre (n + nq)
+        self.qnorm = np.zeros(max(nq, 1))
+        cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), mm), dtype=[("key", np.float64), ("index", np.int64)])
+        cdef intp_t[:, ::1] ordb = np.zeros((max(nt, 1), mm), dtype=np.int64)
+        cdef intp_t* ibp = &self.ib[0] if n else NULL
+        cdef double* fbp = &self.fb[0]
+        cdef intp_t kk = self.k
+        cdef double[::1] qnorm = self.qnorm
+        tid = 0
+        with nogil, parallel(num_threads=nt):
+            tid = threadid()
+            for q in prange(nq, schedule="dynamic", chunksize=16):
+                qnorm[q] = _reference_query(&s0[offsets[q]], &y[offsets[q]],
+                                                 tie_p + offsets[q] if tie_p != NULL else NULL,
+                                                 offsets[q + 1] - offsets[q], metric, kk, truncation, max_rel,
+                                                 threshold, ties, &rec[tid, 0], &ordb[tid, 0], ibp, fbp, n,
+                                                 offsets[q], q)
+
+    def same_weights(self, Reference other):
+        """True when ``other`` has the same blocks (hence the same pair weights) on the same data."""
+        return (self.n == other.n and self.metric == other.metric and self.ties == other.ties
+                and np.array_equal(np.asarray(self.ib)[self.n:3 * self.n], np.asarray(other.ib)[other.n:3 * other.n])
+                and np.array_equal(np.asarray(self.qnorm), np.asarray(other.qnorm)))
+
+    def active_queries(self):
+        """Number of queries with a pair of nonzero weight (norm > 0)."""
+        return int(np.count_nonzero(np.asarray(self.qnorm)[:self.nq]))
+
+    def loss(self, const double[::1] s, double sigma, double[::1] lam, double[::1] hess, bint with_cost=True):
+        """sum_P |dZ_ij| log(1 + exp(-sigma (s_i - s_j))) (0 unless ``with_cost``), its gradient in s into lam and
+        the Gauss-Newton diagonal into hess."""
+        cdef intp_t n = self.n, nq = self.nq, q, tid, m = self.m
+        cdef int nt = <int> product_threads(n, nq, self.parallel_min_rows)
+        if s.shape[0] != n or lam.shape[0] != n or hess.shape[0] != n:
+            raise ValueError("Reference.loss: wrong array sizes")
+        cdef double[::1] loss = np.zeros(max(nq, 1))
+        cdef double[:, ::1] ex = np.zeros((max(nt, 1), m))
+        cdef intp_t* ibp = &self.ib[0] if n else NULL
+        cdef double* fbp = &self.fb[0]
+        cdef const double* yp = &self.y[0] if n else NULL
+        cdef const intp_t[::1] off = self.offsets
+        cdef const double[::1] qnorm = self.qnorm
+        cdef int metric = self.metric
+        cdef intp_t k = self.k, truncation = self.truncation
+        cdef double threshold = self.threshold
+        tid = 0
+        with nogil, parallel(num_threads=nt):
+            tid = threadid()
+            for q in prange(nq, schedule="dynamic", chunksize=16):
+                loss[q] = _loss_query(&s[off[q]], yp, ibp, fbp, n, off[q], q, off[q + 1] - off[q], qnorm[q], metric,
+                                      k, truncation, sigma, threshold, with_cost, &lam[off[q]], &hess[off[q]],
+                                      &ex[tid, 0])
+        return float(np.sum(loss))
+
+    def hess_vec(self, const double[::1] s, double sigma, const double[::1] v, double[::1] out):
+        """out = H v, H the Hessian in the scores of the weighted loss at s."""
+        cdef intp_t n = self.n, nq = self.nq, q, tid, m = self.m
+        cdef int nt = <int> product_threads(n, nq, self.parallel_min_rows)
+        if s.shape[0] != n or v.shape[0] != n or out.shape[0] != n:
+            raise ValueError("Reference.hess_vec: wrong array sizes")
+        cdef double[:, ::1] ex = np.zeros((max(nt, 1), m))
+        cdef intp_t* ibp = &self.ib[0] if n else NULL
+        cdef double* fbp = &self.fb[0]
+        cdef const double* yp = &self.y[0] if n else NULL
+        cdef const intp_t[::1] off = self.offsets
+        cdef const double[::1] qnorm = self.qnorm
+        cdef int metric = self.metric
+        cdef intp_t k = self.k, truncation = self.truncation
+        cdef double threshold = self.threshold
+        tid = 0
+        with nogil, parallel(num_threads=nt):
+            tid = threadid()
+            for q in prange(nq, schedule="dynamic", chunksize=16):
+                _hess_vec_query(&s[off[q]], yp, ibp, fbp, n, off[q], q, off[q + 1] - off[q], qnorm[q], metric, k,
+                                truncation, sigma, threshold, &v[off[q]], &out[off[q]], &ex[tid, 0])
+
+    def pair_weights(self):
+        """(i, j, w): every pair y_i > y_j of a query (row indices of the data as given, in the kernel's order)
+        and its weight |dZ_ij|."""
+        cdef intp_t q, i, j, lo, hi, lo_end, c = 0, total = 0
+        cdef QueryRef Q
+        for q in range(self.nq):
+            lo, hi = self.offsets[q], self.offsets[q + 1]
+            lo_end = lo
+            for i in range(lo + 1, hi):
+                if self.y[i] != self.y[i - 1]:
+                    lo_end = i
+                total += lo_end - lo
+        I = np.empty(total, dtype=np.int64)
+        J = np.empty(total, dtype=np.int64)
+        W = np.empty(total)
+        cdef intp_t[::1] Iv = I, Jv = J
+        cdef double[::1] Wv = W
+        for q in range(self.nq):
+            lo, hi = self.offsets[q], self.offsets[q + 1]
+            set_ref(&Q, &self.ib[0], &self.fb[0], self.n, lo, q)
+            Q.norm = self.qnorm[q]
+            lo_end = lo
+            for i in range(lo + 1, hi):
+                if self.y[i] != self.y[i - 1]:
+                    lo_end = i
+                for j in range(lo, lo_end):
+                    Iv[c] = i
+                    Jv[c] = j
+                    Wv[c] = 0.0 if Q.norm == 0.0 else pair_weight(&Q, &self.y[lo], i - lo, j - lo, self.metric,
+                                                                   self.k, self.truncation, self.threshold)
+                    c += 1
+        return I, J, W
+
+
+cdef double _reference_query(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
+                             intp_t truncation, double max_rel, double threshold, int ties, KeyIndex* rec,
+                             intp_t* ord, intp_t* ib, double* fb, intp_t n_total, intp_t off,
+                             intp_t q) noexcept nogil:
+    cdef QueryRef Q
+    set_ref(&Q, ib, fb, n_total, off, q)
+    return query_reference(s, y, tie, n, metric, k, truncation, max_rel, threshold, ties, rec, ord, &Q)
+
+
+cdef double _loss_query(const double* s, const double* y, intp_t* ib, double* fb, intp_t n_total, intp_t off,
+                        intp_t q, intp_t n, double qnorm, int metric, intp_t k, intp_t truncation, double sigma,
+                        double threshold, bint with_cost, double* lam, double* hess, double* ex) noexcept nogil:
+    cdef QueryRef Q
+    set_ref(&Q, ib, fb, n_total, off, q)
+    Q.norm = qnorm
+    return query_pairs(&Q, s, y + off, n, metric, k, truncation, sigma, threshold, False, with_cost, lam, hess, ex)
+
+
+cdef void _hess_vec_query(const double* s, const double* y, intp_t* ib, double* fb, intp_t n_total, intp_t off,
+                          intp_t q, intp_t n, double qnorm, int metric, intp_t k, intp_t truncation, double sigma,
+                          double threshold, const double* v, double* out, double* ex) noexcept nogil:
+    cdef QueryRef Q
+    set_ref(&Q, ib, fb, n_total, off, q)
+    Q.norm = qnorm
+    query_hess_vec(&Q, s, y + off, n, metric, k, truncation, sigma, threshold, v, out, ex)
 
 
 def ranknet_hess_vec(const double[::1] s, const double[::1] y, const intp_t[::1] offsets, double sigma,
@@ -293,3 +758,59 @@ def ranknet_hess_vec(const double[::1] s, const double[::1] y, const intp_t[::1]
                     c = sigma * sigma * rho * (1.0 - rho) * (v[i] - v[j])
                     out[i] += c
                     out[j] -= c
+
+
+
+cdef inline uint64_t _mix(uint64_t h, uint64_t x) noexcept nogil:
+    """One step of a 64-bit hash of a sequence (x through the splitmix64 finaliser, then combined with h)."""
+    x = x + <uint64_t> 0x9E3779B97F4A7C15
+    x = (x ^ (x >> 30)) * <uint64_t> 0xBF58476D1CE4E5B9
+    x = (x ^ (x >> 27)) * <uint64_t> 0x94D049BB133111EB
+    x = x ^ (x >> 31)
+    return (h ^ x) * <uint64_t> 0x100000001B3 + (h >> 29)
+
+
+cdef inline uint64_t _bits(double v) noexcept nogil:
+    cdef uint64_t b
+    v = v + 0.0  # -0.0 -> +0.0
+    memcpy(&b, &v, sizeof(double))
+    return b
+
+
+def row_hashes(X):
+    """A 64-bit hash per row of X (dense or scipy.sparse) of its non-zero entries (column, value) in column
+    order: equal rows, dense or sparse, explicit zeros or not, get equal hashes. Rows of one (query, label) run
+    are put in hash order, so a permutation of the input rows does not change the data the kernels see."""
+    import scipy.sparse as sp
+
+    cdef intp_t n = X.shape[0], d = X.shape[1], i, j, p
+    cdef uint64_t h
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] o = out
+    cdef const double[:, ::1] D
+    cdef const intp_t[::1] ptr, ind
+    cdef const double[::1] val
+    if sp.issparse(X):
+        C = sp.csr_matrix(X)
+        if not C.has_sorted_indices:
+            C = C.sorted_indices()
+        ptr = np.asarray(C.indptr, dtype=np.int64)
+        ind = np.asarray(C.indices, dtype=np.int64)
+        val = np.asarray(C.data, dtype=np.float64)
+        with nogil:
+            for i in range(n):
+                h = <uint64_t> 0xCBF29CE484222325
+                for p in range(ptr[i], ptr[i + 1]):
+                    if val[p] != 0.0:
+                        h = _mix(_mix(h, <uint64_t> ind[p]), _bits(val[p]))
+                o[i] = h
+    else:
+        D = np.ascontiguousarray(X, dtype=np.float64)
+        with nogil:
+            for i in range(n):
+                h = <uint64_t> 0xCBF29CE484222325
+                for j in range(d):
+                    if D[i, j] != 0.0:
+                        h = _mix(_mix(h, <uint64_t> j), _bits(D[i, j]))
+                o[i] = h
+    return out

@@ -70,54 +70,85 @@ class RankNet(LinearRankerMixin, BaseEstimator):
 @register_model
 class LambdaRank(LinearRankerMixin, BaseEstimator):
     """Linear LambdaRank: f(x) = w . x trained on the lambda gradients of a ranking metric (Burges 2010,
-    section 4): each pair y_i > y_j of a query is weighted by |dZ_ij|, the change of the metric when i and j swap
-    places in the current ranking, so the cost sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2 is
-    minimised by L-BFGS-B locally (it is not convex). Deterministic (from w = 0).
+    section 4), by the EM loop of the LambdaLoss framework (Wang, Li, Golbandi, Bendersky & Najork, CIKM 2018).
+
+    The lambdas are the gradient of the cost::
+
+        C(w) = sum_{(i, j): same query, y_i > y_j} |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
+
+    with |dZ_ij| the change of the metric when i and j swap places in the ranking by f. C is not convex (not even
+    continuous where the ranking changes). From the RankNet solution (same alpha and sigma; at w = 0 every score
+    ties), each outer step fixes the weights |dZ_ij| at the current ranking and minimises the convex weighted
+    RankNet loss exactly by trust-region Newton (warm-started); the step to that minimiser is halved until C,
+    with the weights of the new ranking, decreases. The loop stops when the ranking (hence every weight) no
+    longer changes, when C decreases by less than ``tol`` (relative), or by early stopping on ``eval_set``.
+    Tied scores get weights that do not depend on the row order (``ties``), and rows of one (query, label) are
+    put in an order fixed by their content, so permuting the training rows gives the same model bit for bit.
+    Deterministic.
 
     Parameters
     ----------
     metric : str, default="ndcg@10"
-        "ndcg@k" / "ndcg", "err@k" / "err", "map", or "ranknet" (|dZ| = 1).
+        "ndcg@k" / "ndcg", "err@k" / "err", "map" (relevant: label > 0), or "ranknet" (|dZ| = 1: RankNet).
     sigma : float > 0, default=1.0
-    alpha : float >= 0, default=1e-3
-    max_iter : int >= 1, default=200
-        L-BFGS-B iterations.
+    alpha : float >= 0, default=1.0
+        Weight of ||w||^2 (as RankNet's default; on the embedded LightGBM data alpha = 10 did best on held-out
+        queries).
+    max_iter : int >= 1, default=50
+        Outer (EM) steps; ConvergenceWarning when reached without convergence.
     tol : float > 0, default=1e-6
-        L-BFGS-B stops when max |grad| <= tol max |grad at 0|.
+        The inner solves' tolerance (relative gradient norm and gap, as RankNet's) and the outer loop's: stop when C
+        decreases by less than tol C.
     early_stopping_rounds : int >= 1 or None, default=None
-        With ``eval_set`` in ``fit``: stop after this many iterations without a better metric on it and keep the
-        best iterate (``best_iteration_``).
+        With ``eval_set`` in ``fit``: stop after this many outer steps without a better metric on it and keep the
+        best iterate (``best_iteration_``; 0: the RankNet start).
+    ties : {"pessimistic", "average", "input"}, default="pessimistic"
+        Equal scores: lower label first (as cyrank.metrics measures the metric) with the lambdas of rows of equal
+        score and label averaged (the expectation over their orders); "average": the exact expectation over random
+        orders of the tied rows (NDCG and RankNet only); "input": input order (LightGBM's; the model then depends
+        on the row order). Formulas: cyrank.lambdarank._lambdas.
+    max_inner_iter : int >= 1, default=1000
+        Newton iterations of each inner solve; one that stops short makes the fit not converged (warning).
     verbose : int, default=0
+        1: one line per outer step; 2: the inner solves' iterations too.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
-    objective_, grad_norm_, n_iter_, converged_, history_ ("objective", "eval" per iteration), best_iteration_,
+    objective_ : C(coef_) with the weights of coef_'s own ranking
+    grad_norm_ : ||grad C|| / ||grad C at 0|| with those weights (about 0 at a fixed point of the loop)
+    n_iter_ (outer steps), n_inner_iter_ (Newton iterations, the RankNet start included), converged_,
+    history_ (per outer step, entry 0 the RankNet start: "loss" the minimised weighted loss, "objective" C,
+    "step" the step taken, "train" the metric on the training set, "eval" on eval_set), best_iteration_,
     n_features_in_
     """
 
     _model_schema = {
         "n_features_in_": "int>=1", "coef_": "float[d]", "objective_": "float", "grad_norm_": "float>=0",
-        "n_iter_": "int>=0", "converged_": "bool", "history_": "dict", "best_iteration_": "int>=0",
+        "n_iter_": "int>=0", "n_inner_iter_": "int>=0", "converged_": "bool", "history_": "dict",
+        "best_iteration_": "int>=0",
     }
 
-    def __init__(self, metric="ndcg@10", sigma=1.0, alpha=1e-3, max_iter=200, tol=1e-6, early_stopping_rounds=None,
-                 verbose=0):
+    def __init__(self, metric="ndcg@10", sigma=1.0, alpha=1.0, max_iter=50, tol=1e-6, early_stopping_rounds=None,
+                 ties="pessimistic", max_inner_iter=1000, verbose=0):
         self.metric = metric
         self.sigma = sigma
         self.alpha = alpha
         self.max_iter = max_iter
         self.tol = tol
         self.early_stopping_rounds = early_stopping_rounds
+        self.ties = ties
+        self.max_inner_iter = max_inner_iter
         self.verbose = verbose
 
     def _check_params(self):
+        solver.resolve_ties(self.ties, self.metric)
         return solver.check_lambdarank_params(metric=self.metric, sigma=self.sigma, alpha=self.alpha,
                                               max_iter=self.max_iter, tol=self.tol,
                                               early_stopping_rounds=self.early_stopping_rounds)
 
     def fit(self, X, y, qid=None, eval_set=None):
-        """Fit on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every iteration."""
+        """Fit on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every outer step."""
         return set_fitted(self, solver.solve_lambdarank(X, y, qid, eval_set=eval_set, **self.get_params()))
 
     def __sklearn_tags__(self):

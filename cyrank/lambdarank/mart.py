@@ -13,9 +13,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import RankerMixin, check_predict_X, set_fitted
 from .._result import SolveResult
-from .._validation import check_n_jobs, check_param, check_ranking_data, warn_if_no_pairs
+from .._validation import check_n_jobs, check_option, check_param, check_ranking_data
 from ..io import register_model
-from .solver import _Pairs, metric_value, parse_metric
+from .solver import TIES, _Pairs, check_eval_set, check_metric_data, metric_value, parse_metric, resolve_ties
 
 
 def _lightgbm():
@@ -48,8 +48,13 @@ class LambdaMART(RankerMixin, BaseEstimator):
         Shape of the pairwise sigmoid.
     truncation : int >= 1 or None, default=None
         Only pairs with one document in the top ``truncation`` positions (LightGBM's lambdarank_truncation_level).
-    ties : {"pessimistic", "input"}, default="pessimistic"
-        Positions of equal scores: lower label first (cyrank.metrics' convention) or input order (LightGBM's).
+    ties : {"pessimistic", "average", "input"}, default="pessimistic"
+        Equal scores (every score at the first round). "pessimistic": lower label first (cyrank.metrics'
+        convention), the lambdas of rows with the same score and label averaged (the expectation over their
+        orders); "average": the exact expectation of |dZ| over random orders of the tied rows (NDCG and RankNet).
+        Neither depends on the row order, and the rows of one (query, label) are given to LightGBM in an order fixed
+        by their content, so permuting the training rows gives the same trees bit for bit. "input": input order, as
+        LightGBM (the model then depends on the row order).
     norm : bool, default=False
         LightGBM's lambdarank_norm (cyrank.lambdarank._lambdas.lambdas). ``metric="ndcg", truncation=30,
         ties="input", norm=True`` is LightGBM's built-in lambdarank objective (for queries of at most 30
@@ -93,6 +98,8 @@ class LambdaMART(RankerMixin, BaseEstimator):
 
     def _check_params(self):
         parse_metric(self.metric)
+        check_option("ties", self.ties, TIES)
+        resolve_ties(self.ties, self.metric)
         return (check_param("n_estimators", self.n_estimators, low=1, integer=True),
                 check_param("learning_rate", self.learning_rate, low=0.0, low_open=True),
                 check_param("num_leaves", self.num_leaves, low=2, integer=True),
@@ -113,8 +120,10 @@ class LambdaMART(RankerMixin, BaseEstimator):
             raise ValueError(f"LambdaMART needs at least 2 samples (pairs within queries), got {X.shape[0]} sample")
         lgb = _lightgbm()
         pairs = _Pairs(y, qid, metric=self.metric, sigma=sigma, truncation=self.truncation, ties=self.ties,
-                       norm=self.norm)
-        warn_if_no_pairs(pairs.groups)
+                       norm=self.norm, X=X)
+        check_metric_data(self.metric, y, qid)
+        if eval_set is not None:
+            Xv, yv, qv = check_eval_set(eval_set, X.shape[1], self.metric)
         Xs = sp.csr_matrix(X.tocsr()[pairs.order]) if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
         n = X.shape[0]
         lam, hess = np.empty(n), np.empty(n)
@@ -131,10 +140,7 @@ class LambdaMART(RankerMixin, BaseEstimator):
         train = lgb.Dataset(Xs, label=pairs.y, group=np.diff(pairs.offsets), params={"verbosity": -1})
         history, valid_sets, feval, callbacks = {"eval": []}, [], None, []
         if eval_set is not None:
-            Xv, yv, qv = check_ranking_data(*eval_set)
             Xv = sp.csr_matrix(Xv) if sp.issparse(Xv) else Xv
-            if Xv.shape[1] != X.shape[1]:
-                raise ValueError(f"eval_set has {Xv.shape[1]} features but X has {X.shape[1]}")
             valid_sets = [lgb.Dataset(Xv, label=yv, reference=train, params={"verbosity": -1})]
 
             def score_eval(preds, dataset):  # our metric on eval_set, higher is better

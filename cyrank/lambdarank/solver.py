@@ -1,5 +1,5 @@
-"""RankNet's functional layer and the lambda gradients (Burges, "From RankNet to LambdaRank to LambdaMART: An
-Overview", MSR-TR-2010-82): validated arrays in, numbers out (no scikit-learn import).
+"""RankNet's and LambdaRank's functional layer and the lambda gradients (Burges, "From RankNet to LambdaRank to
+LambdaMART: An Overview", MSR-TR-2010-82): validated arrays in, numbers out (no scikit-learn import).
 
 :func:`lambdas` returns, per document, the gradient of the pairwise cost in the scores and its Gauss-Newton
 weight for RankNet or LambdaRank (NDCG@k, ERR@k, MAP), from the Cython kernel _lambdas.pyx (formulas there).
@@ -11,6 +11,16 @@ weight for RankNet or LambdaRank (NDCG@k, ERR@k, MAP), from the Cython kernel _l
 gradient X' lambda + 2 alpha w and Hessian products X' H X v + 2 alpha v, H the pairwise Hessian in the scores;
 each costs O(nnz + pairs). The loss over all pairs has no order-statistic form (unlike the squared hinge of
 RankSVM): log(1 + e^(-u)) is not a polynomial, so the pairs are enumerated, per query, in parallel.
+
+:func:`solve_lambdarank` trains linear LambdaRank as in the LambdaLoss framework (Wang, Li, Golbandi, Bendersky &
+Najork, CIKM 2018): LambdaRank's lambdas are the gradient of sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) with
+the weights |dZ_ij| of the current ranking; an EM (majorisation-minimisation) loop fixes the weights at the
+ranking of the current w and minimises the convex weighted RankNet loss + alpha ||w||^2 exactly
+(:func:`solve_weighted_ranknet`, TRON warm-started), from the RankNet solution, until the weights stop changing.
+
+Rows are put in (query, label) order once, and, when X is known, rows of one (query, label) run in an order
+fixed by their content (a 64-bit hash of the row, _lambdas.row_hashes): permuting the input rows (any way) then
+gives the same arrays to every kernel, so the same model bit for bit.
 """
 import re
 
@@ -28,6 +38,8 @@ from ..optim.tron import tron
 from . import _lambdas
 
 METRICS = {"ranknet": _lambdas.RANKNET, "ndcg": _lambdas.NDCG, "err": _lambdas.ERR, "map": _lambdas.AP}
+TIES = ("pessimistic", "average", "input")
+MAX_HALVINGS = 30  # LambdaRank's backtracking: steps down to 2^-30 of the way to the M-step's solution
 
 
 def parse_metric(metric):
@@ -39,18 +51,44 @@ def parse_metric(metric):
     return m.group(1), (int(m.group(2)) if m.group(2) else None)
 
 
+def resolve_ties(ties, metric):
+    """The tie rule ``ties`` checked for ``metric`` (module docstring of _lambdas): "pessimistic" (default: equal
+    scores ranked lower label first, as cyrank.metrics measures the metric, the lambdas of rows with equal score and
+    label averaged: the expectation over their orders), "average" (the exact expectation over random orders of
+    tied scores; NDCG and RankNet only, ERR and MAP have no closed form), "input" (input order, as LightGBM: the
+    only rule under which the result depends on the row order)."""
+    name, _ = parse_metric(metric)
+    ties = check_option("ties", ties, TIES)
+    if ties == "average" and name in ("err", "map"):
+        raise ValueError(f"ties='average' (the expectation over random orders of tied scores) has no closed form "
+                         f"for {name.upper()}; use ties='pessimistic' (equal scores ranked lower label first, rows "
+                         f"of equal score and label averaged)")
+    return ties
+
+
+def content_order(groups, X):
+    """Positions of the rows in (query, label) order and, inside a (query, label) run, by the 64-bit hash of the
+    row's non-zero entries (equal rows, which are interchangeable, keep the input order)."""
+    h = _lambdas.row_hashes(X)
+    run = np.repeat(np.arange(groups.label_runs.shape[0] - 1), np.diff(groups.label_runs))
+    lo = groups.label_order
+    return lo[np.lexsort((h[lo], run))]
+
+
 class _Pairs:
-    """Rows in (query, label) order, the query offsets and the kernel's settings."""
+    """Rows in (query, label) order (by content inside a run when X is given), the query offsets and the kernel's
+    settings."""
 
     def __init__(self, y, qid, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None, threshold=0.0,
-                 ties="pessimistic", norm=False, parallel_min_rows=-1):
+                 ties="pessimistic", norm=False, parallel_min_rows=-1, X=None):
         name, k = parse_metric(metric)
+        self.metric, self.name = metric, name
         self.code, self.k = METRICS[name], (k or 0)
         if name in ("ndcg", "err"):  # ERR's R = 2^(y - max_rel) - 2^-max_rel has no overflow: sign check only
             check_gain_labels(y, name.upper(), exponential=name == "ndcg")
         groups = QueryGroups(qid, y)
         self.groups = groups
-        self.order = groups.label_order
+        self.order = groups.label_order if X is None else content_order(groups, X)
         self.offsets = np.ascontiguousarray(groups.offsets, dtype=np.int64)
         self.y = np.ascontiguousarray(y[self.order], dtype=np.float64)
         self.sigma = check_param("sigma", sigma, low=0.0, low_open=True)
@@ -59,8 +97,10 @@ class _Pairs:
         self.threshold = float(threshold)
         self.parallel_min_rows = parallel_min_rows
         self.norm = bool(check_option("norm", norm, (True, False)))
+        self.ties = resolve_ties(ties, metric)
+        self.ties_code = _lambdas.AVERAGE if self.ties == "average" else _lambdas.PESSIMISTIC
         self.tie = None
-        if check_option("ties", ties, ("pessimistic", "input")) == "input":
+        if self.ties == "input":
             # equal scores in input order (as LightGBM): each row's rank among its query's rows as given
             rank = np.empty(y.shape[0], dtype=np.int64)
             rank[groups.order] = np.arange(y.shape[0]) - np.repeat(self.offsets[:-1], np.diff(self.offsets))
@@ -69,16 +109,31 @@ class _Pairs:
     def lambdas(self, scores_sorted, lam, hess, with_cost=True):
         return _lambdas.lambdas(scores_sorted, self.y, self.offsets, self.code, self.k, self.truncation, self.sigma,
                                 self.max_rel, self.threshold, lam, hess, self.parallel_min_rows, with_cost, self.norm,
-                                self.tie)
+                                self.tie, self.ties_code)
+
+    def reference(self, scores_sorted):
+        """The pair weights of the ranking by ``scores_sorted`` (_lambdas.Reference)."""
+        return _lambdas.Reference(np.ascontiguousarray(scores_sorted, dtype=np.float64), self.y, self.offsets,
+                                  self.code, self.k, self.truncation, self.max_rel, self.threshold, self.ties_code,
+                                  self.tie, self.parallel_min_rows)
+
+    def ranknet(self):
+        """The same rows with RankNet's weights (|dZ| = 1)."""
+        other = object.__new__(_Pairs)
+        other.__dict__.update(self.__dict__)
+        other.metric, other.name, other.code, other.k, other.truncation, other.norm = "ranknet", "ranknet", \
+            _lambdas.RANKNET, 0, 0, False
+        other.ties, other.ties_code, other.tie = "average", _lambdas.AVERAGE, None
+        return other
 
 
 def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
             threshold=0.0, ties="pessimistic", norm=False):
     """(cost, gradient, weight): per document dC/ds and its Gauss-Newton weight (input order) for RankNet
     (metric "ranknet") or LambdaRank ("ndcg@k", "err@k", "map"; _lambdas.pyx has the formulas). ``max_rel``: the
-    ERR normaliser (default max y); ``threshold``: relevant = y > threshold (MAP); ``ties``: equal scores ranked
-    "pessimistic" (lower label first, as cyrank.metrics) or in "input" order (as LightGBM); ``norm``: LightGBM's
-    lambdarank_norm (_lambdas.lambdas)."""
+    ERR normaliser (default max y); ``threshold``: relevant = y > threshold (MAP); ``ties``: the tie rule
+    (:func:`resolve_ties`); ``norm``: LightGBM's lambdarank_norm (_lambdas.lambdas). Except with ties="input", the
+    result does not depend on the row order."""
     y_true, y_score, qid = check_scores(y_true, y_score, qid)
     pairs = _Pairs(y_true, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel,
                    threshold=threshold, ties=ties, norm=norm)
@@ -120,6 +175,63 @@ class _RankNetProblem(SmoothProblem):
         return np.asarray(self.X.T @ out).ravel() + 2.0 * self.alpha * v
 
 
+class _WeightedRankNetProblem(SmoothProblem):
+    """sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2 with the weights |dZ_ij| of a fixed
+    reference ranking (``ref``, a _lambdas.Reference) and f = X w at the current w: convex, for cyrank.optim.tron."""
+
+    def __init__(self, X, pairs, ref, alpha):
+        self.X, self.pairs, self.ref, self.alpha = X, pairs, ref, alpha
+        n = X.shape[0]
+        self.lam, self.hess = np.empty(n), np.empty(n)
+        super().__init__()
+
+    def new_state(self):
+        return _State(self.X.shape[0])
+
+    def evaluate(self, w, Mw, state):
+        state.s[:] = self.X @ w
+        loss = self.ref.loss(state.s, self.pairs.sigma, self.lam, self.hess)
+        return loss + self.alpha * float(w @ w), np.asarray(self.X.T @ self.lam).ravel() + 2.0 * self.alpha * w
+
+    def hessian_product(self, state, v, Mv):
+        out = np.empty(self.X.shape[0])
+        self.ref.hess_vec(state.s, self.pairs.sigma, np.asarray(self.X @ v, dtype=np.float64), out)
+        return np.asarray(self.X.T @ out).ravel() + 2.0 * self.alpha * v
+
+
+def _tron(problem, w0, *, alpha, tol, max_iter, verbose, name, jacobi=False):
+    """TRON from w0 with the stopping rule ||g|| <= tol ||g at w = 0|| and a gap <= tol max(1, |F|) (certified by
+    the strong convexity 2 alpha when alpha > 0); ``jacobi``: preconditioned by the within-query column scales
+    (cyrank.optim.certificate.jacobi_diagonal, calibrated at w = 0). Returns (result, ||g at 0||)."""
+    g0 = float(np.linalg.norm(problem.grad(np.zeros(w0.shape[0]))))  # the Hessian state at 0
+    precond = None
+    if jacobi:
+        precond = jacobi_diagonal(problem.hess_vec, group_column_squares(problem.X, problem.pairs.offsets),
+                                  2.0 * alpha)
+    res = tron(problem, w0, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name=name, precond=precond,
+               gap_tol=tol, strong_convexity=2.0 * alpha)
+    return res, g0
+
+
+def _sorted_X(X, pairs):
+    return X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
+
+
+def _check_coef0(coef0, d):
+    w = np.zeros(d)
+    if coef0 is not None:
+        w = np.asarray(coef0, dtype=np.float64).copy()
+        if w.shape != (d,) or not np.all(np.isfinite(w)):
+            raise ValueError(f"coef0 must be a finite array of shape ({d},)")
+    return w
+
+
+def _tron_values(res, g0):
+    return dict(grad_norm=float(res.optimality if g0 > 0 else 0.0), n_iter=int(res.n_iter),
+                n_cg_iter=int(res.n_inner), converged=bool(res.converged), gap=float(res.gap),
+                gap_kind=res.gap_kind)
+
+
 def check_params(*, sigma, alpha, max_iter, tol):
     return (check_param("sigma", sigma, low=0.0, low_open=True), check_param("alpha", alpha, low=0.0),
             check_param("max_iter", max_iter, low=1, integer=True), check_param("tol", tol, low=0.0, low_open=True))
@@ -137,29 +249,48 @@ def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0):
 
 
 def solve(X, y, qid=None, *, sigma=1.0, alpha=1.0, max_iter=1000, tol=1e-6, coef0=None, verbose=0):
-    """Linear RankNet by TRON (module docstring). Returns a SolveResult with coef, objective, grad_norm
-    (||grad|| / ||grad at 0||), n_iter, n_cg_iter, converged, n_features_in."""
+    """Linear RankNet by TRON (module docstring): stops when ||grad|| <= tol ||grad at 0|| and the gap
+    (cyrank.optim.result) is <= tol max(1, |F|). Returns a SolveResult with coef, objective, grad_norm
+    (||grad|| / ||grad at 0||), gap, gap_kind, n_iter, n_cg_iter, converged, n_features_in."""
     sigma, alpha, max_iter, tol = check_params(sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol)
     X, y, qid = check_ranking_data(X, y, qid)
-    pairs = _Pairs(y, qid, sigma=sigma)
+    pairs = _Pairs(y, qid, sigma=sigma, X=X)
     warn_if_no_pairs(pairs.groups)
-    Xs = X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
-    d = X.shape[1]
-    w = np.zeros(d)
-    if coef0 is not None:
-        w = np.asarray(coef0, dtype=np.float64).copy()
-        if w.shape != (d,) or not np.all(np.isfinite(w)):
-            raise ValueError(f"coef0 must be a finite array of shape ({d},)")
-    problem = _RankNetProblem(Xs, pairs, alpha)
+    Xs = _sorted_X(X, pairs)
+    w = _check_coef0(coef0, X.shape[1])
     with one_blas_thread():
-        g0 = float(np.linalg.norm(problem.grad(np.zeros(d))))
-        precond = jacobi_diagonal(problem.hess_vec, group_column_squares(Xs, pairs.offsets), 2.0 * alpha)
-        res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name="RankNet",
-                   precond=precond, gap_tol=tol, strong_convexity=2.0 * alpha)
-    return SolveResult(coef=res.x, objective=float(res.objective), grad_norm=float(res.optimality),
-                       n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner), converged=bool(res.converged),
-                       gap=float(res.gap), gap_kind=res.gap_kind, n_features_in=d, optimality_name="grad_norm",
-                       message="" if res.converged else res.message)
+        res, g0 = _tron(_RankNetProblem(Xs, pairs, alpha), w, alpha=alpha, tol=tol, max_iter=max_iter,
+                        verbose=verbose, name="RankNet", jacobi=True)
+    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=X.shape[1],
+                       optimality_name="grad_norm", message="" if res.converged else res.message,
+                       **_tron_values(res, g0))
+
+
+def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10", sigma=1.0, alpha=1e-3,
+                           ties="pessimistic", truncation=None, max_rel=None, threshold=0.0, coef0=None, max_iter=1000,
+                           tol=1e-6, verbose=0):
+    """One inner solve of LambdaRank (:func:`solve_lambdarank`): the convex
+
+        sum_{(i, j) in P} |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2,   f = X w,
+
+    with |dZ_ij| the metric change of swapping i and j in the ranking by ``reference_scores`` (one per row of X;
+    ties by ``ties``: _lambdas module docstring), minimised by TRON from ``coef0`` (default 0) as :func:`solve`.
+    Returns a SolveResult as :func:`solve`'s."""
+    sigma, alpha, max_iter, tol = check_params(sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol)
+    X, y, qid = check_ranking_data(X, y, qid)
+    s0 = check_scores(y, reference_scores, qid)[1]
+    pairs = _Pairs(y, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel, threshold=threshold,
+                   ties=ties, X=X)
+    warn_if_no_pairs(pairs.groups)
+    Xs = _sorted_X(X, pairs)
+    ref = pairs.reference(s0[pairs.order])
+    w = _check_coef0(coef0, X.shape[1])
+    with one_blas_thread():
+        res, g0 = _tron(_WeightedRankNetProblem(Xs, pairs, ref, alpha), w, alpha=alpha, tol=tol, max_iter=max_iter,
+                        verbose=verbose, name="weighted RankNet")
+    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=X.shape[1],
+                       optimality_name="grad_norm", message="" if res.converged else res.message,
+                       **_tron_values(res, g0))
 
 
 # ------------------------------------------------------------------------------------------------ LambdaRank
@@ -178,6 +309,49 @@ def metric_value(metric, y, scores, qid, max_rel=None):
     return metrics.pairwise_accuracy(y, scores, qid)
 
 
+def _per_query(groups, values, func):
+    """func(values of each query's rows) for every query (values in input order)."""
+    v = values[groups.order]
+    return np.array([func(v[a:b]) for a, b in zip(groups.offsets[:-1], groups.offsets[1:])], dtype=bool)
+
+
+def check_metric_data(metric, y, qid, *, threshold=0.0, eval_set=False, what=None):
+    """ValueError naming the cause when ``metric`` is constant on the training set (no pair any ranking could
+    improve: LambdaRank would return w = 0) or, with ``eval_set``, undefined on every query of a validation set
+    (no round could be scored)."""
+    name, _ = parse_metric(metric)
+    groups = QueryGroups(qid, y)
+    where = what or ("eval_set" if eval_set else "the training set")
+    if eval_set:
+        if name == "ranknet":
+            ok = groups.n_levels > 1
+            cause = "no query has two different labels"
+        else:
+            thr = threshold if name == "map" else 0.0
+            ok = _per_query(groups, y, lambda v: np.any(v > thr))
+            cause = f"no query has a relevant document (label > {thr:g})"
+        if not np.any(ok):
+            raise ValueError(f"{where}: {cause}, so {metric} is undefined on every query at every round; "
+                             f"pass an eval_set with relevant documents")
+        return
+    if groups.n_pairs_possible == 0:
+        raise ValueError(f"{where}: no query has two different labels, so there is no preference pair and every "
+                         f"ranking scores the same; {metric} cannot be trained on it")
+    if name == "map":
+        rel = y > threshold
+        if np.all(rel):
+            raise ValueError(f"metric='map' needs irrelevant documents (label <= {threshold:g}), and {where} has "
+                             f"none: AP is 1 for every ranking, so every lambda is 0; use ndcg or err, or "
+                             f"relabel")
+        if not np.any(rel):
+            raise ValueError(f"metric='map' needs relevant documents (label > {threshold:g}), and {where} has "
+                             f"none: AP is undefined on every query")
+        both = _per_query(groups, rel.astype(float), lambda v: 0.0 < v.sum() < v.size)
+        if not np.any(both):
+            raise ValueError(f"metric='map': no query of {where} has both a relevant (label > {threshold:g}) and "
+                             f"an irrelevant document, so AP is the same for every ranking")
+
+
 def check_lambdarank_params(*, metric, sigma, alpha, max_iter, tol, early_stopping_rounds):
     parse_metric(metric)
     sigma, alpha, max_iter, tol = check_params(sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol)
@@ -186,76 +360,168 @@ def check_lambdarank_params(*, metric, sigma, alpha, max_iter, tol, early_stoppi
     return sigma, alpha, max_iter, tol, early_stopping_rounds
 
 
-def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1e-3, max_iter=200, tol=1e-6,
-                     eval_set=None, early_stopping_rounds=None, verbose=0):
-    """Linear LambdaRank, f(x) = w.x: scipy's L-BFGS-B (Byrd, Lu, Nocedal & Zhu 1995) on the lambda-weighted cost
-    sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2 with the lambdas as its gradient (the weights
-    |dZ_ij| are those of the current ranking: LambdaRank's cost is not convex, and not even continuous where the
-    ranking changes, so this is a local method; Burges 2010, section 4). From w = 0. ``eval_set`` = (X, y, qid):
-    the metric on it after every iteration (``history["eval"]``); with ``early_stopping_rounds`` the fit stops
-    after that many iterations without improvement and returns the best iterate (``best_iteration``). Returns a
-    SolveResult with coef, objective (the cost at coef), grad_norm (relative), n_iter, converged (L-BFGS-B's own
-    stop on the gradient, or early stopping), history, best_iteration, n_features_in."""
-    from scipy.optimize import minimize
+def check_eval_set(eval_set, d, metric):
+    if len(eval_set) not in (2, 3):
+        raise ValueError("eval_set must be (X, y) or (X, y, qid)")
+    Xv, yv, qv = check_ranking_data(*eval_set)
+    if Xv.shape[1] != d:
+        raise ValueError(f"eval_set has {Xv.shape[1]} features but X has {d}")
+    check_metric_data(metric, yv, qv, eval_set=True)
+    return Xv, yv, qv
 
+
+def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, max_iter=50, tol=1e-6,
+                     eval_set=None, early_stopping_rounds=None, ties="pessimistic", verbose=0, max_inner_iter=1000):
+    """Linear LambdaRank, f(x) = w.x, by the EM loop of the LambdaLoss framework (Wang et al., CIKM 2018).
+
+    LambdaRank's lambdas (Burges 2010, section 4) are the gradient of
+
+        C(w) = sum_{(i, j) in P} |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
+
+    with |dZ_ij| the change of the metric when i and j swap places in the ranking by f = X w (ties: the rule of
+    ``ties="pessimistic"``, _lambdas module docstring, so that the weights never depend on the row order). C is not
+    convex, not even continuous where the ranking changes. Start: w_0 = the RankNet solution (:func:`solve`, the
+    same alpha and sigma), not w = 0 (where every score ties). Outer step t fixes the weights at the ranking by
+    w_{t-1} and minimises the convex weighted loss (:func:`solve_weighted_ranknet`) exactly by TRON, warm-started
+    at w_{t-1}: w_t. It stops (converged) when the ranking, hence every weight, is the same as at the previous
+    step (w_t is then a fixed point: the minimiser of the weighted loss with its own weights), when the relative
+    change of the minimised weighted loss falls below ``tol``, or, with ``eval_set`` and
+    ``early_stopping_rounds``, after that many steps without a better metric on eval_set (the best iterate is
+    returned, ``best_iteration``: 0 is the RankNet start). ``max_iter`` bounds the outer steps (default 50);
+    ``max_inner_iter`` the Newton iterations of each inner solve (tolerance ``tol``, as :func:`solve`).
+
+    Returns a SolveResult with coef, objective (C at coef with the weights of coef's own ranking), grad_norm
+    (||grad C|| / ||grad C at 0|| with those weights: 0 at a fixed point, up to the inner tolerance), n_iter
+    (outer steps), n_inner_iter (Newton iterations, the RankNet start included), converged (the outer loop
+    converged and every inner solve did), history (arrays of n_iter + 1 entries, entry 0 the RankNet start:
+    "loss" the minimised weighted loss, "objective" C, "train" the metric on the training set, "eval" on
+    eval_set, empty without one), best_iteration, n_features_in. ValueError when the metric is constant on the
+    training set or undefined on every query of eval_set (check_metric_data).
+    """
     sigma, alpha, max_iter, tol, early_stopping_rounds = check_lambdarank_params(
         metric=metric, sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol,
         early_stopping_rounds=early_stopping_rounds)
+    max_inner_iter = check_param("max_inner_iter", max_inner_iter, low=1, integer=True)
     X, y, qid = check_ranking_data(X, y, qid)
-    pairs = _Pairs(y, qid, metric=metric, sigma=sigma)
-    warn_if_no_pairs(pairs.groups)
-    Xs = X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
+    if X.shape[0] < 2:
+        raise ValueError(f"LambdaRank needs at least 2 samples (pairs within queries), got {X.shape[0]} sample")
+    pairs = _Pairs(y, qid, metric=metric, sigma=sigma, ties=ties, X=X)
+    check_metric_data(metric, y, qid)
+    Xs = _sorted_X(X, pairs)
     d, n = X.shape[1], X.shape[0]
     if eval_set is not None:
-        if len(eval_set) not in (2, 3):
-            raise ValueError("eval_set must be (X, y) or (X, y, qid)")
-        Xv, yv, qv = check_ranking_data(*eval_set)
-        if Xv.shape[1] != d:
-            raise ValueError(f"eval_set has {Xv.shape[1]} features but X has {d}")
+        Xv, yv, qv = check_eval_set(eval_set, d, metric)
     elif early_stopping_rounds is not None:
         raise ValueError("early_stopping_rounds needs an eval_set")
+    y_input = y
     lam, hess = np.empty(n), np.empty(n)
+    history = {"loss": [], "objective": [], "step": [], "train": [], "eval": []}
+    inner_failures = []
+    n_inner = 0
 
-    def fun_grad(w):
-        loss = pairs.lambdas(np.ascontiguousarray(Xs @ w, dtype=np.float64), lam, hess)
+    def scores(w):
+        return np.ascontiguousarray(Xs @ w, dtype=np.float64)
+
+    def cost(ref, w):
+        """(C(w) with the weights of ref, its gradient)."""
+        loss = ref.loss(scores(w), sigma, lam, hess)
         return loss + alpha * float(w @ w), np.asarray(Xs.T @ lam).ravel() + 2.0 * alpha * w
 
-    history = {"objective": [], "eval": []}
-    best = {"score": -np.inf, "w": np.zeros(d), "iteration": 0}
-
-    def record(intermediate_result):
-        w = intermediate_result.x
-        history["objective"].append(float(intermediate_result.fun))
+    def record(w, loss, ref, theta):
+        s = scores(w)
+        unsorted = np.empty(n)
+        unsorted[pairs.order] = s
+        history["loss"].append(float(loss))
+        history["objective"].append(cost(ref, w)[0])
+        history["step"].append(theta)
+        history["train"].append(metric_value(metric, y_input, unsorted, qid, pairs.max_rel))
         if eval_set is not None:
-            score = metric_value(metric, yv, np.asarray(Xv @ w, dtype=np.float64).ravel(), qv, pairs.max_rel)
-            history["eval"].append(score)
-            if score > best["score"]:
-                best.update(score=score, w=w.copy(), iteration=len(history["eval"]))
-            if verbose:
-                print(f"LambdaRank iter {len(history['objective']):4d}: cost {intermediate_result.fun:.10g}  "
-                      f"eval {metric} {score:.6f}")
-            if early_stopping_rounds is not None and len(history["eval"]) - best["iteration"] >= early_stopping_rounds:
-                raise StopIteration
-        elif verbose:
-            print(f"LambdaRank iter {len(history['objective']):4d}: cost {intermediate_result.fun:.10g}")
+            history["eval"].append(metric_value(metric, yv, np.asarray(Xv @ w, dtype=np.float64).ravel(), qv,
+                                                pairs.max_rel))
+        if verbose:
+            t = len(history["loss"]) - 1
+            print(f"LambdaRank step {t:3d}: weighted loss {loss:.10g}  cost {history['objective'][-1]:.10g}  "
+                  f"step {theta:.3g}  "
+                  f"train {metric} {history['train'][-1]:.6f}"
+                  + (f"  eval {history['eval'][-1]:.6f}" if eval_set is not None else ""))
 
     with one_blas_thread():
-        f0, g0 = fun_grad(np.zeros(d))
-        scale = float(np.max(np.abs(g0), initial=0.0))
-        res = minimize(fun_grad, np.zeros(d), jac=True, method="L-BFGS-B", callback=record,
-                       options={"maxiter": int(max_iter), "gtol": tol * scale, "ftol": 0.0,
-                                "maxfun": 20 * int(max_iter) + 20})
-        stopped_early = res.status == 99 or (early_stopping_rounds is not None and res.message.startswith(
-            "`callback` raised `StopIteration`"))
-        w = best["w"] if (eval_set is not None and early_stopping_rounds is not None) else res.x
-        objective, grad = fun_grad(w)
-    n_iter = len(history["objective"])
-    grad_norm = float(np.linalg.norm(grad)) / max(float(np.linalg.norm(g0)), 1e-300)
-    converged = bool(res.success or stopped_early)
-    message = "" if converged else (f"LambdaRank stopped after {n_iter} iterations ({res.message}); relative "
-                                    f"gradient norm {grad_norm:.3g}: increase max_iter or tol, or use an eval_set "
-                                    "with early_stopping_rounds")
-    return SolveResult(coef=w, objective=float(objective), grad_norm=grad_norm, n_iter=n_iter,
-                       converged=converged, history={k: np.asarray(v) for k, v in history.items()},
-                       best_iteration=int(best["iteration"]) if eval_set is not None else n_iter,
-                       n_features_in=d, optimality_name="grad_norm", message=message)
+        start, _ = _tron(_RankNetProblem(Xs, pairs.ranknet(), alpha), np.zeros(d), alpha=alpha, tol=tol,
+                         max_iter=max_inner_iter, verbose=max(verbose - 1, 0), name="LambdaRank (RankNet start)",
+                         jacobi=True)
+        n_inner += int(start.n_iter)
+        if not start.converged:
+            inner_failures.append(start.message)
+        w = start.x
+        ref = pairs.reference(scores(w))
+        if ref.active_queries() == 0:  # cannot happen after check_metric_data; kept as the last word
+            raise ValueError(f"{metric} has no pair of non-zero weight on the training set")
+        record(w, start.objective, ref, np.nan)
+        iterates = [w]
+        best_t, reason, converged, t, target = 0, "", False, 0, None
+        c_old = history["objective"][0]
+        for t in range(1, max_iter + 1):
+            if target is None:  # the M-step: the weighted loss with the weights of the ranking by w, exactly
+                res, _ = _tron(_WeightedRankNetProblem(Xs, pairs, ref, alpha), w, alpha=alpha, tol=tol,
+                               max_iter=max_inner_iter, verbose=max(verbose - 1, 0), name=f"LambdaRank (step {t})")
+                n_inner += int(res.n_iter)
+                if not res.converged:
+                    inner_failures.append(res.message)
+                target = res.x
+            # the first of w + theta (target - w), theta = 1, 1/2, ..., whose cost C (own weights) is below C(w)
+            theta, step = 1.0, None
+            for _ in range(MAX_HALVINGS + 1):
+                trial = w + theta * (target - w) if theta < 1.0 else target
+                trial_ref = pairs.reference(scores(trial))
+                c_trial = cost(trial_ref, trial)[0]
+                if c_trial < c_old:
+                    step = (trial, trial_ref, c_trial)
+                    break
+                theta *= 0.5
+            if step is None:
+                converged, reason = True, ("no point of the segment to the M-step's solution (steps down to "
+                                           f"2^-{MAX_HALVINGS}) lowers the cost: a local minimum along it")
+                t -= 1
+                break
+            w_new, new_ref, c_new = step
+            record(w_new, cost(ref, w_new)[0], new_ref, theta)
+            iterates.append(w_new)
+            decrease, w, c_old = c_old - c_new, w_new, c_new
+            if eval_set is not None and history["eval"][t] > history["eval"][best_t]:
+                best_t = t
+            if early_stopping_rounds is not None and t - best_t >= early_stopping_rounds:
+                converged, reason = True, "early stopping"
+                break
+            same = new_ref.same_weights(ref)
+            if same and theta == 1.0:
+                converged, reason = True, "the ranking, hence every weight, did not change"
+                break
+            if decrease <= tol * max(c_new, 1e-300):
+                converged, reason = True, f"the cost decreased by less than tol={tol:g} (relative)"
+                break
+            if not same:  # new weights: a new M-step; the same weights: on along the segment to the same target
+                ref, target = new_ref, None
+        n_iter = t
+        if early_stopping_rounds is not None:
+            w = iterates[best_t]
+        best_iteration = best_t if eval_set is not None else n_iter
+        final_ref = pairs.reference(scores(w))
+        objective, grad = cost(final_ref, w)
+        zero = cost(final_ref, np.zeros(d))[1]
+    grad_norm = float(np.linalg.norm(grad)) / max(float(np.linalg.norm(zero)), 1e-300)
+    message = ""
+    if not converged:
+        message = (f"LambdaRank stopped after max_iter={max_iter} outer steps with the weights |dZ| still changing "
+                   f"(cost {history['objective'][-2]:.10g} -> {history['objective'][-1]:.10g}); increase max_iter "
+                   f"or tol, or use an eval_set with early_stopping_rounds")
+    if inner_failures:
+        message = ((message + "; " if message else "") + f"{len(inner_failures)} inner solve(s) stopped short: "
+                   + inner_failures[-1])
+        converged = False
+    if verbose:
+        print(f"LambdaRank: {n_iter} outer steps, " + (reason if reason else message))
+    return SolveResult(coef=w, objective=float(objective), grad_norm=grad_norm, n_iter=int(n_iter),
+                       n_inner_iter=int(n_inner), converged=bool(converged),
+                       history={k: np.asarray(v, dtype=np.float64) for k, v in history.items()},
+                       best_iteration=int(best_iteration), n_features_in=d, optimality_name="grad_norm",
+                       message=message)

@@ -36,6 +36,31 @@ class Solution:
         return self.variables[name]
 
 
+def feature_scale_vector(feature_scale, d):
+    """None, or ``feature_scale`` as a positive finite float64 vector of length ``d`` (ValueError otherwise).
+
+    The ``feature_scale=s`` of the linear reference solvers: the problem is unchanged, but cvxpy sees it in the
+    coordinates v = s * w of the columns X / s (penalties written in v), so a column on a far-off scale (a
+    timestamp, a tiny ratio) does not leave the conic solver badly conditioned; :func:`unscale` returns the
+    solution in the original coordinates w = v / s.
+    """
+    if feature_scale is None:
+        return None
+    s = np.asarray(feature_scale, dtype=np.float64)
+    if s.shape != (d,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError(f"feature_scale must be {d} positive finite numbers, one per feature; got {feature_scale!r}")
+    return s
+
+
+def unscale(solution, s, *names):
+    """``solution`` with its variables ``names`` divided by ``s`` along their last axis (v = s * w back to w);
+    unchanged when ``s`` is None."""
+    if s is not None:
+        for name in names:
+            solution.variables[name] = solution.variables[name] / s
+    return solution
+
+
 def solve_problem(problem, variables, *, solvers=DEFAULT_SOLVERS, verbose=False, **options):
     """Solve a cvxpy ``problem``; return a :class:`Solution` holding ``variables`` (a name -> Variable dict).
 

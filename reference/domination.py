@@ -13,7 +13,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._solve import solve_problem
+from ._solve import feature_scale_vector, solve_problem, unscale
 
 
 def _dense(X):
@@ -59,8 +59,11 @@ def objective(X, y, qid, offset, w, *, penalty="l2", alpha=1.0, l1_ratio=0.5, bi
 
 
 def solve(X, y, qid=None, offset=None, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False, group_by_query=True,
-          **solver_options):
+          feature_scale=None, **solver_options):
     """Exact minimiser; returns a :class:`reference.Solution` with variable ``"w"``.
+
+    ``feature_scale``: positive vector s (n_features); cvxpy then solves the same problem in v = s * w on the
+    columns X / s (penalty alpha ||v / s||_1 or alpha ||v / s||^2), for columns on far-off scales; "w" is v / s.
 
     Epigraph form with one variable per layer (the rows of a query with one label value): t_k >= log sum_{j in
     layers <= k of its query} e^{m_j}, imposed recursively as sum_{j in layer k} e^{m_j - t_k} + e^{t_{k-1} - t_k}
@@ -72,6 +75,9 @@ def solve(X, y, qid=None, offset=None, penalty="l2", alpha=1.0, l1_ratio=0.5, bi
     """
     X = _dense(X)
     n, d = X.shape
+    s = feature_scale_vector(feature_scale, d)
+    if s is not None:
+        X = X / s
     y = np.asarray(y, dtype=np.float64)
     labels = (y > 0).astype(np.float64) if binary else y
     qid = np.zeros(n, np.int64) if (qid is None or not group_by_query) else np.asarray(qid)
@@ -108,9 +114,10 @@ def solve(X, y, qid=None, offset=None, penalty="l2", alpha=1.0, l1_ratio=0.5, bi
         dom = np.flatnonzero(has_prev[layer])                             # rows above the lowest layer
         expr = cp.sum(cp.logistic(one_hot(layer[dom] - 1, n_layers) @ t - m[dom]))
     lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
+    w_pen = w if s is None else cp.multiply(1.0 / s, w)   # with feature_scale, w holds v = s * w: penalise v / s
     if lam1 > 0:
-        expr = expr + lam1 * cp.norm1(w)
+        expr = expr + lam1 * cp.norm1(w_pen)
     if lam2 > 0:
-        expr = expr + lam2 * cp.sum_squares(w)
+        expr = expr + lam2 * cp.sum_squares(w_pen)
     problem = cp.Problem(cp.Minimize(expr), constraints)
-    return solve_problem(problem, {"w": w}, **solver_options)
+    return unscale(solve_problem(problem, {"w": w}, **solver_options), s, "w")

@@ -14,7 +14,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._solve import solve_problem
+from ._solve import feature_scale_vector, solve_problem, unscale
 
 
 def _dense(X):
@@ -73,7 +73,7 @@ def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="dominat
     return total + alpha * float(np.sum(coef * coef)) + alpha_theta
 
 
-def solve(X, G, decomposition="domination", alpha=0.0, joint=None, **solver_options):
+def solve(X, G, decomposition="domination", alpha=0.0, joint=None, feature_scale=None, **solver_options):
     """Exact minimiser; returns a :class:`reference.Solution` with variables ``"coef"`` (n_labels x d) and, with
     joint features (n x n_labels x p), ``"joint_coef"`` (p).
 
@@ -81,9 +81,16 @@ def solve(X, G, decomposition="domination", alpha=0.0, joint=None, **solver_opti
     t_k >= log(1 + sum exp(m_e)), and the objective sum_i (1/s_i) sum_k t_k + alpha ||coef||^2; the margins
     m_e = x_i . (coef[term e] - coef[init e]) are one sparse linear map of vec(coef), so the problem compiles in
     O(memberships) whatever the number of subgraphs.
+
+    ``feature_scale``: positive vector s (n_features); cvxpy then solves the same problem in v = coef * s (every
+    label's weights) on the columns X / s (penalty alpha ||v / s||^2; joint features and their weights unscaled),
+    for columns on far-off scales; "coef" is v / s.
     """
     X = _dense(X)
     n, d = X.shape
+    s = feature_scale_vector(feature_scale, d)
+    if s is not None:
+        X = X / s
     graphs, L = edges_of(G)
     J = None if joint is None else np.asarray(joint, dtype=np.float64)
     p = 0 if J is None else J.shape[2]
@@ -112,14 +119,16 @@ def solve(X, G, decomposition="domination", alpha=0.0, joint=None, **solver_opti
     theta = cp.Variable(max(p, 1), name="joint_coef")
     variables = {"coef": C, "joint_coef": theta} if p else {"coef": C}
     params = cp.hstack([cp.reshape(C, (L * d,), order="C"), theta]) if p else cp.reshape(C, (L * d,), order="C")
-    penalty = alpha * cp.sum_squares(params) if alpha > 0 else 0.0
+    # with feature_scale, C holds v = coef * s: penalise v / s (joint weights unscaled)
+    params_pen = params if s is None else cp.multiply(np.r_[np.tile(1.0 / s, L), np.ones(p)], params)
+    penalty = alpha * cp.sum_squares(params_pen) if alpha > 0 else 0.0
     if not weights:
         problem = cp.Problem(cp.Minimize(penalty if alpha > 0 else cp.sum(params) * 0.0))
-        return solve_problem(problem, variables, **solver_options)
+        return unscale(solve_problem(problem, variables, **solver_options), s, "coef")
     K = len(weights)
     margins = sp.csr_matrix((vals, (rows, cols)), shape=(n_members, L * d + p)) @ params
     member_sub = sp.csr_matrix((np.ones(n_members), (np.arange(n_members), sub_of_member)), shape=(n_members, K))
     t = cp.Variable(K, name="t")
     sums = member_sub.T @ cp.exp(margins - member_sub @ t)
     problem = cp.Problem(cp.Minimize(np.asarray(weights) @ t + penalty), [cp.exp(-t) + sums <= 1])
-    return solve_problem(problem, variables, **solver_options)
+    return unscale(solve_problem(problem, variables, **solver_options), s, "coef")

@@ -14,7 +14,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._solve import solve_problem
+from ._solve import feature_scale_vector, solve_problem, unscale
 from .ranksvm import preference_pairs as pairs
 
 
@@ -37,10 +37,16 @@ def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0, pair_weight=None):
     return float(np.sum(losses if c is None else c * losses) + alpha * np.dot(w, w))
 
 
-def solve(X, y, qid=None, sigma=1.0, alpha=1.0, pair_weight=None, **solver_options):
-    """Exact minimiser; returns a :class:`reference.Solution` with variable ``"w"``. ``pair_weight``: the weighted
-    loss (module docstring)."""
+def solve(X, y, qid=None, sigma=1.0, alpha=1.0, feature_scale=None, pair_weight=None, **solver_options):
+    """Exact minimiser; returns a :class:`reference.Solution` with variable ``"w"``.
+
+    ``feature_scale``: positive vector s (n_features); cvxpy then solves the same problem in v = s * w on the
+    columns X / s (penalty alpha ||v / s||^2), for columns on far-off scales; "w" is v / s.
+    ``pair_weight``: the weighted loss (module docstring)."""
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
+    s = feature_scale_vector(feature_scale, X.shape[1])
+    if s is not None:
+        X = X / s
     i, j = pairs(y, qid)
     c = _pair_weight(pair_weight, i.size)
     if c is not None:  # pairs of weight 0 drop out
@@ -48,5 +54,6 @@ def solve(X, y, qid=None, sigma=1.0, alpha=1.0, pair_weight=None, **solver_optio
     w = cp.Variable(X.shape[1], name="w")
     logistic = cp.logistic(-sigma * ((X[i] - X[j]) @ w)) if i.size else None
     loss = 0.0 if logistic is None else (cp.sum(logistic) if c is None else c @ logistic)
-    problem = cp.Problem(cp.Minimize(loss + alpha * cp.sum_squares(w)))
-    return solve_problem(problem, {"w": w}, **solver_options)
+    w_pen = w if s is None else cp.multiply(1.0 / s, w)   # with feature_scale, w holds v = s * w: penalise v / s
+    problem = cp.Problem(cp.Minimize(loss + alpha * cp.sum_squares(w_pen)))
+    return unscale(solve_problem(problem, {"w": w}, **solver_options), s, "w")

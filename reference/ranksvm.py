@@ -16,7 +16,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ._solve import solve_problem
+from ._solve import feature_scale_vector, solve_problem, unscale
 
 
 def _dense(X):
@@ -80,28 +80,37 @@ def objective(X, y, qid=None, w=None, *, beta=None, C=1.0, loss="squared_hinge",
     return 0.5 * float(beta @ f) + C * _loss(1.0 - (f[I] - f[J]), loss)
 
 
-def _solve_linear(F, I, J, C, loss, **solver_options):
-    """min u'u/2 + C sum loss(xi), xi >= 1 - (F u)_I + (F u)_J, xi >= 0 (one slack per pair)."""
+def _solve_linear(F, I, J, C, loss, scale=None, **solver_options):
+    """min u'u/2 + C sum loss(xi), xi >= 1 - (F u)_I + (F u)_J, xi >= 0 (one slack per pair); with ``scale`` s
+    the regulariser is ||u / s||^2 / 2 instead."""
     u = cp.Variable(F.shape[1])
     xi = cp.Variable(I.shape[0])
     D = F[I] - F[J]
     penalty = cp.sum_squares(xi) if loss == "squared_hinge" else cp.sum(xi)
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u) + C * penalty), [xi >= 1 - D @ u, xi >= 0])
+    u_reg = u if scale is None else cp.multiply(1.0 / scale, u)
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u_reg) + C * penalty), [xi >= 1 - D @ u, xi >= 0])
     return solve_problem(problem, {"u": u, "xi": xi}, **solver_options)
 
 
 def solve(X, y, qid=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0,
-          **solver_options):
-    """Exact minimiser; a :class:`reference.Solution` with variable "w" (linear) or "beta" (other kernels)."""
+          feature_scale=None, **solver_options):
+    """Exact minimiser; a :class:`reference.Solution` with variable "w" (linear) or "beta" (other kernels).
+
+    ``feature_scale`` (linear kernel only): positive vector s (n_features); cvxpy then solves the same problem in
+    v = s * w on the columns X / s (regulariser ||v / s||^2 / 2), for columns on far-off scales; "w" is v / s."""
     if loss not in ("squared_hinge", "hinge"):
         raise ValueError(f"unknown loss {loss!r}")
     I, J = preference_pairs(y, qid)
     if I.size == 0:
         raise ValueError("no preference pair")
+    if feature_scale is not None and kernel != "linear":
+        raise ValueError("feature_scale is for the linear kernel only")
     if kernel == "linear":
-        sol = _solve_linear(_dense(X), I, J, C, loss, **solver_options)
+        F = _dense(X)
+        s = feature_scale_vector(feature_scale, F.shape[1])
+        sol = _solve_linear(F if s is None else F / s, I, J, C, loss, scale=s, **solver_options)
         sol.variables = {"w": sol.variables["u"], "xi": sol.variables["xi"]}
-        return sol
+        return unscale(sol, s, "w")
     if kernel == "precomputed":
         Q = _dense(X)
     else:

@@ -27,11 +27,6 @@ def random_queries(seed, n=70, n_queries=6, levels=4, tied_scores=False):
     return y, s, qid
 
 
-def _ranking(y, s):
-    """Positions by decreasing score, equal scores by increasing label (pessimistic), then input order."""
-    return np.lexsort((np.arange(y.size), y, -s))
-
-
 def _metric_of_order(name, k, y_q, order, max_rel):
     """The metric of the ranking ``order`` (row indices, best first) of one query, through cyrank.metrics."""
     scores = np.empty(y_q.size)

@@ -174,10 +174,17 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
         if idcg <= 0.0:
             return 0.0
         for p in range(n):
-            if Q.bst[ord[p]] != p:
+            t = ord[p]
+            if Q.bst[t] != p:
                 continue
-            m = Q.bsz[ord[p]]
-            cT = Q.bct[ord[p]]
+            m = Q.bsz[t]
+            cT = Q.bct[t]
+            if m == 1:  # a single row (no tie): its discount
+                Q.f[NF * t + 1] = Q.val[p]
+                Q.f[NF * t + 2] = Q.val[p] if cT else 0.0
+                Q.f[NF * t + 3] = 1.0 if cT else 0.0
+                Q.f[NF * t + 4] = 0.0
+                continue
             x1 = 0.0
             x2 = 0.0
             for r in range(p, p + m):
@@ -259,49 +266,36 @@ cdef inline double pair_weight(const QueryRef* Q, const double* y, intp_t i, int
     cdef const double* fu
     cdef const double* fl
     cdef double S, ra, rb, ratio, mid, wa, wb, delta
-    if Q.bst[i] == Q.bst[j]:  # one tie group (AVERAGE: NDCG or RankNet)
-        if metric == _NDCG:
-            return fabs(Q.f[NF * i] - Q.f[NF * j]) * Q.f[NF * i + 4] * Q.norm
-        return Q.f[NF * i + 4]
-    if Q.bst[i] < Q.bst[j]:
-        u = i
-        l = j
-    else:
-        u = j
-        l = i
-    fu = Q.f + NF * u
-    fl = Q.f + NF * l
-    if metric == _RANKNET:
-        return fu[3]
-    if metric == _NDCG:  # |g_i - g_j| (mean_{a in A, a<T} D_a - P(a<T) mean_B D) / IDCG
+    if metric == _RANKNET or metric == _NDCG:
+        if Q.bst[i] == Q.bst[j]:  # one tie group (AVERAGE)
+            if metric == _NDCG:
+                return fabs(Q.f[NF * i] - Q.f[NF * j]) * Q.f[NF * i + 4] * Q.norm
+            return Q.f[NF * i + 4]
+        if Q.bst[i] < Q.bst[j]:
+            fu = Q.f + NF * i
+            fl = Q.f + NF * j
+        else:
+            fu = Q.f + NF * j
+            fl = Q.f + NF * i
+        if metric == _RANKNET:
+            return fu[3]
+        # |g_i - g_j| (mean_{a in A, a<T} D_a - P(a<T) mean_B D) / IDCG
         return fabs(Q.f[NF * i] - Q.f[NF * j]) * (fu[2] - fu[3] * fl[1]) * Q.norm
-    nA = Q.bsz[u]
-    nB = Q.bsz[l]
-    cA = Q.bct[u]
-    if metric == _AP:
-        if (y[i] > threshold) == (y[j] > threshold):
+    if metric == _AP and (y[i] > threshold) == (y[j] > threshold):
+        return 0.0
+    if Q.bsz[i] == 1 and Q.bsz[j] == 1:  # two single rows (no tie): the swap of positions a < b
+        a = min(Q.pos[i], Q.pos[j])
+        b = max(Q.pos[i], Q.pos[j])
+        if truncation > 0 and a >= truncation:
             return 0.0
-        if nA == 1 and nB == 1:
-            a = Q.pos[u]
-            b = Q.pos[l]
-            if truncation > 0 and a >= truncation:
-                return 0.0
+        if metric == _AP:
             mid = Q.pre[b] - Q.pre[a + 1]
-            if u == i:  # the relevant one (i) above
+            if a == Q.pos[i]:  # the relevant one (i) above
                 delta = (Q.cnt[b] / (b + 1.0) - Q.cnt[a] / (a + 1.0) - mid) / Q.norm
             else:
                 delta = ((Q.cnt[a] + 1.0) / (a + 1.0) + mid - Q.cnt[b] / (b + 1.0)) / Q.norm
             return fabs(delta)
-        if u == i:
-            S = (cA * fl[3] - nB * fu[0]) - (cA * fl[4] - nB * fu[2])
-        else:
-            S = (nB * fu[1] + (cA * fl[4] - nB * fu[2])) - cA * fl[3]
-        return fabs(S) / (<double> nA * nB) / Q.norm
-    # ERR
-    if nA == 1 and nB == 1:
-        a = Q.pos[u]
-        b = Q.pos[l]
-        if a >= k or (truncation > 0 and a >= truncation):
+        if a >= k:  # ERR
             return 0.0
         ra = Q.val[a]
         rb = Q.val[b]
@@ -313,6 +307,24 @@ cdef inline double pair_weight(const QueryRef* Q, const double* y, intp_t i, int
             return fabs((rb - ra) * Q.cnt[a] * wa + (ratio - 1.0) * mid + (ra * ratio - rb) * Q.cnt[b] * wb)
         # R_a = 1 in floating point (labels of 54 and more): nothing below a counted; sum directly
         return fabs(err_after_swap(Q.val, Q.cnt[a], a, b, k) - ra * Q.cnt[a] * wa)
+    # blocks A (above) and B (below), one of them of several rows: the mean over their positions (block sums)
+    if Q.bst[i] < Q.bst[j]:
+        u = i
+        l = j
+    else:
+        u = j
+        l = i
+    fu = Q.f + NF * u
+    fl = Q.f + NF * l
+    nA = Q.bsz[u]
+    nB = Q.bsz[l]
+    cA = Q.bct[u]
+    if metric == _AP:
+        if u == i:
+            S = (cA * fl[3] - nB * fu[0]) - (cA * fl[4] - nB * fu[2])
+        else:
+            S = (nB * fu[1] + (cA * fl[4] - nB * fu[2])) - cA * fl[3]
+        return fabs(S) / (<double> nA * nB) / Q.norm
     ra = fu[0]
     rb = fl[0]
     if ra < 1.0:

@@ -38,7 +38,7 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            check_ranking_data, check_row_weights, check_verbose, check_y, max_abs,
                            warn_if_no_pairs)
 from ..optim._quadratic_l1 import minimise_quadratic_l1
-from ..optim.certificate import certify, jacobi_preconditioner, pseudo_gradient
+from ..optim.certificate import PRECONDITION_SPREAD, certify, jacobi_preconditioner
 from ..optim.owlqn import owlqn
 from ..optim.result import OptimResult, gap_target
 from ..optim.smooth import SmoothProblem
@@ -419,29 +419,22 @@ def _chained(first, second):
                        n_inner=first.n_inner + second.n_inner, history=history, info=second.info)
 
 
-def _preconditioner(X, layout, problem, lam2, w, evaluate=True):
+def _preconditioner(X, layout, problem, lam2, w, evaluate=True, always=False):
     """The Jacobi diagonal of the smooth problem's Hessian at w (cyrank.optim.certificate.jacobi_preconditioner:
-    within-query column scales, calibrated by one product; ``evaluate=False``: the Hessian state is at w)."""
+    within-query column scales, calibrated by one product; ``evaluate=False``: the Hessian state is at w); None when
+    the columns' scales are close (unless ``always``)."""
     return jacobi_preconditioner(problem, X, 2.0 * lam2, offsets=layout.lay_ptr[layout.q_ptr], rows=layout.rows,
-                                 x=w, evaluate=evaluate)
+                                 x=w, evaluate=evaluate, min_spread=0.0 if always else PRECONDITION_SPREAD)
 
 
-def _certifier(X, layout, problem, lam1, lam2, tol, precond=None):
+def _certifier(problem, lam1, lam2, tol, precond):
     """certify(w, G, F) -> (gap, gap_kind), the problem's Hessian state being at w (the point of its last
-    ``grad``): the bound ||p||^2 / (4 lam2) when it meets tol * max(1, |F|), else cyrank.optim.certificate.certify
-    with the Jacobi preconditioner of the within-query column scales (made on first need, at w)."""
-    precond = [] if precond is None else [precond]
+    ``grad``): cyrank.optim.certificate.certify (the bound ||p||^2 / (4 lam2) when it meets tol * max(1, |F|),
+    else the Newton decrement by CG preconditioned by ``precond``)."""
 
     def certify_at(w, G, F):
-        if lam2 > 0:
-            p = pseudo_gradient(G, w, lam1)
-            bound = float(p @ p) / (4.0 * lam2)
-            if bound <= gap_target(tol, F):
-                return bound, "strong convexity"
-        if not precond:
-            precond.append(_preconditioner(X, layout, problem, lam2, w))
         gap, kind, _ = certify(problem.hess_vec, w, G, F, tol, lam1=lam1, strong_convexity=2.0 * lam2,
-                               precond=precond[0])
+                               precond=precond)
         return gap, kind
 
     return certify_at
@@ -540,8 +533,8 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
         name = "owlqn" if lam1 > 0 else "lbfgs"
         first = [not np.any(w)]  # _smooth_problem evaluated w = 0 already, and left its Hessian state there
         precond = _preconditioner(X, layout, problem, lam2, w, evaluate=not first[0])
-        last = [w]  # the point of the problem's Hessian state
-        certify_at = _certifier(X, layout, problem, lam1, lam2, tol, precond)
+        last = [w if first[0] or precond is not None else None]  # the point of the problem's Hessian state
+        certify_at = _certifier(problem, lam1, lam2, tol, precond)
 
         def fun_grad(x):
             if first[0]:
@@ -760,8 +753,8 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
         G = problem.grad(w)
         columns = []  # the sorted rows column by column, made once when the first large working set needs them
         # the Jacobi diagonal at the start: the certificate's preconditioner, and each model's floor of curvature
-        floor = _preconditioner(X, layout, problem, lam2, w, evaluate=False)  # (the Hessian state is at w)
-        certify_at = _certifier(X, layout, problem, lam1, lam2, tol, floor)
+        floor = _preconditioner(X, layout, problem, lam2, w, evaluate=False, always=True)  # Hessian state at w
+        certify_at = _certifier(problem, lam1, lam2, tol, floor)
         gap, gap_kind, tol_kkt = np.inf, "", tol
         while True:
             excess = _kkt_excess(G, w, lam1, noise)

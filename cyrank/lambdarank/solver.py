@@ -199,15 +199,13 @@ class _WeightedRankNetProblem(SmoothProblem):
         return np.asarray(self.X.T @ out).ravel() + 2.0 * self.alpha * v
 
 
-def _tron(problem, w0, *, alpha, tol, max_iter, verbose, name, jacobi=False):
+def _tron(problem, w0, *, alpha, tol, max_iter, verbose, name):
     """TRON from w0 with the stopping rule ||g|| <= tol ||g at w = 0|| and a gap <= tol max(1, |F|) (certified by
-    the strong convexity 2 alpha when alpha > 0); ``jacobi``: preconditioned by the within-query column scales
-    (cyrank.optim.certificate.jacobi_diagonal, calibrated at w = 0). Returns (result, ||g at 0||)."""
+    the strong convexity 2 alpha when alpha > 0, else the Newton decrement), preconditioned by the within-query
+    column scales when they are far apart (cyrank.optim.certificate.jacobi_diagonal, calibrated at w = 0).
+    Returns (result, ||g at 0||)."""
     g0 = float(np.linalg.norm(problem.grad(np.zeros(w0.shape[0]))))  # the Hessian state at 0
-    precond = None
-    if jacobi:
-        precond = jacobi_diagonal(problem.hess_vec, group_column_squares(problem.X, problem.pairs.offsets),
-                                  2.0 * alpha)
+    precond = jacobi_diagonal(problem.hess_vec, group_column_squares(problem.X, problem.pairs.offsets), 2.0 * alpha)
     res = tron(problem, w0, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name=name, precond=precond,
                gap_tol=tol, strong_convexity=2.0 * alpha)
     return res, g0
@@ -260,7 +258,7 @@ def solve(X, y, qid=None, *, sigma=1.0, alpha=1.0, max_iter=1000, tol=1e-6, coef
     w = _check_coef0(coef0, X.shape[1])
     with one_blas_thread():
         res, g0 = _tron(_RankNetProblem(Xs, pairs, alpha), w, alpha=alpha, tol=tol, max_iter=max_iter,
-                        verbose=verbose, name="RankNet", jacobi=True)
+                        verbose=verbose, name="RankNet")
     return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=X.shape[1],
                        optimality_name="grad_norm", message="" if res.converged else res.message,
                        **_tron_values(res, g0))
@@ -447,8 +445,7 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
 
     with one_blas_thread():
         start, _ = _tron(_RankNetProblem(Xs, pairs.ranknet(), alpha), np.zeros(d), alpha=alpha, tol=tol,
-                         max_iter=max_inner_iter, verbose=max(verbose - 1, 0), name="LambdaRank (RankNet start)",
-                         jacobi=True)
+                         max_iter=max_inner_iter, verbose=max(verbose - 1, 0), name="LambdaRank (RankNet start)")
         n_inner += int(start.n_iter)
         if not start.converged:
             inner_failures.append(start.message)

@@ -24,13 +24,18 @@ class RankNet(LinearRankerMixin, BaseEstimator):
     max_iter : int >= 1, default=1000
         Newton iterations; ConvergenceWarning when reached.
     tol : float > 0, default=1e-6
-        Stop when ||grad|| <= tol ||grad at w = 0|| (``grad_norm_``).
+        Stop when ||grad|| <= tol ||grad at w = 0|| (``grad_norm_``) and the objective is within
+        tol * max(1, |objective|) of the optimum (``gap_``: ||grad||^2 / (4 alpha), certified, or the Newton
+        decrement); TRON runs preconditioned by the within-query column scales when they are far apart.
     verbose : int, default=0
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
     objective_, grad_norm_ (relative), n_iter_, n_cg_iter_, converged_, n_features_in_
+    gap_, gap_kind_ : float or None, str
+        objective_ minus the optimum and how it is known (cyrank.optim.result: certified "strong convexity" or
+        "duality gap", or the "newton decrement" estimate, invariant to rescaling a feature); None: not measured.
     """
 
     _model_schema = {

@@ -49,7 +49,8 @@ class RankSVM(RankerMixin, BaseEstimator):
     tol : float > 0, default=1e-3
         squared_hinge: stop when ||grad|| <= tol * ||grad at 0|| (LIBLINEAR's rule; see grad_norm_) and the
         objective is within tol * max(1, |objective|) of the optimum (``gap_``: ||grad||^2 / 2, certified by
-        1-strong convexity, or the Newton decrement); TRON runs preconditioned by the within-query column scales.
+        1-strong convexity, or the Newton decrement); TRON runs preconditioned by the within-query column scales
+        when they are far apart.
         hinge: stop when the certified gap (objective minus the best dual value of the restricted problems,
         ``duality_gap_``) is <= tol * C |P| (tol is in units of the mean hinge loss per pair) and <= tol *
         max(1, objective). The cutting planes of

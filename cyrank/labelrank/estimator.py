@@ -42,8 +42,8 @@ class LabelRankBoost(BaseEstimator):
     tol : float > 0, default=1e-6
         Stop when ||grad|| <= tol ||grad at coef = 0|| (``grad_norm_``) and the objective is within
         tol * max(1, |objective|) of the optimum (``gap_``: ||grad||^2 / (4 alpha), certified, or the Newton
-        decrement; "newton" runs preconditioned by the feature scales when they are far apart, "boost" is slow on unnormalised features
-        and then says so).
+        decrement; "newton" runs preconditioned by the feature scales when they are far apart, "boost" is slow
+        on unnormalised features and then says so).
     verbose : int, default=0
 
     Attributes

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from . import _column_squares
 from .result import gap_target
 
 DECREMENT_RTOL = 0.1
@@ -99,30 +100,22 @@ def group_column_squares(X, offsets=None, rows=None):
     """Per column, sum_i (x_ij - mean of x_.j over i's group)^2 over the rows rows[offsets[k]:offsets[k+1]] of
     each group k (rows None: 0..n-1 in order; offsets None: one group of all rows). A pairwise ranking loss sees
     only differences within a query, so its Hessian's diagonal scales as these sums: the data part of
-    :func:`jacobi_diagonal`. Computed as sum x^2 - sum_k (sum of group k)^2 / n_k in float64, two passes over X
-    and no copy of it (a column whose within-group spread is below ~1e-8 of its magnitude comes out as rounding
-    noise or 0: only a preconditioner is made of it)."""
+    :func:`jacobi_diagonal`. One pass over X, in float64, without copying it (cyrank/optim/_column_squares.pyx)."""
     import scipy.sparse as sp
 
     n, d = X.shape
-    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
-    offsets = np.array([0, rows.size]) if offsets is None else np.asarray(offsets, dtype=np.int64)
-    sizes = np.diff(offsets)
-    member = sp.csr_matrix((np.ones(rows.size), (np.repeat(np.arange(sizes.size), sizes), rows)),
-                           shape=(sizes.size, n))
-    counted = np.asarray(member.sum(axis=0)).ravel()  # 1 for a row in a group, else 0
+    rows = np.arange(n, dtype=np.int64) if rows is None else np.ascontiguousarray(rows, dtype=np.int64)
+    offsets = (np.array([0, rows.size], dtype=np.int64) if offsets is None
+               else np.ascontiguousarray(offsets, dtype=np.int64))
+    out = np.empty(d)
     if sp.issparse(X):
         X = X.tocsr()
-        total = np.asarray(X.multiply(X).T @ counted, dtype=np.float64).ravel()
-        sums = sp.csr_matrix(member @ X)
-        sums.data **= 2
-        per_group = np.asarray((sp.diags(1.0 / np.maximum(sizes, 1)) @ sums).sum(axis=0)).ravel()
+        itype = np.promote_types(X.indices.dtype, X.indptr.dtype)
+        _column_squares.sparse_squares(X.data, X.indices.astype(itype, copy=False),
+                                       X.indptr.astype(itype, copy=False), rows, offsets, out)
     else:
-        total = (np.einsum("ij,ij->j", X, X, dtype=np.float64) if rows.size == n
-                 else np.einsum("i,ij,ij->j", counted, X, X, dtype=np.float64))
-        sums = np.asarray(member @ X, dtype=np.float64)
-        per_group = np.einsum("g,gj,gj->j", 1.0 / np.maximum(sizes, 1), sums, sums)
-    return np.maximum(total - per_group, 0.0)
+        _column_squares.dense_squares(X, rows, offsets, out)
+    return np.maximum(out, 0.0)
 
 
 def jacobi_diagonal(hess_vec, squares, ridge, seed=0, min_spread=PRECONDITION_SPREAD):

@@ -78,7 +78,7 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
     Hessian of L-BFGS being diag(1 / precond) up to its scalar): a feature on a scale of 1e9 then costs no more
     iterations than a standardised one. Everything reported (x, the KKT violation, the callbacks) is in x.
     """
-    smooth = lam1 == 0  # plain L-BFGS
+    smooth = not np.any(lam1)  # plain L-BFGS (lam1: a number, or one weight per coordinate)
     if precond is not None:  # the variables v = D x (D a power of 2 when precond is: no rounding)
         scale = np.sqrt(np.asarray(precond, dtype=np.float64))
         inv, user_fun_grad, user_callback, user_certify = 1.0 / scale, fun_grad, callback, certify

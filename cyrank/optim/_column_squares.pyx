@@ -1,0 +1,75 @@
+"""Within-group centred column sums of squares in one pass over X (cyrank.optim.certificate.group_column_squares).
+
+For each group k of rows rows[offsets[k]:offsets[k+1]] and each column j, with x0 the group's first row:
+    sum_i (x_ij - mean_j)^2 = sum_i (x_ij - x0_j)^2 - (sum_i (x_ij - x0_j))^2 / n_k
+(dense X; the shift by the first row keeps a column like a timestamp, large but nearly constant within a group,
+from cancelling). Sparse X (CSR): the shift is each column's first stored value in the group. O(d) scratch.
+"""
+import numpy as np
+
+from cyrank._typedefs cimport floating, index_t, intp_t
+
+
+def dense_squares(const floating[:, :] X, const intp_t[::1] rows, const intp_t[::1] offsets, double[::1] out):
+    """out[j] = the centred sum of squares of column j over every group (module docstring), dense X."""
+    cdef intp_t d = X.shape[1], g, p, j, i, i0, n_g
+    cdef double[::1] s = np.zeros(d), q = np.zeros(d)
+    cdef double x
+    with nogil:
+        for j in range(d):
+            out[j] = 0.0
+        for g in range(offsets.shape[0] - 1):
+            n_g = offsets[g + 1] - offsets[g]
+            if n_g < 2:
+                continue
+            i0 = rows[offsets[g]]
+            for j in range(d):
+                s[j] = 0.0
+                q[j] = 0.0
+            for p in range(offsets[g] + 1, offsets[g + 1]):
+                i = rows[p]
+                for j in range(d):
+                    x = <double> X[i, j] - <double> X[i0, j]
+                    s[j] += x
+                    q[j] += x * x
+            for j in range(d):
+                out[j] += q[j] - s[j] * s[j] / n_g
+
+
+def sparse_squares(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+                   const intp_t[::1] rows, const intp_t[::1] offsets, double[::1] out):
+    """The same for CSR X, each column shifted by its first stored value in the group (c): with m stored entries
+    of n, sum (x - c) and sum (x - c)^2 over them plus the n - m absent zeros, each (0 - c). O(nnz) per pass."""
+    cdef intp_t d = out.shape[0], g, p, j, i, k, n_g, n_touched
+    cdef double[::1] s = np.zeros(d), q = np.zeros(d), c = np.zeros(d)
+    cdef intp_t[::1] touched = np.empty(d, dtype=np.int64), m = np.zeros(d, dtype=np.int64)
+    cdef double x, zeros, total, square
+    with nogil:
+        for j in range(d):
+            out[j] = 0.0
+        for g in range(offsets.shape[0] - 1):
+            n_g = offsets[g + 1] - offsets[g]
+            if n_g < 2:
+                continue
+            n_touched = 0
+            for p in range(offsets[g], offsets[g + 1]):
+                i = rows[p]
+                for k in range(indptr[i], indptr[i + 1]):
+                    j = indices[k]
+                    if m[j] == 0:
+                        touched[n_touched] = j
+                        n_touched += 1
+                        c[j] = data[k]
+                    m[j] += 1
+                    x = <double> data[k] - c[j]
+                    s[j] += x
+                    q[j] += x * x
+            for k in range(n_touched):
+                j = touched[k]
+                zeros = <double> (n_g - m[j])
+                total = s[j] - zeros * c[j]
+                square = q[j] + zeros * c[j] * c[j]
+                out[j] += square - total * total / n_g
+                s[j] = 0.0
+                q[j] = 0.0
+                m[j] = 0

@@ -2,7 +2,7 @@
 vectorised numpy version, and LambdaMART against LightGBM's built-in lambdarank objective on the embedded data.
 Prints markdown tables (pasted into bench/RESULTS.md).
 
-    python bench/bench_lambdarank.py                   # kernel | gradient | mart | parity | seeds | rounds
+    python bench/bench_lambdarank.py                   # kernel | gradient | mart | parity | seeds | rounds | linear
     python bench/bench_lambdarank.py --only kernel
 
 The numpy peer (NumpyLambdas) computes the same lambdas per query with (n x n) broadcasting and is checked against
@@ -333,9 +333,67 @@ def bench_parity(quick):
               f"{diff.std(ddof=1) / np.sqrt(diff.size):.4f}")
 
 
+def _split_queries(X, y, qid, share, seed):
+    """(train, validation) by query: ``share`` of the queries, drawn at random, held out."""
+    rng = np.random.default_rng(seed)
+    queries = np.unique(qid)
+    held = rng.choice(queries, size=max(1, int(round(share * queries.size))), replace=False)
+    val = np.isin(qid, held)
+    return (X[~val], y[~val], qid[~val]), (X[val], y[val], qid[val])
+
+
+def _graded_letor(n_queries, per_query, d, seed):
+    """LETOR-style generated data: dense features, labels 0..4 in LETOR proportions from a noisy, partly non-linear
+    score (so that no linear model is exactly right), queries of per_query documents."""
+    rng = np.random.default_rng(seed)
+    n = n_queries * per_query
+    X = rng.normal(size=(n, d))
+    score = X @ rng.normal(size=d) + 0.5 * np.tanh(X[:, 0] * X[:, 1]) * d ** 0.5
+    noisy = score + rng.normal(scale=score.std(), size=n)
+    y = np.digitize(noisy, np.quantile(noisy, np.cumsum((0.5, 0.3, 0.13, 0.05))[:4])).astype(np.float64)
+    return X, y, np.repeat(np.arange(n_queries), per_query)
+
+
+def bench_linear(quick):
+    """Issue 25: linear LambdaRank (the LambdaLoss EM loop) against RankNet, RankSVM and DominationRank."""
+    from cyrank import DominationRank, LambdaRank, RankNet, RankSVM
+
+    print("\n### Linear rankers: test NDCG@10, the regularisation chosen on a validation split (issue 25)\n")
+    print("Each model's alpha (C for RankSVM) is chosen from a grid by NDCG@10 on 25% of the training queries held "
+          "out, then refitted on the whole training set; NDCG@10 = cyrank.metrics.ndcg_score (exponential gain, "
+          "pessimistic ties, queries without a relevant document dropped). LambdaRank optimises NDCG@10 "
+          "(metric='ndcg@10', defaults otherwise).\n")
+    grid = (0.01, 0.1, 1.0, 10.0, 100.0)
+    models = {"RankNet": lambda a: RankNet(alpha=a), "LambdaRank": lambda a: LambdaRank(alpha=a),
+              "RankSVM": lambda a: RankSVM(C=1.0 / a), "DominationRank": lambda a: DominationRank(alpha=a)}
+    Xtr, ytr, qtr = load_lightgbm_rank("train")
+    Xte, yte, qte = load_lightgbm_rank("test")
+    sets = [("LightGBM rank.train / rank.test (201 / 50 queries, 300 sparse features)", (Xtr, ytr, qtr),
+             (Xte, yte, qte))]
+    for seed in (0, 1):
+        n_q = 100 if quick else 300
+        X, y, q = _graded_letor(n_q + n_q // 2, 40, 30, seed)
+        train = q < n_q
+        sets.append((f"generated LETOR-style, seed {seed} ({n_q} / {n_q // 2} queries of 40, 30 features, labels 0-4)",
+                     (X[train], y[train], q[train]), (X[~train], y[~train], q[~train])))
+    print("| data | " + " | ".join(f"{m} (alpha)" for m in models) + " | LambdaRank - RankNet |")  # RankSVM: C = 1 / alpha
+    print("|---|" + "---:|" * (len(models) + 1))
+    for name, (X, y, q), (Xt, yt, qt) in sets:
+        (Xa, ya, qa), (Xv, yv, qv) = _split_queries(X, y, q, 0.25, seed=7)
+        scores = {}
+        for m, make in models.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                val = [ndcg_score(yv, make(a).fit(Xa, ya, qa).predict(Xv), qv, k=10) for a in grid]
+                best = grid[int(np.argmax(val))]
+                scores[m] = (ndcg_score(yt, make(best).fit(X, y, q).predict(Xt), qt, k=10), best)
+        print(f"| {name} | " + " | ".join(f"{v:.4f} ({a:g})" for v, a in scores.values())
+              + f" | {scores['LambdaRank'][0] - scores['RankNet'][0]:+.4f} |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="kernel,gradient,mart,parity,seeds,rounds")
+    ap.add_argument("--only", default="kernel,gradient,mart,parity,seeds,rounds,linear")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     print(f"## RankNet / LambdaRank / LambdaMART (`python bench/bench_lambdarank.py --only {args.only}`)\n")
@@ -343,7 +401,7 @@ def main(argv=None):
           f"{platform.python_version()}, numpy {np.__version__}; load average at start {os.getloadavg()[0]:.1f}.")
     for name in args.only.split(","):
         {"kernel": bench_kernel, "gradient": bench_gradient, "mart": bench_mart, "parity": bench_parity,
-         "seeds": bench_seeds, "rounds": bench_rounds}[name](args.quick)
+         "seeds": bench_seeds, "rounds": bench_rounds, "linear": bench_linear}[name](args.quick)
 
 
 if __name__ == "__main__":

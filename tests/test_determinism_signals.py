@@ -106,7 +106,10 @@ INTERRUPTIBLE = textwrap.dedent("""
         "cd": lambda: DominationRank(solver="cd", penalty="l1", alpha=1e-6, tol=1e-300,
                                      max_iter=10**6).fit(X, y, qid),
         "hinge": lambda: RankSVM(loss="hinge", tol=1e-12, max_iter=10**6).fit(X, y, qid),
-        "squared_hinge": lambda: RankSVM(loss="squared_hinge", tol=1e-12, max_iter=10**6).fit(X, y, qid),
+        # correlated columns of similar scales (a random rotation of X): ill-conditioned whatever the diagonal
+        # preconditioner does, so TRON is still at work when Ctrl-C comes
+        "squared_hinge": lambda: RankSVM(loss="squared_hinge", tol=1e-12, max_iter=10**6).fit(
+            X @ np.linalg.qr(rng.standard_normal((d, d)))[0], y, qid),
         "mlr": lambda: MLR(C=1e3, tol=1e-9, max_iter=10**6, n_jobs=2).fit(Xm, ym),
     }
     for name in sys.argv[1:]:

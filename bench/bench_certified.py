@@ -179,8 +179,8 @@ def main():
         return worker(json.loads(args.worker))
     trees = {"baseline": args.baseline} if args.baseline else {}
     trees["this tree"] = ROOT
-    print(f"## Certified stopping (`python bench/bench_certified.py{' --baseline ' + args.baseline if args.baseline else ''}"
-          f"{' --quick' if args.quick else ''}`)\n")
+    baseline = f" --baseline {args.baseline}" if args.baseline else ""
+    print(f"## Certified stopping (`python bench/bench_certified.py{baseline}{' --quick' if args.quick else ''}`)\n")
     print(f"One thread; best of {args.reps} fits from raw (X, y, qid), default tol; load average "
           f"{os.getloadavg()[0]:.2f} at the start.")
     if "wellscaled" in args.only:

@@ -376,7 +376,8 @@ def bench_linear(quick):
         train = q < n_q
         sets.append((f"generated LETOR-style, seed {seed} ({n_q} / {n_q // 2} queries of 40, 30 features, labels 0-4)",
                      (X[train], y[train], q[train]), (X[~train], y[~train], q[~train])))
-    print("| data | " + " | ".join(f"{m} (alpha)" for m in models) + " | LambdaRank - RankNet |")  # RankSVM: C = 1 / alpha
+    # RankSVM's column: C = 1 / alpha
+    print("| data | " + " | ".join(f"{m} (alpha)" for m in models) + " | LambdaRank - RankNet |")
     print("|---|" + "---:|" * (len(models) + 1))
     for name, (X, y, q), (Xt, yt, qt) in sets:
         (Xa, ya, qa), (Xv, yv, qv) = _split_queries(X, y, q, 0.25, seed=7)

@@ -111,7 +111,7 @@ register(SolverSpec(
 register(SolverSpec(
     name="lambdarank",
     estimator="cyrank.lambdarank:LambdaRank",
-    summary="LambdaRank (linear): L-BFGS-B on the lambda gradients of NDCG@k, ERR@k or MAP (not convex)",
+    summary="LambdaRank (linear): LambdaLoss EM from the RankNet solution (weighted RankNet by TRON; not convex)",
     solve="cyrank.lambdarank.solver:solve_lambdarank",
     demo=False,
 ))

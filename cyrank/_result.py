@@ -4,8 +4,9 @@ A :class:`SolveResult` holds the fitted values under the names the estimator giv
 underscore (``coef``, ``objective``, ``n_iter``, ``converged`` and the family's own: ``kkt_violation``,
 ``grad_norm``, ``duality_gap``, ``W``, ...; ``gap``, a bound or estimate of objective - optimum, None when not
 measured, and ``gap_kind``, its name: cyrank.optim.result), the name of the family's optimality measure, and
-``message``: why the solver stopped short ("" when it converged). This layer never warns about convergence and imports no
-scikit-learn; the estimators turn ``message`` into sklearn's ConvergenceWarning, the command line prints it.
+``message``: why the solver stopped short ("" when it converged). This layer never warns about convergence and
+imports no scikit-learn; the estimators turn ``message`` into sklearn's ConvergenceWarning, the command line prints
+it.
 """
 import math
 

@@ -39,6 +39,7 @@ evaluated at trial points that may be rejected (``fun(x, Mx)``), ``grad(x)`` com
 point, and ``hess_vec(v, Mv)`` multiplies by the Hessian of the last committed point; ``metric(v) = M v``.
 """
 import math
+
 import numpy as np
 
 from .certificate import DECREMENT_RTOL

@@ -38,7 +38,7 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            check_ranking_data, check_row_weights, check_verbose, check_y, max_abs,
                            warn_if_no_pairs)
 from ..optim._quadratic_l1 import minimise_quadratic_l1
-from ..optim.certificate import PRECONDITION_SPREAD, certify, jacobi_preconditioner
+from ..optim.certificate import PRECONDITION_SPREAD, certify, group_column_squares, jacobi_preconditioner
 from ..optim.owlqn import owlqn
 from ..optim.result import OptimResult, gap_target
 from ..optim.smooth import SmoothProblem
@@ -115,6 +115,7 @@ class _Layout:
         self.rows, self.q_ptr, self.lay_ptr, self.row_qk, self.qk_q, self.offset = (
             rows, q_ptr, lay_ptr, row_qk, qk_q, offset)
         self.x_max = None  # the largest |x| of X, when the caller knows it (one O(nnz) pass less)
+        self.squares = None  # the within-query column squares of X (_preconditioner), made on first need
 
 
 def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_state=None):
@@ -423,8 +424,10 @@ def _preconditioner(X, layout, problem, lam2, w, evaluate=True, always=False):
     """The Jacobi diagonal of the smooth problem's Hessian at w (cyrank.optim.certificate.jacobi_preconditioner:
     within-query column scales, calibrated by one product; ``evaluate=False``: the Hessian state is at w); None when
     the columns' scales are close (unless ``always``)."""
-    return jacobi_preconditioner(problem, X, 2.0 * lam2, offsets=layout.lay_ptr[layout.q_ptr], rows=layout.rows,
-                                 x=w, evaluate=evaluate, min_spread=0.0 if always else PRECONDITION_SPREAD)
+    if layout.squares is None:  # once per layout (the chained solvers of "auto" and a path share it)
+        layout.squares = group_column_squares(X, layout.lay_ptr[layout.q_ptr], layout.rows)
+    return jacobi_preconditioner(problem, layout.squares, 2.0 * lam2, x=w, evaluate=evaluate,
+                                 min_spread=0.0 if always else PRECONDITION_SPREAD)
 
 
 def _certifier(problem, lam1, lam2, tol, precond):

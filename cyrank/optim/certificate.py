@@ -23,6 +23,7 @@ from . import _column_squares
 from .result import gap_target
 
 DECREMENT_RTOL = 0.1
+DECREMENT_SAFETY = 100.0
 DECREMENT_MAX_CG = 250
 # the Jacobi diagonal preconditions only when the data parts of its entries span more than this factor (a column
 # scale 100x off); on data closer to standardised, the methods keep their unpreconditioned iterates, as fast as ever
@@ -39,13 +40,16 @@ def pseudo_gradient(g, x, lam1):
 
 
 def newton_decrement(hess_vec, p, *, precond=None, active=None, rtol=DECREMENT_RTOL, max_cg=DECREMENT_MAX_CG,
-                     above=np.inf):
+                     above=np.inf, below=0.0):
     """(p_A' H_AA^-1 p_A / 2, Hessian products): preconditioned CG on H_AA s = -p_A (module docstring).
 
     ``hess_vec(v)``: H v at the point of p. ``precond``: a positive diagonal close to diag(H) (None: identity).
     ``active``: boolean mask A (None: every coordinate). Returns inf when CG meets a direction of no curvature
     along which p descends (F is unbounded below to second order) or does not reach ``rtol`` in ``max_cg`` steps.
-    Stops early, returning the value so far, once that exceeds ``above`` (it only grows).
+    Stops early, returning the value so far, once that exceeds ``above`` (it only grows); and once the value so
+    far inflated by the residual, half (1 + DECREMENT_SAFETY rho^2) with rho the preconditioned residual relative
+    to the first, is at most ``below``, returning that inflated value (CG's remaining increments shrink as rho^2:
+    an estimate far below the target needs one or two products, not rtol).
     """
     r = -np.asarray(p, dtype=np.float64)
     if active is not None:
@@ -55,7 +59,7 @@ def newton_decrement(hess_vec, p, *, precond=None, active=None, rtol=DECREMENT_R
     rz = float(r @ z)
     if rz == 0.0:
         return 0.0, 0
-    stop = rtol * math.sqrt(rz)
+    stop, rz0 = rtol * math.sqrt(rz), rz
     d = z.copy()
     half = 0.0
     for it in range(1, max_cg + 1):
@@ -74,6 +78,9 @@ def newton_decrement(hess_vec, p, *, precond=None, active=None, rtol=DECREMENT_R
         rz_new = float(r @ z)
         if math.sqrt(max(rz_new, 0.0)) <= stop:
             return half, it
+        inflated = half * (1.0 + DECREMENT_SAFETY * max(rz_new, 0.0) / rz0)
+        if inflated <= below:
+            return inflated, it
         d = z + (rz_new / rz) * d
         rz = rz_new
     return math.inf, max_cg
@@ -89,8 +96,9 @@ def certify(hess_vec, x, g, objective, tol, *, lam1=0.0, strong_convexity=0.0, p
         if bound <= gap_target(tol, objective):
             return bound, "strong convexity", 0
     active = None if lam1 == 0 else (x != 0) | (p != 0)
-    estimate, products = newton_decrement(hess_vec, p, precond=precond, active=active,
-                                          above=gap_target(tol, objective))
+    target = gap_target(tol, objective)
+    estimate, products = newton_decrement(hess_vec, p, precond=precond, active=active, above=target,
+                                          below=0.01 * target)
     if bound <= estimate:
         return bound, "strong convexity", products
     return estimate, "newton decrement", products
@@ -148,16 +156,14 @@ def spread_exceeds(values, factor):
     return values.size > 0 and float(values.max()) > factor * float(values.min())
 
 
-def jacobi_preconditioner(problem, X, ridge, *, offsets=None, rows=None, x=None, evaluate=True,
-                          min_spread=PRECONDITION_SPREAD):
+def jacobi_preconditioner(problem, squares, ridge, *, x=None, evaluate=True, min_spread=PRECONDITION_SPREAD):
     """:func:`jacobi_diagonal` for a SmoothProblem whose Hessian is X'(...)X + ridge I with a pairwise loss inside
-    the groups of ``offsets`` / ``rows`` (:func:`group_column_squares`), calibrated at ``x`` (default 0; with
+    groups, ``squares`` = :func:`group_column_squares` of X, calibrated at ``x`` (default 0; with
     ``evaluate=False`` the problem's Hessian state is already there); None when the squares span at most
     ``min_spread`` (nothing evaluated then)."""
-    squares = group_column_squares(X, offsets, rows)
     if not spread_exceeds(squares[squares > 0], min_spread):
         return None
-    x = np.zeros(X.shape[1]) if x is None else x
+    x = np.zeros(squares.shape[0]) if x is None else x
     if evaluate:
         problem.fun(x)
         problem.grad(x)  # the Hessian state at x

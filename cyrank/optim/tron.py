@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from .certificate import DECREMENT_RTOL
+from .certificate import DECREMENT_RTOL, newton_decrement
 from .result import OptimResult, gap_target
 from .smooth import SmoothProblem
 
@@ -185,10 +185,15 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
         gap = gnorm ** 2 / (2.0 * strong_convexity) if strong_convexity > 0 else math.inf
         gap_kind = "strong convexity"
         if gap > gap_target(gap_tol, f):
-            # the Newton decrement -q(s) of an unconstrained CG solve (in the scaled variables: preconditioned)
-            s, Ms, r, it, interior = _truncated_cg(p, g, Mg, math.inf, max(max_cg, 50), DECREMENT_RTOL)
+            # the Newton decrement (in the scaled variables: preconditioned), by cyrank.optim.certificate's CG, or
+            # by -q(s) of an unconstrained CG solve in the problem's own inner product
+            if type(p).metric is SmoothProblem.metric:
+                target = gap_target(gap_tol, f)
+                decrement, it = newton_decrement(p.hess_vec, g, above=target, below=0.01 * target)
+            else:
+                s, Ms, r, it, interior = _truncated_cg(p, g, Mg, math.inf, max(max_cg, 50), DECREMENT_RTOL)
+                decrement = -0.5 * (float(g @ Ms) - float(r @ Ms)) if interior else math.inf
             n_cg += it
-            decrement = -0.5 * (float(g @ Ms) - float(r @ Ms)) if interior else math.inf
             if decrement < gap:
                 gap, gap_kind = max(decrement, 0.0), "newton decrement"
         return gap <= gap_target(gap_tol, f)

@@ -36,7 +36,7 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            check_verbose, feature_scale_spread, max_abs)
 from ..optim.tron import tron
 from . import _pairloss
-from ..optim.certificate import jacobi_preconditioner
+from ..optim.certificate import group_column_squares, jacobi_preconditioner
 from ..optim.cutting_plane import cutting_plane_history
 from .hinge import KernelHinge, LinearHinge, one_slack
 from .kernels import _MB, StoredKernel, check_symmetric, kernel_operator
@@ -220,7 +220,7 @@ class _Fit:
         if self.loss == "squared_hinge":
             # a warm start keeps LIBLINEAR's rule ||grad|| <= tol ||grad at 0||, so tol means what it does cold
             g0 = None if self.start is None else float(np.linalg.norm(obj.grad(zero)))
-            precond = jacobi_preconditioner(obj, X, 1.0, offsets=layout.offsets, rows=layout.rows)
+            precond = jacobi_preconditioner(obj, group_column_squares(X, layout.offsets, layout.rows), 1.0)
             res = tron(obj, zero if self.start is None else self.start, tol=self.tol, max_iter=self.max_iter,
                        grad_norm0=g0, verbose=self.verbose, name="RankSVM (TRON)", precond=precond,
                        gap_tol=self.tol, strong_convexity=1.0)

@@ -25,6 +25,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+ROUNDS = 3  # child processes per tree and problem, alternating; each fits --reps times
 
 
 # ------------------------------------------------------------------------------------------------ problems
@@ -155,8 +156,12 @@ def table(title, cases, trees, reps, quick):
     for name, label, params in cases:
         f_star = optimum(name, params, quick)
         cells, seconds = [], []
-        results = {t: run(trees[t], {"problem": name, "params": params, "reps": reps, "quick": quick})
-                   for t in names}
+        results = {}
+        for _ in range(ROUNDS):  # the trees alternate, so that a busy spell of the machine hits both
+            for t in names:
+                r = run(trees[t], {"problem": name, "params": params, "reps": reps, "quick": quick})
+                if t not in results or r["seconds"] < results[t]["seconds"]:
+                    results[t] = r
         for t in names:
             r = results[t]
             gap = (r["objective"] - f_star) / max(1.0, abs(f_star))
@@ -181,7 +186,8 @@ def main():
     trees["this tree"] = ROOT
     baseline = f" --baseline {args.baseline}" if args.baseline else ""
     print(f"## Certified stopping (`python bench/bench_certified.py{baseline}{' --quick' if args.quick else ''}`)\n")
-    print(f"One thread; best of {args.reps} fits from raw (X, y, qid), default tol; load average "
+    print(f"One thread; best of {ROUNDS} x {args.reps} fits (the trees alternating) from raw (X, y, qid), default "
+          f"tol; load average "
           f"{os.getloadavg()[0]:.2f} at the start.")
     if "wellscaled" in args.only:
         table("Well-scaled data (time may not grow by more than 10%)", CASES, trees, args.reps, args.quick)

@@ -49,7 +49,7 @@ def newton_decrement(hess_vec, p, *, precond=None, active=None, rtol=DECREMENT_R
     Stops early, returning the value so far, once that exceeds ``above`` (it only grows); and once the value so
     far inflated by the residual, half (1 + DECREMENT_SAFETY rho^2) with rho the preconditioned residual relative
     to the first, is at most ``below``, returning that inflated value (CG's remaining increments shrink as rho^2:
-    an estimate far below the target needs one or two products, not rtol).
+    an estimate far below the target needs one or two products, not rtol). :func:`certify` sets below = target / 10.
     """
     r = -np.asarray(p, dtype=np.float64)
     if active is not None:
@@ -98,7 +98,7 @@ def certify(hess_vec, x, g, objective, tol, *, lam1=0.0, strong_convexity=0.0, p
     active = None if lam1 == 0 else (x != 0) | (p != 0)
     target = gap_target(tol, objective)
     estimate, products = newton_decrement(hess_vec, p, precond=precond, active=active, above=target,
-                                          below=0.01 * target)
+                                          below=0.1 * target)
     if bound <= estimate:
         return bound, "strong convexity", products
     return estimate, "newton decrement", products

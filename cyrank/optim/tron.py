@@ -189,7 +189,7 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
             # by -q(s) of an unconstrained CG solve in the problem's own inner product
             if type(p).metric is SmoothProblem.metric:
                 target = gap_target(gap_tol, f)
-                decrement, it = newton_decrement(p.hess_vec, g, above=target, below=0.01 * target)
+                decrement, it = newton_decrement(p.hess_vec, g, above=target, below=0.1 * target)
             else:
                 s, Ms, r, it, interior = _truncated_cg(p, g, Mg, math.inf, max(max_cg, 50), DECREMENT_RTOL)
                 decrement = -0.5 * (float(g @ Ms) - float(r @ Ms)) if interior else math.inf

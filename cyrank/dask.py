@@ -262,7 +262,7 @@ class _DaskFitMixin:
             problem.fun(zero)
             problem.grad(zero)
             squares = np.sum(problem._map("column_squares"), axis=0)
-            precond = jacobi_diagonal(problem.hess_vec, squares, 2.0 * reg)
+            precond = jacobi_diagonal(problem.hess_vec, squares, 2.0 * reg, n_rows=sum(i["n_rows"] for i in infos))
             res = tron(problem, zero, tol=tol, max_iter=max_iter, grad_norm0=grad_norm0, callback=record,
                        verbose=self.verbose, name=type(self).__name__, precond=precond, gap_tol=tol,
                        strong_convexity=2.0 * reg)

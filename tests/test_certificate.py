@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from cyrank.optim.certificate import (PRECONDITION_SPREAD, certify, group_column_squares, jacobi_diagonal,
-                                      newton_decrement, pseudo_gradient)
+                                      newton_decrement, pseudo_gradient, worth_preconditioning)
 from cyrank.optim.owlqn import owlqn
 from cyrank.optim.result import gap_target
 from cyrank.optim.smooth import SmoothProblem
@@ -97,6 +97,11 @@ def test_certify_uses_the_strong_convexity_bound_then_the_decrement():
 def test_jacobi_diagonal_only_when_scales_are_far_apart():
     H = np.diag([4.0, 9.0, 16.0])
     assert jacobi_diagonal(lambda v: H @ v, np.array([1.0, 2.0, 3.0]), 0.0) is None
+    assert jacobi_diagonal(lambda v: H @ v, np.array([1.0, 2.0, 3.0]), 0.0, n_rows=2) is None
+    # X as a whole on a scale of 1e12 (squares 1e24 per row): preconditioned, though the columns agree
+    assert jacobi_diagonal(lambda v: H @ v, np.array([1.0, 2.0, 3.0]) * 1e24, 0.0, n_rows=2) is not None
+    assert worth_preconditioning(np.array([1.0, 2.0, 3.0]) * 1e-10, n_rows=2)
+    assert not worth_preconditioning(np.array([0.0, 0.0]), n_rows=2)
     squares = np.array([1.0, 1.0, 10 * PRECONDITION_SPREAD])
     diag = jacobi_diagonal(lambda v: np.diag(squares * 2.0 + 0.5) @ v, squares, 0.5)
     # c = 2 recovered from one product, rounded to even powers of 2 (a power-of-2 square root: exact scaling)

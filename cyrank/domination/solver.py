@@ -38,7 +38,7 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            check_ranking_data, check_row_weights, check_verbose, check_y, max_abs,
                            warn_if_no_pairs)
 from ..optim._quadratic_l1 import minimise_quadratic_l1
-from ..optim.certificate import PRECONDITION_SPREAD, certify, group_column_squares, jacobi_preconditioner
+from ..optim.certificate import certify, group_column_squares, jacobi_preconditioner
 from ..optim.owlqn import owlqn
 from ..optim.result import OptimResult, gap_target
 from ..optim.smooth import SmoothProblem
@@ -426,8 +426,8 @@ def _preconditioner(X, layout, problem, lam2, w, evaluate=True, always=False):
     the columns' scales are close (unless ``always``)."""
     if layout.squares is None:  # once per layout (the chained solvers of "auto" and a path share it)
         layout.squares = group_column_squares(X, layout.lay_ptr[layout.q_ptr], layout.rows)
-    return jacobi_preconditioner(problem, layout.squares, 2.0 * lam2, x=w, evaluate=evaluate,
-                                 min_spread=0.0 if always else PRECONDITION_SPREAD)
+    return jacobi_preconditioner(problem, layout.squares, 2.0 * lam2, n_rows=layout.rows.shape[0], x=w,
+                                 evaluate=evaluate, always=always)
 
 
 def _certifier(problem, lam1, lam2, tol, precond):

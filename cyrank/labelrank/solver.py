@@ -231,7 +231,7 @@ def _preconditioner(problem, data, alpha):
         n, L, p = data.J.shape
         joint = group_column_squares(data.J.reshape(n * L, p), offsets=np.arange(0, n * L + 1, L))
         squares = np.concatenate([squares, joint])
-    return jacobi_diagonal(problem.hess_vec, squares, 2.0 * alpha)
+    return jacobi_diagonal(problem.hess_vec, squares, 2.0 * alpha, n_rows=data.n)
 
 
 def _boost_step(Wp, Wm, w, alpha, rho):

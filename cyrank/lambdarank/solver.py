@@ -205,7 +205,8 @@ def _tron(problem, w0, *, alpha, tol, max_iter, verbose, name):
     column scales when they are far apart (cyrank.optim.certificate.jacobi_diagonal, calibrated at w = 0).
     Returns (result, ||g at 0||)."""
     g0 = float(np.linalg.norm(problem.grad(np.zeros(w0.shape[0]))))  # the Hessian state at 0
-    precond = jacobi_diagonal(problem.hess_vec, group_column_squares(problem.X, problem.pairs.offsets), 2.0 * alpha)
+    precond = jacobi_diagonal(problem.hess_vec, group_column_squares(problem.X, problem.pairs.offsets), 2.0 * alpha,
+                              n_rows=problem.X.shape[0])
     res = tron(problem, w0, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name=name, precond=precond,
                gap_tol=tol, strong_convexity=2.0 * alpha)
     return res, g0

@@ -26,8 +26,8 @@ DECREMENT_RTOL = 0.1
 DECREMENT_SAFETY = 100.0
 DECREMENT_MAX_CG = 250
 # the Jacobi diagonal preconditions only when the data parts of its entries span more than this factor (a column
-# scale 100x off); on data closer to standardised, the methods keep their unpreconditioned iterates, as fast as ever
-PRECONDITION_SPREAD = 1e4
+# scale 100x off), or X as a whole is off by PRECONDITION_SCALE in squares (worth_preconditioning)
+PRECONDITION_SPREAD, PRECONDITION_SCALE = 1e4, 1e8
 
 
 def pseudo_gradient(g, x, lam1):
@@ -126,15 +126,30 @@ def group_column_squares(X, offsets=None, rows=None):
     return np.maximum(out, 0.0)
 
 
-def jacobi_diagonal(hess_vec, squares, ridge, seed=0, min_spread=PRECONDITION_SPREAD):
+def worth_preconditioning(squares, n_rows=None):
+    """Whether the columns' scales call for the Jacobi preconditioner: the non-zero ``squares``
+    (:func:`group_column_squares`) span more than PRECONDITION_SPREAD, or (``n_rows``: the rows they sum over) the
+    largest is more than PRECONDITION_SCALE times, or less than 1 / PRECONDITION_SCALE times, what a standardised
+    column gives (n_rows): X as a whole on a scale of 1e4 or 1e-4 and beyond. Otherwise the identity serves as well,
+    and the methods keep their unpreconditioned (benchmarked) iterates."""
+    used = squares[squares > 0]
+    if used.size == 0:
+        return False
+    top = float(used.max())
+    if top > PRECONDITION_SPREAD * float(used.min()):
+        return True
+    return bool(n_rows) and not 1.0 / PRECONDITION_SCALE <= top / n_rows <= PRECONDITION_SCALE
+
+
+def jacobi_diagonal(hess_vec, squares, ridge, *, n_rows=None, always=False, seed=0):
     """A positive diagonal close to diag(H) for H = (data part) + ridge I whose data part's diagonal scales as
     ``squares`` (:func:`group_column_squares`): c * squares + ridge, with c = u'(H - ridge I)u / u' diag(squares) u
     for u_j = +-1 / sqrt(squares_j) (one Hessian product; H at the current point). Zero entries (a feature that
-    never changes the loss, with no ridge) become 1. None, without a product, when the non-zero squares span at
-    most ``min_spread``: the data are close enough to standardised that the identity serves as well."""
+    never changes the loss, with no ridge) become 1. None, without a product, unless ``always`` or
+    :func:`worth_preconditioning` (with ``n_rows``)."""
     squares = np.asarray(squares, dtype=np.float64)
     used = squares > 0
-    if not spread_exceeds(squares[used], min_spread):
+    if not (always or worth_preconditioning(squares, n_rows)):
         return None
     c = 1.0
     if np.any(used):
@@ -151,20 +166,15 @@ def jacobi_diagonal(hess_vec, squares, ridge, seed=0, min_spread=PRECONDITION_SP
     return np.exp2(2.0 * np.round(0.5 * np.log2(diag)))
 
 
-def spread_exceeds(values, factor):
-    """max / min of the (positive) values exceeds ``factor`` (False for none)."""
-    return values.size > 0 and float(values.max()) > factor * float(values.min())
-
-
-def jacobi_preconditioner(problem, squares, ridge, *, x=None, evaluate=True, min_spread=PRECONDITION_SPREAD):
+def jacobi_preconditioner(problem, squares, ridge, *, n_rows=None, x=None, evaluate=True, always=False):
     """:func:`jacobi_diagonal` for a SmoothProblem whose Hessian is X'(...)X + ridge I with a pairwise loss inside
-    groups, ``squares`` = :func:`group_column_squares` of X, calibrated at ``x`` (default 0; with
-    ``evaluate=False`` the problem's Hessian state is already there); None when the squares span at most
-    ``min_spread`` (nothing evaluated then)."""
-    if not spread_exceeds(squares[squares > 0], min_spread):
+    groups, ``squares`` = :func:`group_column_squares` of X over ``n_rows`` rows, calibrated at ``x`` (default 0;
+    with ``evaluate=False`` the problem's Hessian state is already there); None when not
+    :func:`worth_preconditioning` (nothing evaluated then) unless ``always``."""
+    if not (always or worth_preconditioning(squares, n_rows)):
         return None
     x = np.zeros(squares.shape[0]) if x is None else x
     if evaluate:
         problem.fun(x)
         problem.grad(x)  # the Hessian state at x
-    return jacobi_diagonal(problem.hess_vec, squares, ridge, min_spread=0.0)
+    return jacobi_diagonal(problem.hess_vec, squares, ridge, always=True)

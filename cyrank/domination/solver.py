@@ -24,6 +24,12 @@ cyrank/domination/_model_cd.pyx), and the step is scaled by an Armijo line searc
 checked on every feature at every iteration (the gradient is full); "lbfgs", L-BFGS (Liu & Nocedal 1989) on the fused
 loss and gradient (smooth objective only); "owlqn", orthant-wise L-BFGS for the l1 term (Andrew & Gao, ICML 2007)
 on the same fused loss and gradient. Both run the one optimiser cyrank.optim.owlqn (lam1 = 0: plain L-BFGS).
+
+Stopping: every solver stops when the KKT violation (relative to the gradient at 0) is <= tol; all but "cd" also
+need the gap (cyrank.optim.certificate: ||p||^2 / (4 lam2), certified, or the Newton decrement, an estimate that
+no rescaling of a feature changes) to be <= tol * max(1, |objective|), so that one unnormalised column cannot
+make the KKT rule hold far from the optimum; and they run preconditioned by the within-query column scales when
+those are far apart (worth_preconditioning). "cd"'s coordinate steps are exact whatever the scale.
 """
 from dataclasses import dataclass
 
@@ -513,8 +519,7 @@ def _kkt_excess(G, w, lam1, noise):
 def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=None):
     """L-BFGS (Liu & Nocedal 1989) on the smooth objective in place on w: the OWL-QN optimiser of
     cyrank.optim.owlqn with lam1 = 0, which is exactly L-BFGS with its line search (no orthants), on the fused loss
-    and gradient of _smooth.fun_grad. It stops when max_r |grad_r| beyond the gradient's rounding error is
-    <= tol * scale, the KKT measure of the other solvers. Written in numpy over the fused kernel, it costs less per
+    and gradient of _smooth.fun_grad. It stops as _solve_owlqn does. Written in numpy over the fused kernel, it costs less per
     iteration than scipy's L-BFGS-B (measured: setulb took 2 ms per call, two calls per iteration, on 1e5
     features) and takes about as many evaluations (measured on the benchmark problems: within 15% either way,
     the same iterates on a dense problem)."""
@@ -524,8 +529,10 @@ def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=Non
 def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smooth=None):
     """OWL-QN (cyrank.optim.owlqn: Andrew & Gao 2007) on loss + lam2 ||w||^2 + lam1 ||w||_1 in place on w, with the
     fused loss and gradient of _smooth.fun_grad; it stops when the KKT violation max_r |pseudo-gradient_r| beyond
-    the gradient's rounding error is <= tol * scale, the measure of every solver here. The "inner iterations"
-    reported are its function evaluations."""
+    the gradient's rounding error is <= tol * scale, the measure of every solver here, and the gap
+    (_certifier) is <= tol * max(1, |F|). It runs in the Jacobi-scaled variables when the columns call for it
+    (cyrank.optim.certificate.worth_preconditioning). The "inner iterations" reported are its function
+    evaluations."""
     _, problem, scale, noise, f0, g0 = smooth or _smooth_problem(X, layout, lam2, options)
     hist_obj, hist_nnz = [], []
     with one_blas_thread():
@@ -734,14 +741,16 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
     """Proximal Newton with working sets (module docstring) in place on w.
 
     Each iteration: the full gradient G (one pass of _smooth.fun_grad); stop when max_r KKT_r / scale <= tol
-    (scale = max_r |dL/dw_r| at 0, the measure of CD and Newton); else the working set W = the non-zero features
+    (scale = max_r |dL/dw_r| at 0, the measure of CD and Newton) and the gap (_certifier, the Newton decrement on
+    the orthant) is <= tol * max(1, |F|) (when only the first holds, its target is lowered and the iterations go
+    on); else the working set W = the non-zero features
     plus the zero ones with the largest KKT violations (as many as there are non-zeros, at least 10; with
     ``feature_induction`` = a, at most a per iteration, as Alg. 7 adds a features per round); the direction d on
     W minimises G_W'd + d'(X_W'HX_W + 2 lam2 I)d/2 + lam1 ||w_W + d||_1 to a KKT violation of min(0.1,
     sqrt(violation)) times the current one (cyrank/optim/_quadratic_l1.pyx); w += t d with t = 1, 1/2, ... the
     first step satisfying
     F(w + t d) <= F(w) + ARMIJO t (G_W'd + lam1 (||w_W + d||_1 - ||w_W||_1)).
-    Returns what _solve_cd and _solve_newton return; the "inner iterations" are the sweeps of the inner CD.
+    Returns an OptimResult (_result); the "inner iterations" are the sweeps of the inner CD.
     """
     d = X.shape[1]
     rows, problem, scale, noise, _, _ = smooth or _smooth_problem(X, layout, lam2, options)

@@ -151,7 +151,8 @@ class _State:
 
 
 class _RankNetProblem(SmoothProblem):
-    """F(w) (module docstring) on the rows in (query, label) order, for cyrank.optim.tron."""
+    """F(w) (module docstring) on the rows in (query, label) order, for cyrank.optim.tron: the loss in the scores
+    s = X w (``score_loss``, ``score_hess_vec``) plus alpha ||w||^2, gradient X' lambda + 2 alpha w."""
 
     def __init__(self, X, pairs, alpha):
         self.X, self.pairs, self.alpha = X, pairs, alpha
@@ -159,44 +160,42 @@ class _RankNetProblem(SmoothProblem):
         self.lam, self.hess = np.empty(n), np.empty(n)
         super().__init__()
 
+    def score_loss(self, s):
+        """The loss at the scores s; its gradient into self.lam (and Gauss-Newton diagonal into self.hess)."""
+        return self.pairs.lambdas(s, self.lam, self.hess)
+
+    def score_hess_vec(self, s, u, out):
+        """out = (Hessian in the scores at s) u."""
+        P = self.pairs
+        _lambdas.ranknet_hess_vec(s, P.y, P.offsets, P.sigma, u, out, P.parallel_min_rows)
+
     def new_state(self):
         return _State(self.X.shape[0])
 
     def evaluate(self, w, Mw, state):
         state.s[:] = self.X @ w
-        loss = self.pairs.lambdas(state.s, self.lam, self.hess)
+        loss = self.score_loss(state.s)
         return loss + self.alpha * float(w @ w), np.asarray(self.X.T @ self.lam).ravel() + 2.0 * self.alpha * w
 
     def hessian_product(self, state, v, Mv):
-        P = self.pairs
         out = np.empty(self.X.shape[0])
-        _lambdas.ranknet_hess_vec(state.s, P.y, P.offsets, P.sigma, np.asarray(self.X @ v, dtype=np.float64), out,
-                                  P.parallel_min_rows)
+        self.score_hess_vec(state.s, np.asarray(self.X @ v, dtype=np.float64), out)
         return np.asarray(self.X.T @ out).ravel() + 2.0 * self.alpha * v
 
 
-class _WeightedRankNetProblem(SmoothProblem):
+class _WeightedRankNetProblem(_RankNetProblem):
     """sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2 with the weights |dZ_ij| of a fixed
     reference ranking (``ref``, a _lambdas.Reference) and f = X w at the current w: convex, for cyrank.optim.tron."""
 
     def __init__(self, X, pairs, ref, alpha):
-        self.X, self.pairs, self.ref, self.alpha = X, pairs, ref, alpha
-        n = X.shape[0]
-        self.lam, self.hess = np.empty(n), np.empty(n)
-        super().__init__()
+        self.ref = ref
+        super().__init__(X, pairs, alpha)
 
-    def new_state(self):
-        return _State(self.X.shape[0])
+    def score_loss(self, s):
+        return self.ref.loss(s, self.pairs.sigma, self.lam, self.hess)
 
-    def evaluate(self, w, Mw, state):
-        state.s[:] = self.X @ w
-        loss = self.ref.loss(state.s, self.pairs.sigma, self.lam, self.hess)
-        return loss + self.alpha * float(w @ w), np.asarray(self.X.T @ self.lam).ravel() + 2.0 * self.alpha * w
-
-    def hessian_product(self, state, v, Mv):
-        out = np.empty(self.X.shape[0])
-        self.ref.hess_vec(state.s, self.pairs.sigma, np.asarray(self.X @ v, dtype=np.float64), out)
-        return np.asarray(self.X.T @ out).ravel() + 2.0 * self.alpha * v
+    def score_hess_vec(self, s, u, out):
+        self.ref.hess_vec(s, self.pairs.sigma, u, out)
 
 
 def _tron(problem, w0, *, alpha, tol, max_iter, verbose, name):

@@ -257,12 +257,13 @@ class _DaskFitMixin:
                 if callback is not None:
                     callback(w)
 
-            # the Jacobi preconditioner of the summed column scales, calibrated at 0, as the single-machine fits
+            def precond(x):  # the Jacobi diagonal of the summed column scales, asked for as the single-machine fits
+                problem.fun(x)
+                problem.grad(x)
+                squares = np.sum(problem._map("column_squares"), axis=0)
+                return jacobi_diagonal(problem.hess_vec, squares, 2.0 * reg, n_rows=sum(i["n_rows"] for i in infos))
+
             zero = np.zeros(d)
-            problem.fun(zero)
-            problem.grad(zero)
-            squares = np.sum(problem._map("column_squares"), axis=0)
-            precond = jacobi_diagonal(problem.hess_vec, squares, 2.0 * reg, n_rows=sum(i["n_rows"] for i in infos))
             res = tron(problem, zero, tol=tol, max_iter=max_iter, grad_norm0=grad_norm0, callback=record,
                        verbose=self.verbose, name=type(self).__name__, precond=precond, gap_tol=tol,
                        strong_convexity=2.0 * reg)

@@ -54,22 +54,39 @@ def test_newton_decrement_is_g_hinv_g_over_2(precond):
     H = random_spd(rng, 12, scales)
     g = rng.normal(size=12) * scales
     exact = 0.5 * g @ np.linalg.solve(H, g)
-    half, products = newton_decrement(lambda v: H @ v, g, precond=np.diag(H) if precond else None, rtol=1e-10,
+    half, products, _ = newton_decrement(lambda v: H @ v, g, precond=np.diag(H) if precond else None, rtol=1e-10,
                                       max_cg=500)
     assert half == pytest.approx(exact, rel=1e-8) and products >= 1
     # restricted to an active set: the decrement of H_AA
     active = np.arange(12) % 3 != 0
     exact_a = 0.5 * g[active] @ np.linalg.solve(H[np.ix_(active, active)], g[active])
-    half_a, _ = newton_decrement(lambda v: H @ v, g, precond=np.diag(H), active=active, rtol=1e-10, max_cg=500)
+    half_a, _, _ = newton_decrement(lambda v: H @ v, g, precond=np.diag(H), active=active, rtol=1e-10, max_cg=500)
     assert half_a == pytest.approx(exact_a, rel=1e-8)
     # the default (looser) CG is a lower estimate within a few per cent with the Jacobi preconditioner
-    loose, _ = newton_decrement(lambda v: H @ v, g, precond=np.diag(H))
+    loose, _, _ = newton_decrement(lambda v: H @ v, g, precond=np.diag(H))
     assert 0.9 * exact <= loose <= exact * (1 + 1e-12)
 
 
 def test_newton_decrement_without_curvature_is_infinite():
     H = np.diag([1.0, 0.0])
     assert newton_decrement(lambda v: H @ v, np.array([1.0, 1.0]))[0] == np.inf
+
+
+def test_decrement_with_strong_convexity_certifies_after_a_few_steps():
+    """half + ||r||^2 / (2 mu) bounds p'H^-1 p / 2 when H >= mu I: returned, certified, once below the target."""
+    rng = np.random.default_rng(6)
+    H = random_spd(rng, 20, np.ones(20))
+    mu = float(np.linalg.eigvalsh(H)[0])
+    g = rng.normal(size=20)
+    exact = 0.5 * g @ np.linalg.solve(H, g)
+    value, products, certified = newton_decrement(lambda v: H @ v, g, strong_convexity=mu, target=2 * exact)
+    assert certified and exact <= value <= 2 * exact and products < 20
+    value, _, certified = newton_decrement(lambda v: H @ v, g, strong_convexity=mu, target=0.5 * exact)
+    assert not certified and value <= exact * (1 + 1e-12)
+    # an unpreconditioned estimate is refused until the columns' scales are known (trust=False)
+    f = 1.0
+    assert certify(lambda v: H @ v, np.zeros(20), g, f, 1e-12, precond=None, trust=False)[:2] == (
+        np.inf, "needs preconditioning")
 
 
 def test_certify_uses_the_strong_convexity_bound_then_the_decrement():

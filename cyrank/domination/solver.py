@@ -439,11 +439,12 @@ def _preconditioner(X, layout, problem, lam2, w, evaluate=True, always=False):
 def _certifier(problem, lam1, lam2, tol, precond):
     """certify(w, G, F) -> (gap, gap_kind), the problem's Hessian state being at w (the point of its last
     ``grad``): cyrank.optim.certificate.certify (the bound ||p||^2 / (4 lam2) when it meets tol * max(1, |F|),
-    else the Newton decrement by CG preconditioned by ``precond``)."""
+    else the Newton decrement by CG preconditioned by ``precond["diagonal"]``, trusted unpreconditioned only once
+    ``precond["made"]``: the columns' scales examined, cyrank.optim.certificate.certify's ``trust``)."""
 
     def certify_at(w, G, F):
         gap, kind, _ = certify(problem.hess_vec, w, G, F, tol, lam1=lam1, strong_convexity=2.0 * lam2,
-                               precond=precond)
+                               precond=precond["diagonal"], trust=precond["made"])
         return gap, kind
 
     return certify_at
@@ -497,10 +498,10 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=No
             if lam2 > 0:
                 w[:] = 0.0
             return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
-        precond = _preconditioner(X, layout, problem, lam2, w, evaluate=smooth is None or np.any(w))
         res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=scale,
                    callback=lambda x: nnz.append(np.count_nonzero(x)), verbose=verbose, name="DominationRank",
-                   precond=precond, gap_tol=tol, strong_convexity=2.0 * lam2)
+                   precond=lambda x: _preconditioner(X, layout, problem, lam2, x), gap_tol=tol,
+                   strong_convexity=2.0 * lam2)
         w[:] = res.x
         objective = problem.fun(w)  # exact float64 objective and gradient at the returned point
         excess = np.maximum(np.abs(problem.grad(w)) - noise, 0.0)  # beyond the gradient's rounding error
@@ -542,9 +543,15 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
             return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
         name = "owlqn" if lam1 > 0 else "lbfgs"
         first = [not np.any(w)]  # _smooth_problem evaluated w = 0 already, and left its Hessian state there
-        precond = _preconditioner(X, layout, problem, lam2, w, evaluate=not first[0])
-        last = [w if first[0] or precond is not None else None]  # the point of the problem's Hessian state
+        last = [w if first[0] else None]  # the point of the problem's Hessian state
+        # the Jacobi diagonal, made only if owlqn asks for it (the KKT rule holds and the gap is not certified)
+        precond = {"diagonal": None, "made": False}
         certify_at = _certifier(problem, lam1, lam2, tol, precond)
+
+        def make_precond(x):
+            precond.update(diagonal=_preconditioner(X, layout, problem, lam2, x), made=True)
+            last[0] = x
+            return precond["diagonal"]
 
         def fun_grad(x):
             if first[0]:
@@ -568,7 +575,8 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
                 print(f"DominationRank {name} iter {len(hist_obj):4d}: f {F:.12g}  non-zeros {hist_nnz[-1]}")
 
         res = owlqn(fun_grad, w, lam1, tol_abs=tol * scale, max_iter=max_iter, noise=noise,
-                    memory=options.owlqn_memory, callback=record, certify=certify_x, gap_tol=tol, precond=precond)
+                    memory=options.owlqn_memory, callback=record, certify=certify_x, gap_tol=tol,
+                    precond=make_precond)
         w[:] = res.x
     return _result(w, res.objective, hist_obj, hist_nnz, res.optimality / scale, res.n_iter, res.n_fun,
                    res.converged, res.info["stalled"], res.gap, res.gap_kind)
@@ -766,7 +774,7 @@ def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_inductio
         columns = []  # the sorted rows column by column, made once when the first large working set needs them
         # the Jacobi diagonal at the start: the certificate's preconditioner, and each model's floor of curvature
         floor = _preconditioner(X, layout, problem, lam2, w, evaluate=False, always=True)  # Hessian state at w
-        certify_at = _certifier(problem, lam1, lam2, tol, floor)
+        certify_at = _certifier(problem, lam1, lam2, tol, {"diagonal": floor, "made": True})
         gap, gap_kind, tol_kkt = np.inf, "", tol
         while True:
             excess = _kkt_excess(G, w, lam1, noise)

@@ -201,16 +201,17 @@ def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=
     problem = _Problem(data, alpha)
     with one_blas_thread():
         g0 = float(np.linalg.norm(problem.grad(np.zeros(data.size))))
-        precond = _preconditioner(problem, data, alpha)  # the Hessian state at 0 from the line above
-        if solver == "newton":
+        if solver == "newton":  # preconditioned only if a feature's scale fools the gradient rule
             res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose,
-                       name="LabelRankBoost (newton)", precond=precond, gap_tol=tol, strong_convexity=2.0 * alpha)
+                       name="LabelRankBoost (newton)", precond=lambda x: _preconditioner(problem, data, alpha, x),
+                       gap_tol=tol, strong_convexity=2.0 * alpha)
             w = res.x
             objective, n_iter, n_inner, grad_norm, converged = (res.objective, res.n_iter, res.n_inner,
                                                                 res.info["grad_norm"], res.converged)
             gap, gap_kind = res.gap, res.gap_kind
             message = "" if converged else res.message
         else:
+            precond = _preconditioner(problem, data, alpha, None)  # the Hessian state at 0 from g0's line
             objective, n_iter, grad_norm, converged, message, gap, gap_kind = _boost(
                 data, w, alpha, tol, max_iter, g0, verbose, problem, precond)
             n_inner = 0
@@ -222,10 +223,13 @@ def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=
                        gap=float(gap), gap_kind=gap_kind, optimality_name="grad_norm", message=message)
 
 
-def _preconditioner(problem, data, alpha):
+def _preconditioner(problem, data, alpha, x):
     """The Jacobi diagonal (cyrank.optim.certificate.jacobi_diagonal) of F's Hessian, whose diagonal scales as
     sum_i x_ij^2 for every label's weight j (the same for each label), and as the within-instance centred squares
-    of the joint features for theta; the problem's Hessian state is the one it calibrates at."""
+    of the joint features for theta, calibrated at x (None: at the problem's current Hessian state)."""
+    if x is not None:
+        problem.fun(x)
+        problem.grad(x)
     squares = np.repeat(group_column_squares(data.X), data.L)
     if data.n_joint:
         n, L, p = data.J.shape

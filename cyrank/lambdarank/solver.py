@@ -32,7 +32,7 @@ from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import (check_gain_labels, check_option, check_param, check_ranking_data, check_scores,
                            warn_if_no_pairs)
-from ..optim.certificate import group_column_squares, jacobi_diagonal
+from ..optim.certificate import group_column_squares, jacobi_preconditioner
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
 from . import _lambdas
@@ -204,8 +204,11 @@ def _tron(problem, w0, *, alpha, tol, max_iter, verbose, name):
     column scales when they are far apart (cyrank.optim.certificate.jacobi_diagonal, calibrated at w = 0).
     Returns (result, ||g at 0||)."""
     g0 = float(np.linalg.norm(problem.grad(np.zeros(w0.shape[0]))))  # the Hessian state at 0
-    precond = jacobi_diagonal(problem.hess_vec, group_column_squares(problem.X, problem.pairs.offsets), 2.0 * alpha,
-                              n_rows=problem.X.shape[0])
+
+    def precond(x):  # asked by TRON only when a feature's scale fools the gradient rule
+        return jacobi_preconditioner(problem, group_column_squares(problem.X, problem.pairs.offsets), 2.0 * alpha,
+                                     n_rows=problem.X.shape[0], x=x)
+
     res = tron(problem, w0, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name=name, precond=precond,
                gap_tol=tol, strong_convexity=2.0 * alpha)
     return res, g0

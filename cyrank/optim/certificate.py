@@ -23,7 +23,6 @@ from . import _column_squares
 from .result import gap_target
 
 DECREMENT_RTOL = 0.1
-DECREMENT_SAFETY = 100.0
 DECREMENT_MAX_CG = 250
 # the Jacobi diagonal preconditions only when the data parts of its entries span more than this factor (a column
 # scale 100x off), or X as a whole is off by PRECONDITION_SCALE in squares (worth_preconditioning)
@@ -40,16 +39,18 @@ def pseudo_gradient(g, x, lam1):
 
 
 def newton_decrement(hess_vec, p, *, precond=None, active=None, rtol=DECREMENT_RTOL, max_cg=DECREMENT_MAX_CG,
-                     above=np.inf, below=0.0):
-    """(p_A' H_AA^-1 p_A / 2, Hessian products): preconditioned CG on H_AA s = -p_A (module docstring).
+                     above=np.inf, strong_convexity=0.0, target=0.0, residual_scale=None):
+    """(value, Hessian products, certified): preconditioned CG on H_AA s = -p_A for lambda^2 / 2 = p_A' H_AA^-1 p_A / 2
+    (module docstring).
 
     ``hess_vec(v)``: H v at the point of p. ``precond``: a positive diagonal close to diag(H) (None: identity).
-    ``active``: boolean mask A (None: every coordinate). Returns inf when CG meets a direction of no curvature
-    along which p descends (F is unbounded below to second order) or does not reach ``rtol`` in ``max_cg`` steps.
-    Stops early, returning the value so far, once that exceeds ``above`` (it only grows); and once the value so
-    far inflated by the residual, half (1 + DECREMENT_SAFETY rho^2) with rho the preconditioned residual relative
-    to the first, is at most ``below``, returning that inflated value (CG's remaining increments shrink as rho^2:
-    an estimate far below the target needs one or two products, not rtol). :func:`certify` sets below = target / 10.
+    ``active``: boolean mask A (None: every coordinate). CG accumulates half = -q(s), which grows to lambda^2 / 2;
+    the rest is r'H^-1 r / 2 <= ||r||^2 / (2 mu) when H >= mu I (``strong_convexity`` mu > 0; ||r|| measured after
+    multiplying r by ``residual_scale``, for a caller in scaled variables). Returns, first met:
+    - (half + ||r||^2 / (2 mu), k, True) once that certified bound is <= ``target``;
+    - (half, k, False) once half > ``above`` (it only grows: the target is missed);
+    - (half, k, False) when the preconditioned residual has fallen by ``rtol`` (the estimate);
+    - (inf, k, False) on a direction of no curvature along which p descends, or after ``max_cg`` steps.
     """
     r = -np.asarray(p, dtype=np.float64)
     if active is not None:
@@ -58,8 +59,8 @@ def newton_decrement(hess_vec, p, *, precond=None, active=None, rtol=DECREMENT_R
     z = inv * r
     rz = float(r @ z)
     if rz == 0.0:
-        return 0.0, 0
-    stop, rz0 = rtol * math.sqrt(rz), rz
+        return 0.0, 0, True
+    stop = rtol * math.sqrt(rz)
     d = z.copy()
     half = 0.0
     for it in range(1, max_cg + 1):
@@ -68,40 +69,46 @@ def newton_decrement(hess_vec, p, *, precond=None, active=None, rtol=DECREMENT_R
             Hd = np.where(active, Hd, 0.0)
         dHd = float(d @ Hd)
         if not dHd > 0.0:
-            return math.inf, it
+            return math.inf, it, False
         step = rz / dHd
         half += 0.5 * step * rz
         if half > above:
-            return half, it
+            return half, it, False
         r -= step * Hd
+        if strong_convexity > 0:
+            rs = r if residual_scale is None else r * residual_scale
+            bound = half + float(rs @ rs) / (2.0 * strong_convexity)
+            if bound <= target:
+                return bound, it, True
         z = inv * r
         rz_new = float(r @ z)
         if math.sqrt(max(rz_new, 0.0)) <= stop:
-            return half, it
-        inflated = half * (1.0 + DECREMENT_SAFETY * max(rz_new, 0.0) / rz0)
-        if inflated <= below:
-            return inflated, it
+            return half, it, False
         d = z + (rz_new / rz) * d
         rz = rz_new
-    return math.inf, max_cg
+    return math.inf, max_cg, False
 
 
-def certify(hess_vec, x, g, objective, tol, *, lam1=0.0, strong_convexity=0.0, precond=None):
-    """(gap, gap_kind, Hessian products) at x with loss gradient g (module docstring); ``tol`` sets the target
-    tol * max(1, |objective|) below which the cheap strong-convexity bound is enough."""
+def certify(hess_vec, x, g, objective, tol, *, lam1=0.0, strong_convexity=0.0, precond=None, trust=True):
+    """(gap, gap_kind, Hessian products) at x with loss gradient g (module docstring): the certified bound
+    ||p||^2 / (2 mu) when it meets the target tol * max(1, |objective|), or the certified bound of
+    :func:`newton_decrement` after a few CG steps, or its estimate ("newton decrement") -- which is only as good as
+    its preconditioner: with ``precond`` None and not ``trust`` (the columns' scales not yet examined), an
+    estimate is refused as (inf, "needs preconditioning") and the caller makes the preconditioner first."""
     p = pseudo_gradient(g, x, lam1)
-    bound = math.inf
+    target = gap_target(tol, objective)
     if strong_convexity > 0:
         bound = float(p @ p) / (2.0 * strong_convexity)
-        if bound <= gap_target(tol, objective):
+        if bound <= target:
             return bound, "strong convexity", 0
     active = None if lam1 == 0 else (x != 0) | (p != 0)
-    target = gap_target(tol, objective)
-    estimate, products = newton_decrement(hess_vec, p, precond=precond, active=active, above=target,
-                                          below=0.1 * target)
-    if bound <= estimate:
-        return bound, "strong convexity", products
-    return estimate, "newton decrement", products
+    value, products, certified = newton_decrement(hess_vec, p, precond=precond, active=active, above=target,
+                                                  strong_convexity=strong_convexity, target=target)
+    if certified:
+        return value, "strong convexity", products
+    if precond is None and not trust:
+        return math.inf, "needs preconditioning", products
+    return value, "newton decrement", products
 
 
 def group_column_squares(X, offsets=None, rows=None):

@@ -64,7 +64,7 @@ def _two_loop(p, S, Y, rho):
 
 
 def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callback=None, certify=None,
-          gap_tol=None, precond=None):
+          gap_tol=None, precond=None, _stop_uncertified=False):
     """Minimise fun_grad's f plus lam1 ||x||_1 from x0 (module docstring); ``fun_grad(x) -> (f, g)``.
 
     ``callback(x, F)`` is called after every accepted step. With ``certify(x, g, F) -> (gap, gap_kind)`` (a bound
@@ -77,7 +77,21 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
     the method runs in the variables v = sqrt(precond) x (f(v / D) + sum_r lam1 / D_r |v_r|, the initial inverse
     Hessian of L-BFGS being diag(1 / precond) up to its scalar): a feature on a scale of 1e9 then costs no more
     iterations than a standardised one. Everything reported (x, the KKT violation, the callbacks) is in x.
+    ``precond`` may also be a function of x returning such a diagonal or None, called only when the KKT rule holds
+    but the gap does not, or the steps stall: the method is then continued from there in the scaled variables
+    (as tron's; well-scaled problems pay nothing for it).
     """
+    if callable(precond):
+        common = dict(noise=noise, memory=memory, callback=callback, certify=certify, gap_tol=gap_tol)
+        first = owlqn(fun_grad, x0, lam1, tol_abs=tol_abs, max_iter=max_iter, _stop_uncertified=True, **common)
+        if first.converged or not first.info["uncertified"]:
+            return first
+        rest = owlqn(fun_grad, first.x, lam1, tol_abs=tol_abs, max_iter=max_iter - first.n_iter,
+                     precond=precond(first.x), **common)
+        rest.n_iter += first.n_iter
+        rest.n_fun += first.n_fun
+        rest.history["fun"] = np.concatenate([first.history["fun"], rest.history["fun"]])
+        return rest
     smooth = not np.any(lam1)  # plain L-BFGS (lam1: a number, or one weight per coordinate)
     if precond is not None:  # the variables v = D x (D a power of 2 when precond is: no rounding)
         scale = np.sqrt(np.asarray(precond, dtype=np.float64))
@@ -104,7 +118,7 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
         return float(np.max(np.abs(p) * scale - noise, initial=0.0))  # in x
 
     p = g if smooth else pseudo_gradient(g, x, lam1)
-    gap, gap_kind, converged, certified_at = math.inf, "", False, None
+    gap, gap_kind, converged, certified_at, uncertified = math.inf, "", False, None, False
     while True:
         if kkt(p) <= tol_abs:
             if certify is None:
@@ -115,6 +129,9 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
                 certified_at = x
             if gap <= gap_target(gap_tol, F):
                 converged = True
+                break
+            if _stop_uncertified and n_iter < max_iter:
+                uncertified = True
                 break
             if kkt(p) == 0.0:  # nothing left to move along at this precision
                 stalled = True
@@ -178,6 +195,7 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
                 S, Y, rho = [], [], []
                 continue
             stalled = True
+            uncertified = _stop_uncertified and n_iter < max_iter
             break
         n_iter += 1
         y = g_trial - g
@@ -193,4 +211,5 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
             callback(x, F)
     return OptimResult(x=x * inv, objective=F, n_iter=n_iter, converged=converged, optimality=kkt(p),
                        optimality_name="KKT violation", gap=gap, gap_kind=gap_kind, n_fun=n_fun,
-                       history={"fun": np.asarray(objective)}, info={"stalled": stalled and not converged})
+                       history={"fun": np.asarray(objective)},
+                       info={"stalled": stalled and not converged, "uncertified": uncertified})

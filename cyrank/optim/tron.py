@@ -124,7 +124,7 @@ class _Scaled(SmoothProblem):
 
 
 def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, callback=None, verbose=0,
-         name="TRON", precond=None, gap_tol=None, strong_convexity=0.0):
+         name="TRON", precond=None, gap_tol=None, strong_convexity=0.0, _stop_uncertified=False):
     """Minimise ``problem`` from ``x0`` by trust-region Newton-CG; see the module docstring.
 
     ``grad_norm0``: reference gradient norm of the rule ||g|| <= tol * grad_norm0 (default ||g(x0)||).
@@ -135,11 +135,31 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
     from CG run to DECREMENT_RTOL) to be <= gap_tol * max(1, |f|); while the gradient rule holds and the gap does
     not, TRON goes on. When ``max_iter`` Newton iterations do not reach the tolerance, or no step can decrease f
     any more, the result has ``converged=False`` and the reason in ``message`` (prefixed with ``name``).
+    ``precond`` may also be a function of x returning such a diagonal or None, asked only when needed: TRON first
+    runs without it, and only if the gradient rule holds while the gap does not (the signature of a badly scaled
+    variable), or the steps stall, is it called at that point and TRON continued from there (preconditioned when
+    it returned a diagonal). Well-scaled problems then pay nothing for it.
     ``callback(x)`` is called after every accepted step. Returns a :class:`cyrank.optim.result.OptimResult`
     (optimality = ||g|| / grad_norm0; info: grad_norm, grad_norm0, n_cg).
     """
     if not isinstance(problem, SmoothProblem):
         raise TypeError(f"tron minimises a cyrank.optim.smooth.SmoothProblem, got {type(problem).__name__}")
+    if callable(precond):
+        common = dict(tol=tol, max_cg=max_cg, callback=callback, verbose=verbose, name=name, gap_tol=gap_tol,
+                      strong_convexity=strong_convexity)
+        first = tron(problem, x0, max_iter=max_iter, grad_norm0=grad_norm0, _stop_uncertified=True, **common)
+        if first.converged or not first.info["uncertified"]:
+            return first
+        rest = tron(problem, first.x, max_iter=max_iter - first.n_iter, grad_norm0=first.info["grad_norm0"],
+                    precond=precond(first.x), **common)
+        rest.n_iter += first.n_iter
+        rest.n_fun += first.n_fun
+        rest.n_inner += first.n_inner
+        rest.info["n_cg"] = rest.n_inner
+        for key in ("fun", "grad_norm"):
+            rest.history[key] = first.history[key] + rest.history[key][1:]
+        rest.history["n_cg"] = first.history["n_cg"] + rest.history["n_cg"]
+        return rest
     x = np.array(x0, dtype=np.float64, copy=True)
     scale = None  # D: x = v / D
     if precond is not None:
@@ -172,7 +192,7 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
     n_fun, n_cg, n_iter = 1, 0, 0
     history = {"fun": [f], "grad_norm": [gnorm], "n_cg": []}
     delta = gnorm_scaled
-    message = ""
+    message, uncertified = "", False
     gap, gap_kind = math.inf, ""
 
     def certified():
@@ -185,21 +205,29 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
         gap = gnorm ** 2 / (2.0 * strong_convexity) if strong_convexity > 0 else math.inf
         gap_kind = "strong convexity"
         if gap > gap_target(gap_tol, f):
-            # the Newton decrement (in the scaled variables: preconditioned), by cyrank.optim.certificate's CG, or
-            # by -q(s) of an unconstrained CG solve in the problem's own inner product
+            # the Newton decrement (in the scaled variables: preconditioned) by cyrank.optim.certificate's CG, with
+            # its strong-convexity bound on the rest (residual in the caller's variables); or -q(s) of an
+            # unconstrained CG solve in the problem's own inner product. Unpreconditioned in a first, lazy pass
+            # (_stop_uncertified), only a certified bound counts: an estimate is as good as its preconditioner
+            target = gap_target(gap_tol, f)
             if type(p).metric is SmoothProblem.metric:
-                target = gap_target(gap_tol, f)
-                decrement, it = newton_decrement(p.hess_vec, g, above=target, below=0.1 * target)
+                decrement, it, bounded = newton_decrement(p.hess_vec, g, above=target,
+                                                          strong_convexity=strong_convexity, target=target,
+                                                          residual_scale=scale)
+                if not bounded and _stop_uncertified:
+                    decrement = math.inf
             else:
                 s, Ms, r, it, interior = _truncated_cg(p, g, Mg, math.inf, max(max_cg, 50), DECREMENT_RTOL)
-                decrement = -0.5 * (float(g @ Ms) - float(r @ Ms)) if interior else math.inf
+                decrement, bounded = (-0.5 * (float(g @ Ms) - float(r @ Ms)) if interior else math.inf), False
             n_cg += it
             if decrement < gap:
-                gap, gap_kind = max(decrement, 0.0), "newton decrement"
+                gap, gap_kind = max(decrement, 0.0), "strong convexity" if bounded else "newton decrement"
         return gap <= gap_target(gap_tol, f)
 
     converged = certified()
-    while not converged and n_iter < max_iter:
+    if _stop_uncertified and not converged and gnorm <= tol * gnorm0:
+        message, uncertified = "stopped to be preconditioned", True
+    while not converged and not uncertified and n_iter < max_iter:
         n_iter += 1
         s, Ms, r, cg_it, _ = _truncated_cg(p, g, Mg, delta, max_cg)
         n_cg += cg_it
@@ -252,7 +280,11 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
             converged = True
             break
         xnorm = math.sqrt(max(float(x @ Mx), 0.0))
-        if prered <= 0 or snorm <= 1e-15 * xnorm or delta <= 1e-15 * xnorm:
+        stalled = prered <= 0 or snorm <= 1e-15 * xnorm or delta <= 1e-15 * xnorm
+        if _stop_uncertified and n_iter < max_iter and (stalled or (accepted and gnorm <= tol * gnorm0)):
+            message, uncertified = "stopped to be preconditioned", True
+            break
+        if stalled:
             if gap_tol is not None and gnorm <= tol * gnorm0 and not math.isfinite(gap):
                 certified()
             measured = (f"gap {gap:.3g} ({gap_kind}) > {gap_target(gap_tol, f):.3g}" if gnorm <= tol * gnorm0
@@ -273,4 +305,4 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
     return OptimResult(x=unscaled(x), objective=f, n_iter=n_iter, converged=converged, optimality=rel,
                        optimality_name="relative gradient norm", gap=gap, gap_kind=gap_kind, message=message,
                        n_fun=n_fun, n_inner=n_cg, history=history,
-                       info={"grad_norm": gnorm, "grad_norm0": gnorm0, "n_cg": n_cg})
+                       info={"grad_norm": gnorm, "grad_norm0": gnorm0, "n_cg": n_cg, "uncertified": uncertified})

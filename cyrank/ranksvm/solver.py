@@ -220,8 +220,10 @@ class _Fit:
         if self.loss == "squared_hinge":
             # a warm start keeps LIBLINEAR's rule ||grad|| <= tol ||grad at 0||, so tol means what it does cold
             g0 = None if self.start is None else float(np.linalg.norm(obj.grad(zero)))
-            precond = jacobi_preconditioner(obj, group_column_squares(X, layout.offsets, layout.rows), 1.0,
-                                            n_rows=layout.rows.shape[0])
+
+            def precond(x):  # asked by TRON only when a feature's scale fools the gradient rule
+                return jacobi_preconditioner(obj, group_column_squares(X, layout.offsets, layout.rows), 1.0,
+                                             n_rows=layout.rows.shape[0], x=x)
             res = tron(obj, zero if self.start is None else self.start, tol=self.tol, max_iter=self.max_iter,
                        grad_norm0=g0, verbose=self.verbose, name="RankSVM (TRON)", precond=precond,
                        gap_tol=self.tol, strong_convexity=1.0)

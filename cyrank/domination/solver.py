@@ -28,8 +28,10 @@ on the same fused loss and gradient. Both run the one optimiser cyrank.optim.owl
 Stopping: every solver stops when the KKT violation (relative to the gradient at 0) is <= tol; all but "cd" also
 need the gap (cyrank.optim.certificate: ||p||^2 / (4 lam2), certified, or the Newton decrement, an estimate that
 no rescaling of a feature changes) to be <= tol * max(1, |objective|), so that one unnormalised column cannot
-make the KKT rule hold far from the optimum; and they run preconditioned by the within-query column scales when
-those are far apart (worth_preconditioning). "cd"'s coordinate steps are exact whatever the scale.
+make the KKT rule hold far from the optimum. When the KKT rule holds and the gap is not certified, Newton, L-BFGS
+and OWL-QN make the Jacobi diagonal of the within-query column scales and, if those are far apart
+(worth_preconditioning), continue preconditioned by it; proximal Newton always scales its ridge and damping per
+coordinate. "cd"'s coordinate steps are exact whatever the scale.
 """
 from dataclasses import dataclass
 

@@ -550,8 +550,8 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
         precond = {"diagonal": None, "made": False}
         certify_at = _certifier(problem, lam1, lam2, tol, precond)
 
-        def make_precond(x):
-            precond.update(diagonal=_preconditioner(X, layout, problem, lam2, x), made=True)
+        def make_precond(x, evaluate=True):
+            precond.update(diagonal=_preconditioner(X, layout, problem, lam2, x, evaluate), made=True)
             last[0] = x
             return precond["diagonal"]
 
@@ -576,9 +576,12 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
             if verbose:
                 print(f"DominationRank {name} iter {len(hist_obj):4d}: f {F:.12g}  non-zeros {hist_nnz[-1]}")
 
+        # with a ridge the gap is usually certified by strong convexity alone, and the diagonal is made only when
+        # it is not; without one (l1) the decrement needs it anyway: made at the start
+        lazy = lam2 > 0
         res = owlqn(fun_grad, w, lam1, tol_abs=tol * scale, max_iter=max_iter, noise=noise,
                     memory=options.owlqn_memory, callback=record, certify=certify_x, gap_tol=tol,
-                    precond=make_precond)
+                    precond=make_precond if lazy else make_precond(w, evaluate=not first[0]))
         w[:] = res.x
     return _result(w, res.objective, hist_obj, hist_nnz, res.optimality / scale, res.n_iter, res.n_fun,
                    res.converged, res.info["stalled"], res.gap, res.gap_kind)

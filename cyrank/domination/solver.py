@@ -488,8 +488,9 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=No
 
     TRON stops when ||grad||_2 <= tol * scale, scale = max_r |dL/dw_r| at w = 0, which bounds
     kkt_violation = ||grad||_inf / scale by tol, and the gap (cyrank.optim.certificate) is within
-    tol * max(1, |objective|); it runs preconditioned by the Jacobi diagonal of the within-query column scales, so
-    a feature on a scale of 1e9 or 1e-3 costs no more iterations than a standardised one.
+    tol * max(1, |objective|); when the first holds and the second is not certified, TRON continues preconditioned
+    by the Jacobi diagonal of the within-query column scales (made then), so a feature on a scale of 1e9 or 1e-3
+    costs few more iterations than a standardised one.
     """
     _, problem, scale, noise, _, _ = smooth or _smooth_problem(X, layout, lam2, options)
     nnz = []
@@ -522,8 +523,8 @@ def _kkt_excess(G, w, lam1, noise):
 def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=None):
     """L-BFGS (Liu & Nocedal 1989) on the smooth objective in place on w: the OWL-QN optimiser of
     cyrank.optim.owlqn with lam1 = 0, which is exactly L-BFGS with its line search (no orthants), on the fused loss
-    and gradient of _smooth.fun_grad. It stops as _solve_owlqn does. Written in numpy over the fused kernel, it costs less per
-    iteration than scipy's L-BFGS-B (measured: setulb took 2 ms per call, two calls per iteration, on 1e5
+    and gradient of _smooth.fun_grad. It stops as _solve_owlqn does. Written in numpy over the fused kernel, it
+    costs less per iteration than scipy's L-BFGS-B (measured: setulb took 2 ms per call, two calls per iteration, on 1e5
     features) and takes about as many evaluations (measured on the benchmark problems: within 15% either way,
     the same iterates on a dense problem)."""
     return _solve_owlqn(X, layout, w, 0.0, lam2, tol, max_iter, verbose, options, smooth)

@@ -227,8 +227,14 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             print(f"cutting plane {n_sep:4d}: objective {objective:.10g}  xi {xi:.6g}  violation {violation:.3g}"
                   f"  gap {gap:.3g}  working set {ws.K}")
 
-    def relative_gap_ok(objective, lower):
-        return gap_tol is None or objective - lower <= gap_tol * max(1.0, abs(objective))
+    def gap_ok(objective):
+        """objective - lower <= C epsilon and, with gap_tol, <= gap_tol * max(1, |objective|)."""
+        gap = objective - lower
+        return gap <= C * epsilon and (gap_tol is None or gap <= gap_tol * max(1.0, abs(objective)))
+
+    def certified(objective):
+        """Kelley's gap test: gap_ok, or no lower bound returned (lower = -inf) and no gap_tol to meet."""
+        return (lower == -np.inf and gap_tol is None) or gap_ok(objective)
 
     converged = False
     if stabilize == 0.0:
@@ -237,9 +243,7 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             delta, psi, xi, objective = measure(w)
             violation = xi - xi_restricted
             record(objective, xi, violation, objective - lower)
-            certified = ((lower == -np.inf and gap_tol is None) or objective - lower <= C * epsilon) \
-                and relative_gap_ok(objective, lower)  # lower = -inf: no lower bound returned
-            if violation <= epsilon and certified:
+            if violation <= epsilon and certified(objective):
                 converged = True
                 break
             add(delta, psi)
@@ -249,9 +253,7 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             delta, psi, xi, objective = measure(w)
             violation = xi - xi_restricted
             record(objective, xi, violation, objective - lower)
-            certified = ((lower == -np.inf and gap_tol is None) or objective - lower <= C * epsilon) \
-                and relative_gap_ok(objective, lower)
-            converged = violation <= epsilon and certified
+            converged = violation <= epsilon and certified(objective)
     else:
         centre, model, xi_model, z = None, None, 0.0, w
         for _ in range(max_iter):
@@ -259,7 +261,7 @@ def cutting_plane(separate, solve_restricted, regularizer, w0, *, C, epsilon, ma
             if centre is None or objective < f_centre:
                 centre, f_centre, xi_centre = z, objective, xi
             record(objective, xi, xi - _model_slack(z, ws), f_centre - lower)
-            if f_centre - lower <= C * epsilon and relative_gap_ok(f_centre, lower):
+            if gap_ok(f_centre):
                 converged = True
                 break
             if model is None or delta - _inner(model, psi) > xi_model or z is model:

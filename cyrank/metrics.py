@@ -18,6 +18,10 @@ Every metric has the signature::
     counts 1/2. Every metric here has an exact formula (McSherry & Najork 2008 for the linear ones and
     AP / RR; see the formulas in the functions and in ``_metrics.pyx``). Nothing is sampled.
 
+* Gain (NDCG, MeanNDCG): the default is the exponential gain ``2**y - 1`` (Burges et al. 2005), as
+  LightGBM, the LETOR 4.0 script and ranx's ``ndcg_burges``. trec_eval's ``ndcg_cut`` (and Jarvelin &
+  Kekalainen 2002) use the linear gain ``y``: pass ``gain="linear"``. They agree on 0/1 labels only.
+  :func:`describe_metric` states the gain, tie and empty rules of a metric name in one line.
 * ``empty``: what a query on which the metric is undefined scores (no relevant row, ideal DCG = 0, no
   preference pair; for AUC also no irrelevant row): "drop" (default; left out of the mean, NaN in
   ``per_query``), "zero" or "one". If every query is dropped, the mean is NaN and an
@@ -41,6 +45,7 @@ from ._validation import check_gain_labels, check_option, check_param, check_sco
 
 __all__ = [
     "metric_by_name",
+    "describe_metric",
     "ndcg_score",
     "letor_mean_ndcg",
     "err_score",
@@ -137,6 +142,9 @@ def _check_common(ties, empty, return_per_query):
 def _check_k(k):
     """k >= 1, or None for all documents; returned as the kernels' int (0 = all)."""
     k = check_param("k", k, low=1, integer=True, none_ok=True)
+    if k is not None and k > _INT64_MAX:
+        raise ValueError(f"k={k!r} is above 2**63 - 1, longer than any query; pass k=None to use every row of "
+                         f"each query")
     return 0 if k is None else k
 
 
@@ -200,6 +208,10 @@ def ndcg_score(y_true, y_score, qid=None, *, k=10, gain="exponential", conventio
 
     where IDCG@k is the DCG@k of the ideal ranking (labels sorted decreasingly), over the same K.
     Labels must be non-negative (and at most 512 with exponential gain).
+
+    The default gain is exponential (Burges et al. 2005; LightGBM, ranx ``ndcg_burges``); trec_eval's
+    ``ndcg_cut`` uses the linear gain (Jarvelin & Kekalainen 2002): ``gain="linear"`` (trec_eval breaks
+    score ties by document id, which is not seen here; pass ``ties`` to choose a rule).
 
     Named conventions reproduce published evaluators; a convention sets the default tie and empty
     rules (explicit ``ties`` / ``empty`` arguments override them):
@@ -691,6 +703,20 @@ def label_ranking_error(G, y_score, decomposition="disagreement", *, ties="pessi
 # metrics by name (the command line's -m, the scorers of cyrank.model_selection)
 # ---------------------------------------------------------------------------------------------
 METRIC_NAMES = ("ndcg", "err", "map", "mrr", "p", "auc", "pairacc", "meanndcg")
+_INT64_MAX = 2**63 - 1
+
+
+def _parse_spec(spec):
+    """``"ndcg@10"`` -> ("ndcg", 10); ``"map"`` -> ("map", None). The one parser of metric names."""
+    name, at, k = str(spec).strip().lower().partition("@")
+    if at and not (k.isdigit() and int(k) >= 1):
+        raise ValueError(f"{spec!r}: the cut-off after '@' must be a positive integer, as in ndcg@10")
+    if at and int(k) > _INT64_MAX:
+        raise ValueError(f"{spec!r}: the cut-off after '@' is above 2**63 - 1; write the metric without '@k' "
+                         f"(e.g. {name!r}) to use every row of each query")
+    if name not in METRIC_NAMES:
+        raise ValueError(f"unknown metric {spec!r}; known: {', '.join(METRIC_NAMES)} (with @k where it applies)")
+    return name, (int(k) if at else None)
 
 
 def metric_by_name(spec):
@@ -699,12 +725,9 @@ def metric_by_name(spec):
     Names: "ndcg@k" (:func:`ndcg_score`; "ndcg": all rows), "err@k" (:func:`err_score`), "map"
     (:func:`average_precision`), "mrr" (:func:`reciprocal_rank`), "p@k" (:func:`precision_at_k`, default k = 10),
     "auc" (:func:`auc_score`), "pairacc" (:func:`pairwise_accuracy`) and "meanndcg" (:func:`letor_mean_ndcg`);
-    case-insensitive. A ValueError names the known ones.
+    case-insensitive. A ValueError names the known ones. :func:`describe_metric` states the conventions used.
     """
-    name, _, k = str(spec).lower().partition("@")
-    if k and not (k.isdigit() and int(k) >= 1):
-        raise ValueError(f"{spec!r}: the cut-off after '@' must be a positive integer, as in ndcg@10")
-    k = int(k) if k else None
+    name, k = _parse_spec(spec)
     table = {
         "ndcg": lambda y, s, q: ndcg_score(y, s, q, k=k),
         "err": lambda y, s, q: err_score(y, s, q, k=k),
@@ -715,6 +738,62 @@ def metric_by_name(spec):
         "pairacc": lambda y, s, q: pairwise_accuracy(y, s, q),
         "meanndcg": lambda y, s, q: letor_mean_ndcg(y, s, q),
     }
-    if name not in table:
-        raise ValueError(f"unknown metric {spec!r}; known: {', '.join(METRIC_NAMES)} (with @k where it applies)")
     return table[name]
+
+
+_TIES_TEXT = {
+    "pessimistic": "ties pessimistic (among equal scores the less relevant row ranks first)",
+    "input": "ties in input order (stable sort, as LightGBM and the LETOR 4.0 script)",
+}
+_EMPTY_TEXT = {"drop": "is left out of the mean", "zero": "scores 0", "one": "scores 1"}
+_EXP_GAIN = ("exponential gain 2**y - 1 (Burges et al. 2005, as ranx ndcg_burges; trec_eval's ndcg_cut uses "
+             "linear gain y: ndcg_score(..., gain='linear'))")
+
+
+def describe_metric(spec):
+    """One line stating the gain, tie and empty-query rules that ``metric_by_name(spec)`` uses.
+
+    For the command line (``cyrank eval`` prints it under its table). The rules are those of the
+    functions' defaults:
+
+    * gain: NDCG and MeanNDCG use the exponential gain g(y) = 2**y - 1 (Burges et al. 2005; LightGBM,
+      the LETOR 4.0 script, ranx's ndcg_burges); trec_eval's ndcg_cut and Jarvelin & Kekalainen (2002)
+      use the linear gain g(y) = y, available as ``ndcg_score(..., gain="linear")``. ERR uses
+      R(y) = (2**y - 1) / 2**max_rel with max_rel = the largest label. MAP, MRR, P@k and AUC binarize:
+      relevant = y > 0. Pairwise accuracy uses only the order of the labels.
+    * Ties (equal scores): "pessimistic" for all, except MeanNDCG ("input", as the LETOR 4.0 script).
+    * Empty (query with no relevant row, or no preference pair): dropped from the mean, except
+      MeanNDCG (scores 0, as the LETOR 4.0 script).
+
+    Raises the same ValueError as :func:`metric_by_name` for an unknown name.
+    """
+    name, k = _parse_spec(spec)
+    cut = "every row" if k is None else f"the first {k} ranks"
+    binary = "binary relevance y > 0"
+    if name == "ndcg":
+        what = f"NDCG over {cut}: {_EXP_GAIN}, discount 1/log2(1 + r), normalized per query by the ideal DCG"
+        ties, empty, undefined = "pessimistic", "drop", "a query whose labels are all 0 (ideal DCG = 0)"
+    elif name == "meanndcg":
+        what = ("LETOR 4.0 MeanNDCG (mean of NDCG@1..n): " + _EXP_GAIN
+                + ", discount 1 for r <= 2 and 1/log2(r) after")
+        ties, empty, undefined = "input", "zero", "a query whose labels are all 0 (ideal DCG = 0)"
+    elif name == "err":
+        what = (f"ERR over {cut} (Chapelle et al. 2009): R(y) = (2**y - 1) / 2**max_rel, max_rel = the largest "
+                "label of the data")
+        ties, empty, undefined = "pessimistic", "drop", "a query whose labels are all 0"
+    elif name == "map":
+        what = f"average precision, {binary}"
+        ties, empty, undefined = "pessimistic", "drop", "a query with no relevant row"
+    elif name == "mrr":
+        what = f"reciprocal rank of the first relevant row, {binary}"
+        ties, empty, undefined = "pessimistic", "drop", "a query with no relevant row"
+    elif name == "p":
+        what = f"precision at {k or 10} (denominator k even for shorter queries), {binary}"
+        ties, empty, undefined = "pessimistic", "drop", "a query with no relevant row"
+    elif name == "auc":
+        what = f"per-query AUC, {binary}"
+        ties, empty, undefined = "pessimistic", "drop", "a query without both relevant and irrelevant rows"
+    else:  # pairacc
+        what = "pairwise accuracy over the pairs with y_i > y_j (a tied score counts as an error)"
+        ties, empty, undefined = "pessimistic", "drop", "a query with a single label level"
+    return f"{spec}: {what}; {_TIES_TEXT[ties]}; {undefined} {_EMPTY_TEXT[empty]}"

@@ -23,9 +23,12 @@ raises Dask's error.
 The fitted estimators are plain single-machine estimators (subclasses of RankSVM, DominationRank and RankNet):
 predict, score and cyrank.io.save_model work without a cluster.
 """
+import types
+
 import numpy as np
 import scipy.sparse as sp
 
+from ._queries import QueryGroups
 from .domination import solver as _dsolver
 from .domination.estimator import DominationRank
 from .lambdarank import solver as _lsolver
@@ -38,7 +41,7 @@ from .ranksvm.estimator import RankSVM
 from .ranksvm.problems import LinearSquaredHinge, make_layout
 from ._base import set_fitted
 from ._result import SolveResult
-from ._validation import check_ranking_data
+from ._validation import check_qid, check_ranking_data, warn_if_no_pairs
 
 __all__ = ["DaskRankSVM", "DaskDominationRank", "DaskRankNet", "query_partitions"]
 
@@ -60,6 +63,15 @@ def _as_arrays(X, y, qid):
     X, y, qid = arr(X), arr(y), arr(qid)
     if X.ndim != 2 or y.ndim != 1 or qid.ndim != 1:
         raise ValueError(f"X must be 2-d and y, qid 1-d; got {X.ndim}, {y.ndim}, {qid.ndim} dimensions")
+    for name, a in (("X", X), ("y", y), ("qid", qid)):
+        if np.isnan(a.shape[0]):
+            raise ValueError(f"{name} has unknown chunk sizes (shape {a.shape}), as after boolean indexing; call "
+                             f"{name}.compute_chunk_sizes() (or select the same rows of X, y and qid from a dask "
+                             "DataFrame) before fitting")
+    if not X.shape[0] == y.shape[0] == qid.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows (row chunks {X.chunks[0]}) but y has {y.shape[0]} (chunks "
+                         f"{y.chunks[0]}) and qid {qid.shape[0]} (chunks {qid.chunks[0]}); give one y and one qid "
+                         "per row of X (y and qid are then rechunked like X's rows)")
     X = X.rechunk({1: -1})
     if y.chunks[0] != X.chunks[0]:
         y = y.rechunk((X.chunks[0],))
@@ -68,8 +80,20 @@ def _as_arrays(X, y, qid):
     return X, y, qid
 
 
-def _query_counts(q):
-    ids, counts = np.unique(np.asarray(q), return_counts=True)
+def _query_counts(q, start=0):
+    """The distinct query ids of one qid chunk (rows start, start + 1, ...) and their row counts, after the
+    single-machine checks (check_qid: a NaN, infinite or non-integer id is an error, not a dropped row)."""
+    q = np.asarray(q)
+    if q.size:
+        try:
+            check_qid(q, q.size)
+        except ValueError as err:
+            bad = ~np.isfinite(q) if q.dtype.kind == "f" else np.zeros(q.size, bool)
+            where = f" (first at row {start + int(np.flatnonzero(bad)[0])})" if bad.any() else ""
+            raise ValueError(f"{err}{where}; the single-machine estimators refuse such rows too: drop or fill them "
+                             "before fitting, e.g. keep = ~da.isnan(qid) and fit on X[keep], y[keep], qid[keep] "
+                             "(then .compute_chunk_sizes())") from None
+    ids, counts = np.unique(q, return_counts=True)
     return ids, counts
 
 
@@ -95,7 +119,8 @@ def query_partitions(X, y, qid):
 
     X, y, qid = _as_arrays(X, y, qid)
     Xb, yb, qb = X.to_delayed().ravel(), y.to_delayed().ravel(), qid.to_delayed().ravel()
-    counts = dask.compute(*[delayed(_query_counts)(q) for q in qb])
+    starts = np.r_[0, np.cumsum(qid.chunks[0])[:-1]]
+    counts = dask.compute(*[delayed(_query_counts)(q, int(a)) for q, a in zip(qb, starts)])
     best = {}  # qid -> (rows in its best chunk, chunk)
     total = {}
     for k, (ids, cnt) in enumerate(counts):
@@ -139,8 +164,13 @@ class _Shard:
         if self._problem is None:
             X, y, qid = self.part
             X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csr", "csc"))
-            if self.kind == "ranksvm":
-                layout, self.n_pairs = make_layout(y, qid)
+            labels = (y > 0).astype(np.float64) if self.kind == "domination" and self.params["binary"] else y
+            self.n_pairs = QueryGroups(qid, labels).n_pairs_possible
+            if self.n_pairs == 0 and self.kind != "ranknet":
+                # no pair in this partition: its loss is 0 (the driver warns once if no partition has a pair)
+                self._problem, self.squares, self.noise = _NoPairs(X.shape[1]), np.zeros(X.shape[1]), 0.0
+            elif self.kind == "ranksvm":
+                layout, _ = make_layout(y, qid)
                 self._problem = LinearSquaredHinge(X, layout, self.params["C"], regularize=False)
                 self.squares = group_column_squares(X, layout.offsets, layout.rows)
             elif self.kind == "ranknet":
@@ -183,6 +213,24 @@ class _Shard:
 
     def n_active(self):
         return int(getattr(self.problem.state, "n_active", 0))
+
+
+class _NoPairs:
+    """The loss of a partition without a preference pair: 0 whatever w (RankSVM's and DominationRank's layouts
+    would be empty, and would warn on the worker)."""
+
+    def __init__(self, d):
+        self.d = d
+        self.state = types.SimpleNamespace(n_active=0)
+
+    def fun(self, w):
+        return 0.0
+
+    def grad(self, w):
+        return np.zeros(self.d)
+
+    def hess_vec(self, v):
+        return np.zeros(self.d)
 
 
 def _call(shard, method, *args):
@@ -244,6 +292,7 @@ def _start(kind, X, y, qid, params, client):
 class _DaskFitMixin:
     def _distributed_tron(self, kind, X, y, qid, params, reg, tol, max_iter, client, callback, grad_norm0=None):
         client, shards, infos, moved = _start(kind, X, y, qid, params, client)
+        warn_if_no_pairs(types.SimpleNamespace(n_pairs_possible=sum(i["n_pairs"] for i in infos)))
         try:
             d = infos[0]["n_features"]
             problem = _DistributedLoss(client, shards, d, reg)

@@ -26,14 +26,19 @@ Solvers:
   solved by safeguarded Newton), so the objective still never rises. W+ = W- = 0 (a base function no edge
   sees): Lambda = 0 (alpha > 0: the penalty alone, coef -> 0). Exactly one of them 0 with alpha = 0: the loss
   decreases without bound along that coordinate, so it has no minimiser; Lambda is then smoothed,
-  (1/2) ln((W+ + eps) / (W- + eps)) with eps = SMOOTHING (W+ + W-) (Schapire & Singer 1999), and the result's
-  message says so.
+  (1/2) ln((W+ + eps) / (W- + eps)) with eps = SMOOTHING (W+ + W-) (Schapire & Singer 1999), and the fit is
+  reported not converged (below).
 - "newton": trust-region Newton-CG (cyrank.optim.tron) on F with the exact Hessian products.
 - "auto": "newton".
 Every solver stops when ||grad F|| <= tol ||grad F at 0|| (``grad_norm`` is the relative value) and the gap
 F - F* is at most tol * max(1, |F|) by cyrank.optim.certificate (``gap``, ``gap_kind``: the certified bound
 ||grad||^2 / (4 alpha), or the Newton decrement); Newton runs preconditioned by the Jacobi diagonal of the
 feature scales, so unnormalised features cost it few extra iterations.
+
+No minimiser (alpha = 0 only): when the returned w orders every edge of every subgraph (all margins along w <= 0,
+one < 0; e.g. separable preferences), F(t w) decreases strictly in t, so no point is a minimiser and the gradient
+rule only means that w is large; likewise when a boosting base function meets edges of one sign only. The fit
+then reports converged = False, and its message says to set alpha > 0.
 """
 from dataclasses import dataclass
 
@@ -210,17 +215,49 @@ def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=
                                                                 res.info["grad_norm"], res.converged)
             gap, gap_kind = res.gap, res.gap_kind
             message = "" if converged else res.message
+            one_sided = False
         else:
             precond = _preconditioner(problem, data, alpha, None)  # the Hessian state at 0 from g0's line
-            objective, n_iter, grad_norm, converged, message, gap, gap_kind = _boost(
+            objective, n_iter, grad_norm, converged, message, gap, gap_kind, one_sided = _boost(
                 data, w, alpha, tol, max_iter, g0, verbose, problem, precond)
             n_inner = 0
+    if alpha == 0.0:
+        why = ("some base function meets edges of one sign only" if solver == "boost" and one_sided else
+               _orders_every_edge(data, w, objective))
+        if why:
+            converged = False
+            message = (f"LabelRankBoost ({solver}): with alpha=0 the objective has no minimiser: {why}, so the loss "
+                       "decreases without bound along it and the coefficients only grow (largest |coef| now "
+                       f"{float(np.max(np.abs(w), initial=0.0)):.3g}); set alpha > 0 (e.g. alpha=1e-3) for a finite "
+                       "optimum. " + message)
     W, theta = data.split(w)
     rel = grad_norm / g0 if g0 > 0 else 0.0
     return SolveResult(coef=np.ascontiguousarray(W.T), joint_coef=theta.copy() if data.n_joint else None,
                        objective=float(objective), grad_norm=float(rel), n_iter=int(n_iter), n_cg_iter=int(n_inner),
                        converged=bool(converged), solver=solver, n_labels=data.L, n_features_in=data.d,
                        gap=float(gap), gap_kind=gap_kind, optimality_name="grad_norm", message=message)
+
+
+def _orders_every_edge(data, w, f):
+    """A reason (str) when F at alpha = 0 has no minimiser along w, else "": every edge of a subgraph has margin
+    S[term] - S[init] <= 0 along w (rounding: <= 1e-9 max |margin|), one < 0, and F(2 w) < F(w) is seen. Then
+    F(x + t w) decreases strictly in t at every x (the loss is increasing in each margin), so nothing is optimal.
+    O(nnz L + memberships)."""
+    G = data.G
+    used = np.unique(data.sub.members)
+    if used.size == 0 or not np.any(w):
+        return ""
+    S = data.scores(w)
+    inst = G.instance_of_edge()[used]
+    m = S[inst, G.term[used]] - S[inst, G.init[used]]
+    top = float(np.max(np.abs(m)))
+    if top == 0.0 or float(m.max()) > 1e-9 * top:
+        return ""
+    n, L = data.n, data.L
+    f2 = data.loss_grad_scores(data.scores(2.0 * w), np.empty((n, L)), np.empty((n, L)))
+    if not f2 < f:
+        return ""
+    return "the coefficients order every preference edge (separable preferences)"
 
 
 def _preconditioner(problem, data, alpha, x):
@@ -283,7 +320,7 @@ class _JointBoost:
 
 def _boost(data, w, alpha, tol, max_iter, g0, verbose, problem, precond):
     """Fig. 3 in place on w (module docstring): (objective, iterations, ||grad||, converged, message, gap,
-    gap_kind). It stops when ||grad|| <= tol ||grad at 0|| and the gap (cyrank.optim.certificate, with the Hessian
+    gap_kind, whether a one-sided base function was smoothed). It stops when ||grad|| <= tol ||grad at 0|| and the gap (cyrank.optim.certificate, with the Hessian
     of ``problem``) is <= tol * max(1, |F|); when the first holds and not the second, the gradient target is
     lowered by sqrt(target / gap) (at least 2x) and the updates go on."""
     X = data.X
@@ -333,12 +370,9 @@ def _boost(data, w, alpha, tol, max_iter, g0, verbose, problem, precond):
         if verbose:
             print(f"LabelRankBoost boost iter {n_iter:5d}: objective {f:.12g}  |grad| {grad_norm / g0:.3e}")
     message = ""
-    if smoothed:
-        message = ("LabelRankBoost (boost): some base function meets edges of one sign only, so the loss has no "
-                   "minimiser (it decreases without bound along it); its steps were smoothed. Use alpha > 0. ")
     if not converged:
         measured = (f"relative gradient norm {grad_norm / g0:.3g} > tol={tol:g}" if grad_norm > tol * g0 else
                     f"objective gap {gap:.3g} ({gap_kind}) > tol * max(1, |objective|) = {gap_target(tol, f):.3g}")
         message += (f"LabelRankBoost (boost) stopped after max_iter={max_iter} iterations with {measured}; "
                     "increase max_iter or tol, or use solver='newton'")
-    return f, n_iter, grad_norm, converged, message, gap, gap_kind
+    return f, n_iter, grad_norm, converged, message, gap, gap_kind, smoothed

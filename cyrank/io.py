@@ -882,6 +882,12 @@ def _check_against_schema(est, values, path):
         dims["d"] = int(values["n_features_in_"])
     for name, value in values.items():
         _check_attribute(name, value, rules[name], dims, bad)
+    consistent = getattr(cls, "_check_model_attributes", None)  # relations the specs cannot state
+    if callable(consistent):
+        try:
+            consistent(values)
+        except (ValueError, TypeError) as exc:
+            raise bad(str(exc)) from None
 
 
 MODEL_SIZE_RATIO = 16

@@ -5,7 +5,15 @@ learner of our own: LightGBM finds the splits and the Newton leaf values -sum(la
 The lambdas are those of _lambdas.pyx for the chosen metric (NDCG@k, ERR@k, MAP, or plain RankNet), so
 LambdaMART trains on metrics LightGBM's built-in ``lambdarank`` objective does not offer (ERR, MAP). The extra
 ``lightgbm`` (``pip install "cyrank[lightgbm]"``) provides LightGBM; without it, fit raises ImportError naming it.
+
+LightGBM's model-text parser trusts its input (a wrong array length or child index reads out of bounds; an error
+inside its parallel tree parser aborts the process), so no model text reaches it unchecked:
+:func:`check_model_string` verifies the whole structure first, and a model file is checked when it is loaded.
 """
+import numbers
+import re
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
@@ -13,9 +21,16 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import RankerMixin, check_predict_X, set_fitted
 from .._result import SolveResult
-from .._validation import check_n_jobs, check_option, check_param, check_ranking_data
+from .._validation import (RankingDataWarning, check_n_jobs, check_option, check_param, check_ranking_data,
+                           check_verbose, random_seed)
 from ..io import register_model
 from .solver import TIES, _Pairs, check_eval_set, check_metric_data, metric_value, parse_metric, resolve_ties
+
+MAX_LEAVES = 131072  # LightGBM's bound on num_leaves
+MAX_ROUNDS = 2**31 - 1  # LightGBM's num_iterations is a C int
+MIN_CHILD_AUTO = 20  # LightGBM's min_data_in_leaf, the cap of min_child_samples="auto"
+DECISION_TYPES = (0, 2)  # numerical split, no missing-value rule (X is finite), default right or left
+FIX = "re-save the model from the fitted estimator (cyrank.io.save_model) or fit it again"
 
 
 def _lightgbm():
@@ -27,6 +42,181 @@ def _lightgbm():
     return lightgbm
 
 
+# ------------------------------------------------------------------------------------------ model text check
+_INT = r"-?\d{1,10}"
+_FLOAT = r"-?(?:\d{1,400}(?:\.\d{0,400})?|\.\d{1,400})(?:[eE][-+]?\d{1,4})?"
+_INT_LIST = re.compile(rf"(?:{_INT}(?: {_INT})*)?")
+_FLOAT_LIST = re.compile(rf"(?:{_FLOAT}(?: {_FLOAT})*)?")
+_FEATURE_INFO = re.compile(rf"none|\[{_FLOAT}:{_FLOAT}\]")
+# The lines of one tree, in LightGBM 4's order: (key, kind, length: "n" = num_leaves, "n-1" = its internal nodes)
+_TREE_KEYS = (("num_leaves", "int", 1), ("num_cat", "int", 1), ("split_feature", "int", "n-1"),
+              ("split_gain", "float", "n-1"), ("threshold", "float", "n-1"), ("decision_type", "int", "n-1"),
+              ("left_child", "int", "n-1"), ("right_child", "int", "n-1"), ("leaf_value", "float", "n"),
+              ("leaf_weight", "float", "n"), ("leaf_count", "int", "n"), ("internal_value", "float", "n-1"),
+              ("internal_weight", "float", "n-1"), ("internal_count", "int", "n-1"), ("is_linear", "int", 1),
+              ("shrinkage", "float", 1))
+
+
+def _values(text, kind, length, what):
+    """The numbers of a space-separated LightGBM array line (int64 or float64), checked token by token."""
+    if not (_INT_LIST if kind == "int" else _FLOAT_LIST).fullmatch(text):
+        raise ValueError(f"{what} is not a list of {'integers' if kind == 'int' else 'numbers'}: {text[:60]!r}")
+    values = np.array(text.split(" ") if text else [], dtype=np.int64 if kind == "int" else np.float64)
+    if values.size != length:
+        raise ValueError(f"{what} has {values.size} values, {length} expected")
+    if kind == "float" and not np.all(np.isfinite(values)):
+        raise ValueError(f"{what} holds a value out of the float64 range")
+    return values
+
+
+def _check_tree(block, t, n_features):
+    """One ``Tree=t`` block (its text up to the next tree): every line, array length and index."""
+    lines = block.split("\n")
+    if lines[0] != f"Tree={t}" or lines[-3:] != ["", "", ""] or len(lines) != len(_TREE_KEYS) + 4:
+        raise ValueError(f"tree {t} is not a block 'Tree={t}' of {len(_TREE_KEYS)} lines and a blank line")
+    fields = {}
+    for (key, kind, length), line in zip(_TREE_KEYS, lines[1:-3]):
+        name, eq, text = line.partition("=")
+        if name != key or not eq:
+            raise ValueError(f"tree {t}: line {line[:40]!r} where {key}=... belongs")
+        n = 1 if length == 1 else int(fields["num_leaves"][0]) - (length == "n-1")
+        if key == "leaf_weight" and n == 1 and text == "":  # LightGBM writes no weight for a one-leaf tree
+            n = 0
+        fields[key] = _values(text, kind, n, f"tree {t}: {key}")
+        if key == "num_leaves" and not 1 <= fields[key][0] <= MAX_LEAVES:
+            raise ValueError(f"tree {t}: num_leaves={fields[key][0]} is outside [1, {MAX_LEAVES}]")
+    leaves = int(fields["num_leaves"][0])
+    if fields["num_cat"][0] != 0 or fields["is_linear"][0] != 0:
+        raise ValueError(f"tree {t}: num_cat and is_linear must be 0 (LambdaMART grows numerical splits only)")
+    feature = fields["split_feature"]
+    outside = feature[(feature < 0) | (feature >= n_features)]
+    if outside.size:
+        raise ValueError(f"tree {t}: split_feature {int(outside[0])} is not a feature index in [0, {n_features})")
+    bad = np.setdiff1d(fields["decision_type"], DECISION_TYPES)
+    if bad.size:
+        raise ValueError(f"tree {t}: decision_type {int(bad[0])} is not one LambdaMART produces "
+                         f"({', '.join(map(str, DECISION_TYPES))}: numerical splits)")
+    if np.any(fields["leaf_count"] < 0) or np.any(fields["internal_count"] < 0):
+        raise ValueError(f"tree {t}: a negative leaf_count or internal_count")
+    # A tree: every internal node but the root (0) and every leaf (child ~leaf < 0) is the child of exactly one
+    # node, and a node's internal children have larger indices (as LightGBM numbers them): no cycle, all reachable.
+    children = np.concatenate([fields["left_child"], fields["right_child"]])
+    parents = np.tile(np.arange(leaves - 1), 2)
+    internal = children >= 0
+    if np.any(children[internal] <= parents[internal]) or np.any(children[internal] >= leaves - 1) or \
+            np.any(~children[~internal] >= leaves):
+        raise ValueError(f"tree {t}: a child index out of range (left_child/right_child)")
+    slots = np.where(internal, children, leaves - 1 + ~children)  # nodes 0..L-2, then leaves
+    if np.any(np.bincount(slots, minlength=2 * leaves - 1)[1:] != 1):
+        raise ValueError(f"tree {t}: left_child/right_child do not form a binary tree of {leaves} leaves")
+
+
+def check_model_string(text, n_features, n_trees):
+    """The part of a LightGBM model text that LightGBM may parse, after checking its whole structure: the header
+    (one output, ``max_feature_idx`` = n_features - 1, ``feature_names`` Column_0..., ``feature_infos`` and
+    ``tree_sizes`` with one entry per feature and per tree), then ``n_trees`` trees, each block exactly
+    ``tree_sizes`` long, its 16 lines in LightGBM 4's order, every array of num_leaves (or num_leaves - 1) finite
+    numbers, split features in [0, n_features), decision types of numerical splits, children forming one binary
+    tree; then "end of trees". What follows (feature importances, parameters) is not needed for predictions and
+    is left out. ValueError naming the first problem otherwise."""
+    if not isinstance(text, str):
+        raise ValueError(f"the model text is a {type(text).__name__}, not a str")
+    if not text.isascii() or "\r" in text or "\0" in text:
+        raise ValueError("the model text holds non-ASCII, carriage-return or NUL characters")
+    start = text.find("\n\nTree=0\n")
+    if start < 0:
+        raise ValueError("the model text has no trees (no 'Tree=0' block): it is not a LightGBM model")
+    header = text[:start].split("\n")
+    keys = ["tree", "version", "num_class", "num_tree_per_iteration", "label_index", "max_feature_idx",
+            "feature_names", "feature_infos", "tree_sizes"]
+    found = [line.partition("=")[0] for line in header]
+    if found != keys or header[0] != "tree":
+        raise ValueError(f"the header lines are {found[:12]}, not LightGBM 4's {keys}")
+    head = {line.partition("=")[0]: line.partition("=")[2] for line in header[1:]}
+    expect = {"version": "v4", "num_class": "1", "num_tree_per_iteration": "1", "label_index": "0",
+              "max_feature_idx": str(n_features - 1)}
+    for key, value in expect.items():
+        if head[key] != value:
+            raise ValueError(f"{key}={head[key][:40]} where LambdaMART's model of {n_features} feature(s) has "
+                             f"{key}={value}")
+    if head["feature_names"] != " ".join(f"Column_{j}" for j in range(n_features)):
+        raise ValueError(f"feature_names is not Column_0 ... Column_{n_features - 1}")
+    infos = head["feature_infos"].split(" ")
+    if len(infos) != n_features or not all(_FEATURE_INFO.fullmatch(info) for info in infos):
+        raise ValueError(f"feature_infos is not one [min:max] or 'none' per feature ({n_features})")
+    sizes = _values(head["tree_sizes"], "int", n_trees, "tree_sizes (one per tree)")
+    pos = start + 2
+    for t, size in enumerate(sizes):
+        if size <= 0 or pos + size > len(text):
+            raise ValueError(f"tree_sizes: tree {t} ({size} characters) does not fit in the text")
+        _check_tree(text[pos:pos + int(size)], t, n_features)
+        pos += int(size)
+    if not text.startswith("end of trees\n", pos):
+        raise ValueError(f"the text after tree {n_trees - 1} is not 'end of trees': more trees than n_iter_ = "
+                         f"{n_trees}, or a damaged block")
+    return text[:pos] + "end of trees\n"
+
+
+def _count_of(values, name):
+    value = values.get(name)
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} = {value!r:.40} is not an integer")
+    return int(value)
+
+
+def _checked_model_text(values):
+    """check_model_string on the fitted attributes ``values`` (name -> value): the trees against n_iter_,
+    best_iteration_, n_features_in_ and features_used_. ValueError naming the attribute and the fix."""
+    try:
+        n_features, n_trees = _count_of(values, "n_features_in_"), _count_of(values, "n_iter_")
+        best = values.get("best_iteration_", n_trees)
+        if not isinstance(best, numbers.Integral) or not 1 <= best <= n_trees:
+            raise ValueError(f"best_iteration_ = {best!r:.40} is not a round in [1, n_iter_ = {n_trees}]")
+        used = values.get("features_used_")
+        if used is not None:
+            used = np.asarray(used)
+            if used.ndim != 1 or used.dtype.kind not in "iu" or used.size == 0 or np.any(np.diff(used) <= 0) \
+                    or used[0] < 0 or used[-1] >= n_features:
+                raise ValueError(f"features_used_ is not an increasing list of columns in [0, n_features_in_ = "
+                                 f"{n_features})")
+            n_features = used.size
+        if n_trees < 1:
+            raise ValueError(f"n_iter_ = {n_trees}: a fitted model has at least one tree")
+        try:
+            return check_model_string(values.get("model_string_"), n_features, n_trees)
+        except ValueError as exc:
+            raise ValueError(f"model_string_ does not hold the {n_trees} tree(s) on {n_features} feature(s) that "
+                             f"n_iter_, n_features_in_ and features_used_ declare: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{exc}; {FIX}") from None
+
+
+def _used_columns(X):
+    """(X restricted to its columns with a stored value, as CSR, and those columns) for a sparse X whose other
+    columns are empty; (X, None) when every column is used or X is dense. LightGBM allocates per declared column,
+    so a file declaring feature 2**26 would cost gigabytes; this keeps the memory proportional to the data."""
+    if not sp.issparse(X):
+        return X, None
+    X = sp.csr_matrix(X)
+    used = np.unique(X.indices)
+    if used.size == X.shape[1]:
+        return X, None
+    if used.size == 0:  # an all-zero X: one (constant) column, LightGBM needs one
+        used = np.zeros(1, dtype=np.int64)
+    return _select_columns(X, used), used.astype(np.int64)
+
+
+def _select_columns(X, used):
+    """The columns ``used`` (sorted) of the CSR matrix X, in O(nnz log len(used)) time and O(nnz) memory (scipy's
+    column indexing allocates per column of X)."""
+    pos = np.searchsorted(used, X.indices)
+    keep = used[np.minimum(pos, used.size - 1)] == X.indices
+    if np.all(keep):
+        return sp.csr_matrix((X.data, pos, X.indptr), shape=(X.shape[0], used.size))
+    indptr = np.concatenate([[0], np.cumsum(keep)])[X.indptr]
+    return sp.csr_matrix((X.data[keep], pos[keep], indptr), shape=(X.shape[0], used.size))
+
+
 @register_model
 class LambdaMART(RankerMixin, BaseEstimator):
     """Boosted trees trained on the lambdas of a ranking metric (module docstring).
@@ -36,12 +226,16 @@ class LambdaMART(RankerMixin, BaseEstimator):
     metric : str, default="ndcg@10"
         The lambdas' metric: "ndcg@k" / "ndcg", "err@k" / "err", "map", or "ranknet". Also the metric of
         ``eval_set``.
-    n_estimators : int >= 1, default=100
+    n_estimators : int in [1, 2**31 - 1], default=100
         Boosting rounds (trees).
     learning_rate : float > 0, default=0.1
-    num_leaves : int >= 2, default=31
-    min_child_samples : int >= 1, default=20
-        LightGBM's min_data_in_leaf.
+    num_leaves : int in [2, 131072], default=31
+        At most this many leaves per tree (131072: LightGBM's limit).
+    min_child_samples : int >= 1 or "auto", default="auto"
+        LightGBM's min_data_in_leaf: the fewest training rows a leaf may hold. "auto": min(20, max(1, n // 10))
+        for n training rows, LightGBM's default 20 from 200 rows on, and fewer on small sets, where 20 would
+        forbid every split (a split needs 2 * min_child_samples rows). An integer with 2 * min_child_samples > n
+        is refused (ValueError): no tree could split. The value used is ``min_child_samples_``.
     colsample_bytree : float in (0, 1], default=1.0
         Share of the features each tree may split on (LightGBM's feature_fraction, drawn with ``random_state``).
     sigma : float > 0, default=1.0
@@ -63,24 +257,32 @@ class LambdaMART(RankerMixin, BaseEstimator):
         With ``eval_set``: stop after this many rounds without a better metric on it and keep the best round.
     n_jobs : int or None, default=None
         LightGBM's threads (None or -1: LightGBM's default, OpenMP's thread count).
-    random_state : int or None, default=None
-        LightGBM's seed (it matters only with colsample_bytree < 1: the trees are deterministic otherwise).
-    verbose : int, default=0
+    random_state : None, int in [0, 2**31 - 1], numpy RandomState or Generator, default=None
+        LightGBM's seed (a C int; it matters only with colsample_bytree < 1: the trees are deterministic
+        otherwise). None: seed 0; a RandomState or Generator: a seed drawn from it at each fit.
+    verbose : int >= 0, default=0
+        > 0: one line per boosting round with the metric on the training set and, with ``eval_set``, on it.
 
     Attributes
     ----------
     model_string_ : str
-        The LightGBM model (``Booster.model_to_string``); saved and loaded with cyrank.io like every model.
+        The LightGBM model (``Booster.model_to_string``); saved and loaded with cyrank.io like every model, its
+        structure checked (:func:`check_model_string`) before LightGBM reads it.
+    features_used_ : int array or None
+        The columns of X the trees were grown on, when X was sparse with columns that hold no stored value (the
+        trees number the features 0..len - 1 among these); None: every column.
     booster_ : lightgbm.Booster (rebuilt from model_string_ on first use)
-    n_iter_ : int (trees kept), best_iteration_, history_ ("eval": the metric per round), n_features_in_
+    n_iter_ : int (trees kept), best_iteration_, history_ ("eval": the metric per round), n_features_in_,
+    min_child_samples_
     """
 
-    _model_schema = {"n_features_in_": "int>=1", "model_string_": "str", "n_iter_": "int>=0",
-                     "best_iteration_": "int>=0", "history_": "dict", "objective_": "float", "converged_": "bool"}
+    _model_schema = {"n_features_in_": "int>=1", "model_string_": "str", "n_iter_": "int>=1",
+                     "best_iteration_": "int>=1", "history_": "dict", "objective_": "float", "converged_": "bool",
+                     "features_used_": "int[*] in [0, d)|None?", "min_child_samples_": "int>=1?"}
 
-    def __init__(self, metric="ndcg@10", n_estimators=100, learning_rate=0.1, num_leaves=31, min_child_samples=20,
-                 colsample_bytree=1.0, sigma=1.0, truncation=None, ties="pessimistic", norm=False,
-                 early_stopping_rounds=None, n_jobs=None, random_state=None, verbose=0):
+    def __init__(self, metric="ndcg@10", n_estimators=100, learning_rate=0.1, num_leaves=31,
+                 min_child_samples="auto", colsample_bytree=1.0, sigma=1.0, truncation=None, ties="pessimistic",
+                 norm=False, early_stopping_rounds=None, n_jobs=None, random_state=None, verbose=0):
         self.metric = metric
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -100,24 +302,53 @@ class LambdaMART(RankerMixin, BaseEstimator):
         parse_metric(self.metric)
         check_option("ties", self.ties, TIES)
         resolve_ties(self.ties, self.metric)
+        if not isinstance(self.random_state, (np.random.RandomState, np.random.Generator)):
+            random_seed(self.random_state)  # checked here, drawn from (a RandomState or Generator) at fit only
+        check_verbose(self.verbose)
+        if isinstance(self.num_leaves, numbers.Integral) and not isinstance(self.num_leaves, (bool, np.bool_)) \
+                and self.num_leaves > MAX_LEAVES:
+            raise ValueError(f"num_leaves must be in [2, {MAX_LEAVES}] (LightGBM's limit), got {self.num_leaves}; "
+                             "lower it")
+        if isinstance(self.n_estimators, numbers.Integral) and not isinstance(self.n_estimators, (bool, np.bool_)) \
+                and self.n_estimators > MAX_ROUNDS:
+            raise ValueError(f"n_estimators must be in [1, 2**31 - 1] (LightGBM's limit), got {self.n_estimators}")
+        min_child = self.min_child_samples
+        if not (isinstance(min_child, str) and min_child == "auto"):
+            if isinstance(min_child, str):
+                raise ValueError(f"min_child_samples must be 'auto' or an integer >= 1, got {min_child!r}")
+            min_child = check_param("min_child_samples", min_child, low=1, integer=True)
         return (check_param("n_estimators", self.n_estimators, low=1, integer=True),
                 check_param("learning_rate", self.learning_rate, low=0.0, low_open=True),
                 check_param("num_leaves", self.num_leaves, low=2, integer=True),
-                check_param("min_child_samples", self.min_child_samples, low=1, integer=True),
+                min_child,
                 check_param("colsample_bytree", self.colsample_bytree, low=0.0, high=1.0, low_open=True),
                 check_param("sigma", self.sigma, low=0.0, low_open=True),
                 None if self.early_stopping_rounds is None else check_param(
                     "early_stopping_rounds", self.early_stopping_rounds, low=1, integer=True),
                 check_n_jobs(self.n_jobs))
 
+    @staticmethod
+    def _min_child(min_child, n):
+        """min_child_samples for n training rows: "auto" resolved, an integer that forbids every split refused."""
+        if min_child == "auto":
+            return min(MIN_CHILD_AUTO, max(1, n // 10))
+        if 2 * min_child > n:
+            raise ValueError(f"min_child_samples={min_child} forbids every split on {n} training rows (a split "
+                             f"needs 2 * min_child_samples rows): give at most {max(1, n // 2)}, or "
+                             "min_child_samples='auto' (the default)")
+        return min_child
+
     def fit(self, X, y, qid=None, eval_set=None):
         """Grow the trees on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every round."""
         n_estimators, learning_rate, num_leaves, min_child, colsample, sigma, patience, n_jobs = self._check_params()
+        verbose = check_verbose(self.verbose)
         if patience is not None and eval_set is None:
             raise ValueError("early_stopping_rounds needs an eval_set")
         X, y, qid = check_ranking_data(X, y, qid)
-        if X.shape[0] < 2:
-            raise ValueError(f"LambdaMART needs at least 2 samples (pairs within queries), got {X.shape[0]} sample")
+        n = X.shape[0]
+        if n < 2:
+            raise ValueError(f"LambdaMART needs at least 2 samples (pairs within queries), got {n} sample")
+        min_child = self._min_child(min_child, n)
         lgb = _lightgbm()
         pairs = _Pairs(y, qid, metric=self.metric, sigma=sigma, truncation=self.truncation, ties=self.ties,
                        norm=self.norm, X=X)
@@ -125,7 +356,8 @@ class LambdaMART(RankerMixin, BaseEstimator):
         if eval_set is not None:
             Xv, yv, qv = check_eval_set(eval_set, X.shape[1], self.metric)
         Xs = sp.csr_matrix(X.tocsr()[pairs.order]) if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
-        n = X.shape[0]
+        Xs, used = _used_columns(Xs)
+        qs = qid[pairs.order]
         lam, hess = np.empty(n), np.empty(n)
 
         def objective(preds, dataset):
@@ -134,51 +366,90 @@ class LambdaMART(RankerMixin, BaseEstimator):
 
         params = {"objective": objective, "learning_rate": learning_rate, "num_leaves": num_leaves,
                   "min_data_in_leaf": min_child, "feature_fraction": colsample,
-                  "num_threads": 0 if n_jobs in (None, -1) else n_jobs,
-                  "seed": 0 if self.random_state is None else int(self.random_state), "verbosity": -1,
-                  "deterministic": True, "force_row_wise": True}
+                  "num_threads": 0 if n_jobs in (None, -1) else n_jobs, "seed": random_seed(self.random_state),
+                  "verbosity": -1, "deterministic": True, "force_row_wise": True,
+                  # features that min_data_in_leaf makes unsplittable are kept: with none left LightGBM would abort
+                  # ("num_features() > 0") instead of growing a one-leaf tree
+                  "feature_pre_filter": False}
         train = lgb.Dataset(Xs, label=pairs.y, group=np.diff(pairs.offsets), params={"verbosity": -1})
-        history, valid_sets, feval, callbacks = {"eval": []}, [], None, []
+        history, valid_sets, valid_names, callbacks = {"eval": []}, [], [], []
+        if verbose:
+            valid_sets, valid_names = [train], ["train"]
         if eval_set is not None:
-            Xv = sp.csr_matrix(Xv) if sp.issparse(Xv) else Xv
-            valid_sets = [lgb.Dataset(Xv, label=yv, reference=train, params={"verbosity": -1})]
+            Xv = self._columns(Xv, used)
+            valid_sets.append(lgb.Dataset(Xv, label=yv, reference=train, params={"verbosity": -1}))
+            valid_names.append("eval")
 
-            def score_eval(preds, dataset):  # our metric on eval_set, higher is better
-                value = metric_value(self.metric, yv, np.asarray(preds, dtype=np.float64), qv, pairs.max_rel)
-                history["eval"].append(value)
-                if self.verbose:
-                    print(f"LambdaMART round {len(history['eval']):4d}: eval {self.metric} {value:.6f}")
-                return self.metric, value, True
+        def score(preds, dataset):  # our metric, higher is better
+            preds = np.asarray(preds, dtype=np.float64)
+            if dataset is train:
+                return self.metric, metric_value(self.metric, pairs.y, preds, qs, pairs.max_rel), True
+            value = metric_value(self.metric, yv, preds, qv, pairs.max_rel)
+            history["eval"].append(value)
+            return self.metric, value, True
 
-            feval = score_eval
-            if patience is not None:
-                callbacks.append(lgb.early_stopping(patience, verbose=False))
-        booster = lgb.train(params, train, num_boost_round=n_estimators, valid_sets=valid_sets, feval=feval,
-                            callbacks=callbacks)
+        if verbose:
+            def report(env):
+                line = "  ".join(f"{name} {self.metric} {value:.6f}" for name, _, value, *_ in
+                                 env.evaluation_result_list)
+                print(f"LambdaMART round {env.iteration + 1:4d}: {line}", flush=True)
+
+            report.order = 10  # before early stopping (order 30), which ends the loop by an exception
+            callbacks.append(report)
+        if patience is not None:
+            callbacks.append(lgb.early_stopping(patience, verbose=False))
+        try:
+            booster = lgb.train(params, train, num_boost_round=n_estimators, valid_sets=valid_sets,
+                                valid_names=valid_names, feval=score if valid_sets else None, callbacks=callbacks)
+        except lgb.basic.LightGBMError as exc:  # a refusal not foreseen above: LightGBM's words, and ours
+            raise ValueError(f"LightGBM could not train LambdaMART on this data with these parameters: {exc}. "
+                             "Check num_leaves, min_child_samples and colsample_bytree against the data") from None
         best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
         model_string = booster.model_to_string(num_iteration=best)
+        if model_string.count("\nnum_leaves=1\n") == best:
+            warnings.warn("LightGBM found no split in any feature (every feature constant, or min_child_samples "
+                          f"= {min_child} too large for the queries): every document gets the same score",
+                          RankingDataWarning, stacklevel=2)
         final = np.asarray(booster.predict(Xs, num_iteration=best), dtype=np.float64)
         cost = pairs.lambdas(final, lam, hess)
         result = SolveResult(model_string=model_string, n_iter=int(best), best_iteration=int(best),
                              history={"eval": np.asarray(history["eval"])}, objective=float(cost), converged=True,
-                             n_features_in=X.shape[1], optimality_name="objective")
+                             n_features_in=X.shape[1], features_used=used, min_child_samples=min_child,
+                             optimality_name="objective")
         set_fitted(self, result)
         self._booster = lgb.Booster(model_str=model_string)  # predict builds it after a load or unpickling
         return self
+
+    @staticmethod
+    def _check_model_attributes(values):
+        """cyrank.io.load_model's check of a model file's fitted attributes (name -> value) beyond the schema:
+        the model text against n_iter_, best_iteration_, n_features_in_ and features_used_ (ValueError)."""
+        _checked_model_text(values)
 
     @property
     def booster_(self):
         check_is_fitted(self, "model_string_")
         if self.__dict__.get("_booster") is None:
-            self._booster = _lightgbm().Booster(model_str=self.model_string_)
+            values = {k: getattr(self, k, None) for k in ("n_features_in_", "n_iter_", "best_iteration_",
+                                                          "features_used_", "model_string_")}
+            self._booster = _lightgbm().Booster(model_str=_checked_model_text(values))
         return self._booster
+
+    @staticmethod
+    def _columns(X, used):
+        """X restricted to the columns the trees were grown on (csr_matrix when sparse: LightGBM reads it)."""
+        if used is None:
+            return sp.csr_matrix(X) if sp.issparse(X) else X
+        if sp.issparse(X):
+            return _select_columns(sp.csr_matrix(X), used)
+        return np.ascontiguousarray(X[:, used])
 
     def decision_function(self, X):
         """Scores of the trees (the sum of their leaf values)."""
         X = check_predict_X(self, X)
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)  # LightGBM reads csr_matrix (not sparse arrays) directly
-        return np.asarray(self.booster_.predict(X), dtype=np.float64)
+        booster = self.booster_
+        return np.asarray(booster.predict(self._columns(X, getattr(self, "features_used_", None))),
+                          dtype=np.float64)
 
     def __getstate__(self):
         state = dict(self.__dict__)

@@ -1,12 +1,16 @@
 """Behaviour shared by every cyrank estimator: fitted values from the functional layer (with sklearn's
-ConvergenceWarning when a solver stopped short), prediction = scores, score = mean NDCG@10, feature-count check."""
+ConvergenceWarning when a solver stopped short), prediction = scores, score = mean NDCG@10, feature-count check,
+and a MissingQidWarning when a ranker's fit or score gets no qid."""
+import functools
+import inspect
+import threading
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import FLOAT_DTYPES, check_X
+from ._validation import FLOAT_DTYPES, MissingQidWarning, check_row_weights, check_X, missing_qid_message
 
 
 def set_fitted(estimator, result, stale=()):
@@ -34,22 +38,90 @@ def check_predict_X(estimator, X, *, accept_sparse=("csr", "csc")):
     return X
 
 
+def _n_rows(X):
+    """Number of rows of X for a message (None when X has no length)."""
+    try:
+        return int(X.shape[0]) if hasattr(X, "shape") else len(X)
+    except (TypeError, IndexError):
+        return None
+
+
+_in_fit = threading.local()  # depth of nested wrapped fits (a subclass's fit calling its parent's): warn once
+
+
+def _warn_without_qid(fit):
+    """``fit`` that warns MissingQidWarning after a successful fit given no qid (or qid=None)."""
+    names = list(inspect.signature(fit).parameters)
+    position = names.index("qid") - 1  # among the arguments after self
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        qid = kwargs["qid"] if "qid" in kwargs else args[position] if len(args) > position else None
+        depth = getattr(_in_fit, "depth", 0)
+        _in_fit.depth = depth + 1
+        try:
+            out = fit(self, *args, **kwargs)
+        finally:
+            _in_fit.depth = depth
+        if qid is None and depth == 0:
+            X = args[0] if args else kwargs.get("X")
+            warnings.warn(missing_qid_message(type(self).__name__, "fit", _n_rows(X)), MissingQidWarning,
+                          stacklevel=2)
+        return out
+
+    wrapper._warns_without_qid = True
+    return wrapper
+
+
 class RankerMixin:
     """``predict`` returns ranking scores (higher = ranked higher); ``score`` is the mean NDCG@10 over queries.
 
-    Subclasses implement ``decision_function(X)``.
+    Subclasses implement ``decision_function(X)``. A subclass's ``fit`` with a ``qid`` parameter is wrapped (once,
+    at class creation, signature kept for scikit-learn's metadata routing) to warn :class:`MissingQidWarning`
+    when it is called without qid: a ranker fitted on one query of every row is rarely what was meant (e.g.
+    GridSearchCV with ``groups=qid`` and no metadata routing), but it is valid, so it warns rather than refuses.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        fit = cls.__dict__.get("fit")
+        if callable(fit) and not getattr(fit, "_warns_without_qid", False) \
+                and "qid" in inspect.signature(fit).parameters:
+            cls.fit = _warn_without_qid(fit)
+        super().__init_subclass__(**kwargs)
 
     def predict(self, X):
         """Ranking scores, as :meth:`decision_function`."""
         return self.decision_function(X)
 
-    def score(self, X, y, qid=None):
+    def score(self, X, y, qid=None, sample_weight=None):
         """Mean NDCG@10 over queries (``cyrank.metrics.ndcg_score`` defaults: gain 2^y - 1, discount
-        1/log2(1 + rank), pessimistic ties, queries without a relevant row dropped)."""
+        1/log2(1 + rank), pessimistic ties, queries without a relevant row dropped).
+
+        ``sample_weight`` (n_samples,) >= 0 weighs the rows: a query weighs the mean weight of its rows, and the
+        score is the weighted mean sum_q w_q NDCG_q / sum_q w_q over the queries kept. None: every query weighs
+        1. Without qid every row is one query (MissingQidWarning).
+        """
         from .metrics import ndcg_score
 
-        return float(ndcg_score(y, self.predict(X), qid, k=10))
+        scores = self.predict(X)
+        if qid is None:
+            warnings.warn(missing_qid_message(type(self).__name__, "score", _n_rows(X)), MissingQidWarning,
+                          stacklevel=2)
+        if sample_weight is None:
+            return float(ndcg_score(y, scores, qid, k=10))
+        from ._queries import QueryGroups
+
+        weights = check_row_weights(sample_weight, scores.shape[0], name="sample_weight")
+        _, per_query = ndcg_score(y, scores, qid, k=10, return_per_query=True)
+        groups = QueryGroups(np.zeros(scores.shape[0], np.int64) if qid is None else qid)
+        w = np.bincount(groups.query_index(), weights=weights, minlength=groups.n_queries) / groups.sizes
+        kept = ~np.isnan(per_query)
+        if not kept.any():
+            return float("nan")  # ndcg_score warned UndefinedMetricWarning
+        if w[kept].sum() == 0:
+            raise ValueError("sample_weight is 0 on every scored query (queries with a relevant row); give some "
+                             "of them a positive weight")
+        return float(np.dot(w[kept], per_query[kept]) / w[kept].sum())
 
     def _check_predict_X(self, X, *, accept_sparse=("csr", "csc")):
         """X checked like training data, with the number of features seen in ``fit``."""
@@ -63,3 +135,20 @@ class LinearRankerMixin(RankerMixin):
         """Scores X @ coef_ in float64."""
         X = self._check_predict_X(X)
         return np.asarray(X @ self.coef_, dtype=np.float64).ravel()
+
+
+def warm_start_coef(estimator, X):
+    """The previous ``coef_`` of ``estimator`` to start a fit on X from, when ``warm_start`` is set (None for a
+    first fit); a ValueError when X has another number of features than that fit."""
+    coef = getattr(estimator, "coef_", None) if estimator.warm_start else None
+    if coef is None or np.ndim(coef) != 1:
+        return None
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        shape = np.shape(X) if isinstance(X, (list, tuple)) else None
+    if shape is not None and len(shape) == 2 and shape[1] != coef.shape[0]:
+        name = type(estimator).__name__
+        raise ValueError(f"{name}(warm_start=True) would start from the previous fit's coef_ of {coef.shape[0]} "
+                         f"features, but X has {shape[1]}: the number of features changed since the last fit. Set "
+                         f"warm_start=False (or use sklearn.base.clone({name.lower()})) to fit from zero")
+    return coef

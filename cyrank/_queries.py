@@ -7,7 +7,8 @@ Unsorted or interleaved qid is valid input.
 
     order[k]                 original row index of sorted position k
     offsets[q]:offsets[q+1]  sorted positions of query q (queries in increasing qid order)
-    ids[q]                   the qid value of query q
+    ids[q]                   the qid value of query q (the original string for string qids: queries are then
+                             in increasing string order)
     n_levels[q]              number of distinct labels in query q (1 => the query has no preference pair)
 
 With labels, the (query, label) runs ("layers" of Stevens, MIT thesis 2010, section 3) are kept as well:
@@ -19,7 +20,7 @@ With labels, the (query, label) runs ("layers" of Stevens, MIT thesis 2010, sect
 """
 import numpy as np
 
-from ._validation import check_qid, check_y
+from ._validation import check_y, factorize_qid
 
 
 class QueryGroups:
@@ -32,14 +33,14 @@ class QueryGroups:
         if qid is None and y is None:
             raise ValueError("QueryGroups needs qid, or y to size a single query")
         n = np.asarray(y).shape[0] if qid is None else np.asarray(qid).shape[0]
-        qid = check_qid(qid, n)
+        qid, names = factorize_qid(qid, n)
         n = qid.shape[0]
         self.is_sorted = bool(n < 2 or np.all(qid[1:] >= qid[:-1]))
         self.order = np.arange(n, dtype=np.int64) if self.is_sorted else np.argsort(qid, kind="stable")
         q_sorted = qid[self.order]
         starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if n else np.zeros(0, np.int64)
         self.offsets = np.r_[starts, n].astype(np.int64)
-        self.ids = q_sorted[starts]
+        self.ids = q_sorted[starts] if names is None else names[q_sorted[starts]]
         self.n_levels = self.n_pairs = self.label_order = self.label_runs = self.run_query = None
         self.level_sorted = None
         if y is not None:

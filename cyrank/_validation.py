@@ -6,8 +6,9 @@ Every estimator, metric and CLI command calls these functions, so a bad input ge
 * ``X``: dense (n, d) array or scipy.sparse matrix (CSR/CSC, int32 or int64 indices), float32 or float64,
   finite, at least one row and one column. Object, string and complex dtypes are refused, never cast.
 * ``y``: n finite real relevance labels (larger = better; equal = tie).
-* ``qid``: n integer query ids (any integers; rows of a query need not be contiguous). Floats are accepted
-  only when every value is integral. ``qid=None`` means one query holding every row.
+* ``qid``: n query ids: any integers, or strings (TREC topics "301", "q-12"), grouped by equality; rows of a
+  query need not be contiguous. Floats are accepted only when every value is integral. ``qid=None`` means one
+  query holding every row (the estimators then warn, :class:`MissingQidWarning`).
 """
 import numbers
 import os
@@ -22,7 +23,12 @@ FLOAT_DTYPES = (np.float64, np.float32)
 
 
 class RankingDataWarning(UserWarning):
-    """Training data from which a pairwise ranker can learn nothing (no query with two label levels)."""
+    """Data a ranker cannot use as the user probably meant: no query with two label levels (nothing to learn),
+    or no qid (every row taken as one query)."""
+
+
+class MissingQidWarning(RankingDataWarning):
+    """A ranker's fit or score got no qid and took every row as one query."""
 
 
 def _check_kind(a, name):
@@ -290,10 +296,61 @@ def check_class_labels(y, n, *, who="this estimator", min_count=1):
 def check_qid(qid, n, of="X"):
     """Return int64 query ids of length ``n``, the length of ``of`` (all zeros when ``qid`` is None).
 
-    Integer arrays are taken as they are; float arrays only if every value is an integer.
+    Integer arrays are taken as they are; float arrays only if every value is an integer. String ids (str or
+    bytes arrays, or object arrays of str: TREC topics such as "301" or "q-12") are replaced by their index in
+    the sorted distinct ids (:func:`factorize_qid` also returns the ids), which groups the rows the same way.
     """
+    return factorize_qid(qid, n, of)[0]
+
+
+def factorize_qid(qid, n, of="X"):
+    """``(codes, ids)``: int64 query ids of length ``n`` as :func:`check_qid` returns them, and the original id
+    of each code for string ids (``ids[codes[i]]`` is row i's id, ids sorted), or None for numeric ids (the
+    codes are then the ids). Object arrays must hold one kind of id (all str, all bytes or all numbers);
+    None, NaN or a mix of kinds is refused."""
     if qid is None:
-        return np.zeros(n, dtype=np.int64)
+        return np.zeros(n, dtype=np.int64), None
+    a = np.asarray(qid)
+    if a.dtype.kind == "O":
+        a = _object_qid(a.ravel() if a.ndim == 2 and 1 in a.shape else a)
+    if a.dtype.kind in "US":
+        a = a.ravel() if a.ndim == 2 and 1 in a.shape else a
+        if a.ndim != 1:
+            raise ValueError(f"qid must be 1-d, got shape {a.shape}")
+        if a.shape[0] == 0:
+            raise ValueError("qid is empty")
+        if n is not None and a.shape[0] != n:
+            raise ValueError(f"qid has {a.shape[0]} entries but {of} has {n} "
+                             f"{'rows' if of == 'X' else 'entries'}; lengths must match")
+        ids, codes = np.unique(a, return_inverse=True)
+        return codes.reshape(-1).astype(np.int64), ids
+    return _numeric_qid(a, n, of), None
+
+
+def _object_qid(a):
+    """An object array of query ids as a str, bytes or numeric array (one kind only)."""
+    if a.ndim != 1:
+        raise ValueError(f"qid must be 1-d, got shape {a.shape}")
+    for i, v in enumerate(a):
+        if v is None or (isinstance(v, (float, np.floating)) and v != v):
+            raise ValueError(f"qid has a missing id ({v!r}) at row {i}; every row needs a query id (drop or label "
+                             "those rows first)")
+    kinds = {"str" if isinstance(v, (str, np.str_)) else "bytes" if isinstance(v, (bytes, np.bytes_))
+             else "number" if isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+             else type(v).__name__ for v in a}
+    if len(kinds) > 1 or not kinds <= {"str", "bytes", "number"}:
+        raise TypeError(f"qid mixes kinds of ids ({', '.join(sorted(kinds))}); query ids must be all strings or "
+                        "all integers: convert them first, e.g. qid = numpy.asarray(qid).astype(str)")
+    if kinds == {"str"}:
+        return a.astype(str)
+    if kinds == {"bytes"}:
+        return a.astype(bytes)
+    values = a.tolist()
+    return np.asarray(values, dtype=np.int64 if all(isinstance(v, numbers.Integral) and -2**63 <= v < 2**63
+                                                    for v in values) else np.float64)
+
+
+def _numeric_qid(qid, n, of):
     qid = _as_1d(qid, "qid", n, of)
     if qid.dtype.kind in "iub":
         if qid.dtype.kind == "u" and qid.dtype.itemsize == 8 and qid.size and qid.max() > np.iinfo(np.int64).max:
@@ -304,11 +361,11 @@ def check_qid(qid, n, of="X"):
     if np.any(too_big & (qid != -(2.0**63))):
         bad = qid[too_big & (qid != -(2.0**63))][0]
         raise ValueError(f"qid value {float(bad)!r} is out of the int64 range [-2**63, 2**63 - 1]; query ids must be "
-                         "64-bit integers")
+                         "64-bit integers (or strings)")
     as_int = qid.astype(np.int64)
     if not np.array_equal(as_int, qid):
         bad = qid[as_int != qid][0]
-        raise ValueError(f"qid must hold integer query ids; found non-integer value {float(bad)!r}")
+        raise ValueError(f"qid must hold integer (or string) query ids; found non-integer value {float(bad)!r}")
     return as_int
 
 
@@ -441,19 +498,66 @@ def check_verbose(verbose):
     return check_param("verbose", verbose, low=0, integer=True)
 
 
-def check_random_state(random_state):
-    """A ``numpy.random.RandomState`` from None (numpy's global one), an int seed in [0, 2**32 - 1] or a
-    RandomState (returned as is): scikit-learn's semantics (``sklearn.utils.check_random_state``) without
-    importing it. Anything else is a ValueError naming the parameter."""
+def check_random_state(random_state, name="random_state"):
+    """A ``numpy.random.RandomState`` from None (numpy's global one), an int seed in [0, 2**32 - 1], a RandomState
+    (returned as is, so successive fits draw different numbers: scikit-learn's semantics,
+    ``sklearn.utils.check_random_state``) or a ``numpy.random.Generator`` (a seed is drawn from it). Anything
+    else (a str, a float, a bool) is a ValueError naming the parameter."""
     if random_state is None or random_state is np.random:
         return np.random.mtrand._rand
     if isinstance(random_state, np.random.RandomState):
         return random_state
+    if isinstance(random_state, np.random.Generator):
+        return np.random.RandomState(int(random_state.integers(2**32)))
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
         if 0 <= random_state < 2**32:
             return np.random.RandomState(int(random_state))
-    raise ValueError(f"random_state must be None, an int in [0, 2**32 - 1] or a numpy RandomState; got "
-                     f"{random_state!r} ({type(random_state).__name__})")
+    raise ValueError(f"{name} must be None, an int in [0, 2**32 - 1], a numpy RandomState or Generator; got "
+                     f"{random_state!r} ({type(random_state).__name__}); e.g. {name}=0 for a reproducible fit")
+
+
+def random_seed(random_state, name="random_state", high=2**31 - 1):
+    """An int seed in [0, high] for a library that takes a seed (LightGBM): None gives 0 (deterministic), an int
+    in range is used as it is, and a RandomState or Generator draws one (so successive fits differ, as in
+    scikit-learn). Anything else is the ValueError of :func:`check_random_state`."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)) \
+            and not 0 <= random_state <= high:
+        raise ValueError(f"{name} must be None, an int in [0, {high}], a numpy RandomState or Generator; got "
+                         f"{random_state!r}; e.g. {name}=0 for a reproducible fit")
+    rng = check_random_state(random_state, name)
+    if isinstance(random_state, numbers.Integral):
+        return int(random_state)
+    return int(rng.randint(high + 1))
+
+
+def check_options(options, cls, who):
+    """``options`` as an instance of the dataclass ``cls`` (the ``Options`` of a solver module): None gives the
+    defaults; another type is a TypeError saying how to build one. Each field must have the type of its default
+    (an int field takes an int, a float field any real number, a bool field a bool)."""
+    if options is None:
+        return cls()
+    if not isinstance(options, cls):
+        hint = f" (a dict? pass {cls.__module__.replace('.solver', '')}.Options(**d))" if isinstance(options, dict) \
+            else ""
+        raise TypeError(f"{who}: options must be a {cls.__module__.replace('.solver', '')}.Options or None, got "
+                        f"{type(options).__name__}{hint}; e.g. options=Options({next(iter(cls.__dataclass_fields__))}"
+                        "=...) with Options from that module")
+    for field in cls.__dataclass_fields__.values():
+        value, default = getattr(options, field.name), field.default
+        if isinstance(default, bool):
+            ok = isinstance(value, (bool, np.bool_))
+        elif isinstance(default, numbers.Integral):
+            ok = isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+        elif isinstance(default, numbers.Real):
+            ok = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and np.isfinite(value)
+        else:
+            ok = True
+        if not ok:
+            raise TypeError(f"{who}: Options.{field.name} must be {type(default).__name__} like its default "
+                            f"{default!r}; got {value!r} ({type(value).__name__})")
+    return options
 
 
 def check_option(name, value, options):
@@ -474,3 +578,15 @@ def warn_if_no_pairs(groups):
         )
         return True
     return False
+
+
+def missing_qid_message(who, method, n_rows=None):
+    """The text of :class:`MissingQidWarning`: what happened and the two ways to pass qid."""
+    rows = "all rows" if n_rows is None else f"all {n_rows} rows"
+    what = f"{rows} were taken as one query" if method != "score" else f"the score was computed on {rows} as one query"
+    return (f"{who}.{method} got no qid, so {what}. Pass the query ids: {method}(X, y, qid=qid) "
+            "(qid=numpy.zeros(len(y)) if the rows are one query; this also silences the warning). In GridSearchCV, "
+            "cross_validate or a Pipeline, groups=qid reaches only the splitter: call "
+            "sklearn.set_config(enable_metadata_routing=True), request qid with "
+            f"{who}().set_fit_request(qid=True).set_score_request(qid=True), and pass qid=qid to search.fit(...) "
+            "or params={'qid': qid} to cross_validate")

@@ -42,8 +42,13 @@ class ManyRankers:
     def predict(self, X):
         """Scores of every task, (n_samples, n_tasks): X coef_' for linear models (one product), else each
         estimator's predict."""
+        if not self.n_tasks_:
+            raise ValueError("ManyRankers has no task: build it with fit_many(estimator, X, Y, qid)")
         if hasattr(self, "coef_"):
             X = check_X(X, accept_sparse=("csr", "csc"))
+            if X.shape[1] != self.coef_.shape[1]:
+                raise ValueError(f"X has {X.shape[1]} features, but the tasks were fitted on {self.coef_.shape[1]}; "
+                                 "predict needs X with the columns of the training X, in the same order")
             out = X @ self.coef_.T
             return np.asarray(out.toarray() if sp.issparse(out) else out, dtype=np.float64)
         return np.column_stack([e.predict(X) for e in self.estimators_])

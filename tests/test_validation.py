@@ -54,8 +54,8 @@ def test_bad_y_and_qid():
         check_ranking_data(X_GOOD, Y_GOOD, Q_GOOD[:-1])
     with pytest.raises(ValueError, match="non-integer"):
         check_ranking_data(X_GOOD, Y_GOOD, Q_GOOD + 0.5)
-    with pytest.raises(TypeError, match="numeric"):
-        check_ranking_data(X_GOOD, Y_GOOD, Q_GOOD.astype(str))
+    with pytest.raises(TypeError, match="mixes kinds of ids"):  # string ids are accepted, a mix is not
+        check_ranking_data(X_GOOD, Y_GOOD, np.array([*Q_GOOD[:-1].astype(str), 1], dtype=object))
     with pytest.raises(TypeError, match="dtype object"):
         check_ranking_data(X_GOOD, Y_GOOD.astype(object), Q_GOOD)
     with pytest.raises(ValueError, match="finite"):

@@ -5,7 +5,7 @@ solver.py, the functional layer this estimator wraps.
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import LinearRankerMixin, set_fitted
+from .._base import LinearRankerMixin, set_fitted, warm_start_coef
 from ..io import register_model
 from . import solver
 
@@ -147,8 +147,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
 
     def fit(self, X, y, qid=None, offset=None):
         """Minimise the objective on (X, y) grouped by ``qid``; ``offset`` (>= 0) are per-row margins o_i."""
-        coef0 = self.coef_ if self.warm_start and hasattr(self, "coef_") else None
-        result = solver.solve(X, y, qid, offset, coef0=coef0, **self._solver_params())
+        result = solver.solve(X, y, qid, offset, coef0=warm_start_coef(self, X), **self._solver_params())
         return set_fitted(self, result)
 
     # -- prediction: decision_function = X @ coef_, predict = scores, score = mean NDCG@10 (LinearRankerMixin)

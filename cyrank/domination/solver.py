@@ -42,6 +42,7 @@ from .._dense import should_densify
 from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread, openmp_threads
+from .._validation import check_options
 from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_random_state,
                            check_ranking_data, check_row_weights, check_verbose, check_y, max_abs,
                            warn_if_no_pairs)
@@ -341,7 +342,8 @@ def solve(X, y, qid=None, offset=None, *, penalty="l2", alpha=1.0, l1_ratio=0.5,
                            random_state=random_state)
     layout.x_max = x_max
     return _run(X, layout, lam1, lam2, solver, coef0, tol=tol, max_iter=max_iter, feature_induction=feature_induction,
-                hessian_bound=hessian_bound, n_jobs=n_jobs, verbose=verbose, options=options or Options(),
+                hessian_bound=hessian_bound, n_jobs=n_jobs, verbose=verbose,
+                options=check_options(options, Options, "cyrank.domination.solve"),
                 sample_mask=mask if neg_sample is not None else None)
 
 
@@ -920,7 +922,7 @@ def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, pen
     X, y, qid, offset, x_max = _check_data(X, y, qid, offset)
     layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
     layout.x_max = x_max
-    options = options or Options()
+    options = check_options(options, Options, "cyrank.domination.path")
     alpha_max = None
     if alphas is None:
         if penalty == "l2":

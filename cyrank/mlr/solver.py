@@ -48,6 +48,7 @@ import numpy as np
 from .._memory import check_memory
 from .._result import SolveResult
 from .._threads import one_blas_thread
+from .._validation import check_options
 from .._validation import (check_class_labels, check_feature_scale, check_n_jobs, check_option, check_param,
                            check_verbose, check_X)
 from ..optim.cutting_plane import WorkingSet, cutting_plane, cutting_plane_history
@@ -192,7 +193,7 @@ def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0,
     loss, reg, k, C, eps, max_iter, alpha, n_jobs, verbose = check_params(
         loss=loss, k=k, C=C, regularizer=regularizer, tol=tol, max_iter=max_iter, stabilization=stabilization,
         n_jobs=n_jobs, verbose=verbose)
-    options = options or Options()
+    options = check_options(options, Options, "cyrank.mlr.solve")
     X = check_X(X, accept_sparse=False)
     X = np.ascontiguousarray(X, dtype=np.float64)
     n, d = X.shape

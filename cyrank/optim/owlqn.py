@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from .._validation import check_param
 from .certificate import pseudo_gradient
 from .result import OptimResult, gap_target
 from .tron import NOISE_REL
@@ -81,6 +82,8 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
     but the gap does not, or the steps stall: the method is then continued from there in the scaled variables
     (as tron's; well-scaled problems pay nothing for it).
     """
+    memory = check_param("memory (the number of L-BFGS pairs kept; Options.owlqn_memory of "
+                         "cyrank.domination)", memory, low=1, integer=True)
     if callable(precond):
         common = dict(noise=noise, memory=memory, callback=callback, certify=certify, gap_tol=gap_tol)
         first = owlqn(fun_grad, x0, lam1, tol_abs=tol_abs, max_iter=max_iter, _stop_uncertified=True, **common)

@@ -5,7 +5,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import LinearRankerMixin, RankerMixin, set_fitted
+from .._base import LinearRankerMixin, RankerMixin, set_fitted, warm_start_coef
 from .._validation import check_X
 from ..io import register_model
 from . import solver
@@ -65,8 +65,9 @@ class RankSVM(RankerMixin, BaseEstimator):
         two label levels), else recomputed block-wise at every product (slow); an error is raised before
         allocating when not even one row fits, or when a stored Q would exceed the free memory.
     warm_start : bool, default=False
-        Linear models: start from the previous ``coef_`` (when it has the right number of features) instead of 0,
-        e.g. along a path of C values; the stopping rule is unchanged. Kernel models always start from 0.
+        Linear models: start from the previous ``coef_`` instead of 0, e.g. along a path of C values; the stopping
+        rule is unchanged. A fit on another number of features is refused (ValueError). Kernel models always
+        start from 0.
     n_jobs : int >= 1, -1 or None, default=None
         OpenMP threads of the pair-sum and kernel products (None: OMP_NUM_THREADS, else every core; -1: every
         core). The result is the same, bit for bit, for every thread count.
@@ -146,10 +147,7 @@ class RankSVM(RankerMixin, BaseEstimator):
 
     def fit(self, X, y, qid=None):
         """Minimise the objective on (X, y) grouped by ``qid`` (None: one query)."""
-        start = None
-        if self.warm_start and self.kernel == "linear" and getattr(self, "coef_", None) is not None \
-                and np.shape(self.coef_) == (np.shape(X)[1],):
-            start = self.coef_
+        start = warm_start_coef(self, X) if self.kernel == "linear" else None
         result = solver.solve(X, y, qid, start=start, **self._solver_params())
         set_fitted(self, result, stale=_FITTED)
         return self

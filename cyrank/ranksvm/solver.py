@@ -32,6 +32,7 @@ import scipy.sparse as sp
 from .._dense import should_densify
 from .._result import SolveResult
 from .._threads import one_blas_thread, openmp_threads
+from .._validation import check_options
 from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_ranking_data,
                            check_verbose, feature_scale_spread, max_abs)
 from ..optim.tron import tron
@@ -129,7 +130,7 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma
     solver stops on ``max_iter``, ``converged`` is False and ``message`` says so (no warning is issued here).
     """
     n_jobs = check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_memory_mb, n_jobs, verbose)
-    options = options or Options()
+    options = check_options(options, Options, "cyrank.ranksvm.solve")
     precomputed = kernel == "precomputed"
     X, y, qid = check_ranking_data(X, y, qid, accept_sparse=False if precomputed else ("csr", "csc"))
     check_feature_scale(X, "RankSVM")

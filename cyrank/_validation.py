@@ -539,11 +539,10 @@ def check_options(options, cls, who):
     if options is None:
         return cls()
     if not isinstance(options, cls):
-        hint = f" (a dict? pass {cls.__module__.replace('.solver', '')}.Options(**d))" if isinstance(options, dict) \
-            else ""
-        raise TypeError(f"{who}: options must be a {cls.__module__.replace('.solver', '')}.Options or None, got "
-                        f"{type(options).__name__}{hint}; e.g. options=Options({next(iter(cls.__dataclass_fields__))}"
-                        "=...) with Options from that module")
+        name = f"{cls.__module__.replace('.solver', '')}.Options"
+        raise TypeError(f"{who}: options must be a {name} or None, got {type(options).__name__}; build one with "
+                        f"{name}(field=value, ...)" + (" (from a dict d: Options(**d))" if isinstance(options, dict)
+                                                      else ""))
     for field in cls.__dataclass_fields__.values():
         value, default = getattr(options, field.name), field.default
         if isinstance(default, bool):

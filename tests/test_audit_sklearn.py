@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MaxAbsScaler
 
 from cyrank import MLR, DominationRank, LabelRankBoost, LambdaRank, RankNet, RankSVM
-from cyrank import domination, mlr, ranksvm
+from cyrank import domination, labelrank, mlr, ranksvm
 from cyrank._queries import QueryGroups
 from cyrank._validation import MissingQidWarning, check_random_state, random_seed
 from cyrank.many import fit_many
@@ -152,6 +152,8 @@ def test_options_that_is_not_an_options():
                 solve(X, Y, QID, options=bad)
     with pytest.raises(TypeError, match="options must be a cyrank.mlr.Options"):
         mlr.solve(X, (QID % 2), options={"truncate": 1})
+    with pytest.raises(TypeError, match=r"options must be a cyrank.labelrank.Options or None, got dict; build one"):
+        labelrank.solve(X, np.eye(3)[QID % 3], options={"parallel_min_rows": 1})
     with pytest.raises(TypeError, match="Options.owlqn_memory must be int"):
         domination.solve(X, Y, QID, options=domination.Options(owlqn_memory=2.5))
 

@@ -48,6 +48,7 @@ import scipy.sparse as sp
 from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import check_joint_features, check_option, check_param, check_X, warn_no_preferences
+from .._validation import check_options
 from ..optim.certificate import certify, group_column_squares, jacobi_diagonal
 from ..optim.result import gap_target
 from ..optim.smooth import SmoothProblem
@@ -195,7 +196,7 @@ def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=
     solver, alpha, max_iter, tol = check_params(decomposition=decomposition, solver=solver, alpha=alpha,
                                                 max_iter=max_iter, tol=tol)
     X, G, joint = _check_data(X, G, joint)
-    options = options or Options()
+    options = check_options(options, Options, "cyrank.labelrank.solve")
     data = _Data(X, G, decomposition, options, joint)
     if G.n_edges == 0:
         warn_no_preferences()

@@ -35,13 +35,16 @@ def edges_of(G):
     return out, Y.shape[1]
 
 
-def subgraphs(init, term, decomposition):
-    """The subgraphs of one instance's edges as lists of edge positions (section 2, Fig. 2)."""
+def subgraphs(init, term, decomposition, n_labels=None):
+    """The subgraphs of one instance's edges as lists of edge positions (section 2, Fig. 2). A callable
+    decomposition is called as ``decomposition(init, term, n_labels)``; ``n_labels`` is then required."""
     E = len(init)
     if E == 0:
         return []
     if callable(decomposition):
-        return [list(np.asarray(p)) for p in decomposition(np.asarray(init), np.asarray(term), None)]
+        if n_labels is None:
+            raise ValueError("a callable decomposition needs n_labels (it is called as f(init, term, n_labels))")
+        return [list(np.asarray(p)) for p in decomposition(np.asarray(init), np.asarray(term), int(n_labels))]
     if decomposition == "zero_one":
         return [list(range(E))]
     if decomposition == "disagreement":
@@ -64,8 +67,9 @@ def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="dominat
     else:
         alpha_theta = 0.0
     total = 0.0
-    for i, (init, term) in enumerate(edges_of(G)[0]):
-        parts = subgraphs(init, term, decomposition)
+    graphs, L = edges_of(G)
+    for i, (init, term) in enumerate(graphs):
+        parts = subgraphs(init, term, decomposition, L)
         for part in parts:
             t = np.r_[0.0, [S[i, term[e]] - S[i, init[e]] for e in part]]
             top = t.max()
@@ -97,7 +101,7 @@ def solve(X, G, decomposition="domination", alpha=0.0, joint=None, feature_scale
     rows, cols, vals, sub_of_member, weights = [], [], [], [], []
     n_members = 0
     for i, (init, term) in enumerate(graphs):
-        parts = subgraphs(init, term, decomposition)
+        parts = subgraphs(init, term, decomposition, L)
         for part in parts:
             k = len(weights)
             weights.append(1.0 / len(parts))

@@ -897,9 +897,18 @@ def incremental_gradient(const floating[::1] data, const index_t[::1] indices, c
     return incremental, exact
 
 
+def _grown(double[::1] hist_obj, intp_t[::1] hist_nnz):
+    """The history buffers with twice the room (at least 16), their entries kept."""
+    n = hist_obj.shape[0]
+    obj, nnz = np.zeros(max(2 * n, 16)), np.zeros(max(2 * n, 16), dtype=np.intp)
+    obj[:n] = hist_obj
+    nnz[:n] = hist_nnz[:n]
+    return obj, nnz
+
+
 def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
           layout, double[::1] w, const double[::1] beta, double lam1, double lam2, double tol,
-          int max_iter, intp_t induction_step, int verbose, double[::1] hist_obj, intp_t[::1] hist_nnz,
+          intp_t max_iter, intp_t induction_step, int verbose, double[::1] hist_obj, intp_t[::1] hist_nnz,
           intp_t power_sum_rows=0, bint anderson=True):
     """Minimise L(w) + lam1 ||w||_1 + lam2 ||w||_2^2 by cyclic coordinate descent, in place on w.
 
@@ -913,7 +922,11 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
     anderson: every 6 sweeps, try the Anderson extrapolation of the last 6 iterates; kept only if it lowers
     the objective, so the objective still never increases.
 
-    Returns (n_iter, converged, violation, scale, underflow); violation is absolute (divide by scale).
+    hist_obj, hist_nnz: buffers for the objective and the non-zeros after each sweep, of any length (as short as
+    0): they grow as sweeps are made (doubling), so max_iter bounds the time, never the memory.
+
+    Returns (n_iter, converged, violation, scale, underflow, objectives, non-zeros); violation is absolute
+    (divide by scale); the last two hold the n_iter sweeps' history.
     """
     cdef intp_t d = indptr.shape[0] - 1, r, t, n_useful, n_active = 0, n_cand, ep = 0
     state = _State(layout, w, beta, lam1, lam2, power_sum_rows)
@@ -1021,6 +1034,10 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
                     n_stored = 0
                 if s.intr.raised:
                     break
+                if ep >= hist_obj.shape[0] or ep >= hist_nnz.shape[0]:
+                    with gil:
+                        hist_obj, hist_nnz = _grown(hist_obj[:min(hist_obj.shape[0], hist_nnz.shape[0])],
+                                                    hist_nnz)
                 hist_obj[ep] = obj
                 hist_nnz[ep] = count_nonzero(s.w, d)
                 ep += 1
@@ -1040,4 +1057,5 @@ def solve(const floating[::1] data, const index_t[::1] indices, const index_t[::
             viol = max_violation(&s, X, ind, ptr, dense, &useful[0], n_useful, grad)
             converged = viol <= tol_abs
     check_interrupt(&s.intr)
-    return ep, bool(converged), viol, scale, bool(s.underflow)
+    return (ep, bool(converged), viol, scale, bool(s.underflow), np.asarray(hist_obj)[:ep].copy(),
+            np.asarray(hist_nnz)[:ep].copy())

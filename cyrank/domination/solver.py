@@ -460,15 +460,15 @@ def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessia
     beta = _cd.hessian_bounds(data, indices, indptr, dense, layout, HESSIAN_BOUNDS[hessian_bound])
     if lam1 > 0 or lam2 > 0:
         w[beta == 0] = 0.0  # such a feature never changes the loss: the penalty alone sets it to 0
-    hist_obj = np.zeros(max_iter)
-    hist_nnz = np.zeros(max_iter, dtype=np.intp)
-    n_iter, converged, viol, scale, underflow = _cd.solve(
+    room = min(max_iter, 64)  # the kernel grows the history as sweeps are made: max_iter never sizes memory
+    n_iter, converged, viol, scale, underflow, hist_obj, hist_nnz = _cd.solve(
         data, indices, indptr, dense, layout, w, beta, lam1, lam2, float(tol), max_iter, feature_induction or 0,
-        verbose, hist_obj, hist_nnz, 0 if dense else options.power_sum_rows, options.anderson)
+        verbose, np.zeros(room), np.zeros(room, dtype=np.intp), 0 if dense else options.power_sum_rows,
+        options.anderson)
     if underflow:
         raise FloatingPointError(_cd.UNDERFLOW_MESSAGE)
     loss, pen = _cd.objective(data, indices, indptr, dense, layout, w, lam1, lam2)
-    return _result(w, loss + pen, hist_obj[:n_iter], hist_nnz[:n_iter], viol / scale, n_iter, 0, converged)
+    return _result(w, loss + pen, hist_obj, hist_nnz, viol / scale, n_iter, 0, converged)
 
 
 def _smooth_problem(X, layout, lam2, options):

@@ -59,11 +59,26 @@ class LabelRankBoost(BaseEstimator):
     """
 
     _model_schema = {
-        "n_features_in_": "int>=1", "coef_": "float[*, d]", "n_labels_": "int>=1", "objective_": "float",
+        "n_features_in_": "int>=1", "coef_": "float[L, d]", "n_labels_": "int>=1", "objective_": "float",
         "gap_": "float>=0|None", "gap_kind_": "str",
         "grad_norm_": "float>=0", "n_iter_": "int>=0", "n_cg_iter_": "int>=0", "converged_": "bool", "solver_": "str",
-        "classes_": "any[*]?", "joint_coef_": "float[*]|None",
+        "classes_": "any[L]?", "joint_coef_": "float[*]|None",
     }
+
+    @staticmethod
+    def _check_model_attributes(values):
+        """What the schema cannot state (cyrank.io.load_model): n_labels_ = the rows of coef_, classes_ sorted and
+        distinct (class labels are looked up in it), joint_coef_ with at least one weight."""
+        L = values["coef_"].shape[0]
+        if values["n_labels_"] != L:
+            raise ValueError(f"n_labels_ = {values['n_labels_']} but coef_ has {L} rows, one per label")
+        classes = values.get("classes_")
+        if classes is not None and (L < 2 or np.any(classes[1:] <= classes[:-1])):
+            raise ValueError("classes_ must hold at least 2 sorted, distinct class labels, one per row of coef_")
+        joint_coef = values.get("joint_coef_")
+        if joint_coef is not None and joint_coef.size == 0:
+            raise ValueError("joint_coef_ is empty; a model fitted with joint features has one weight per joint "
+                             "feature (a model without them stores None)")
 
     def __init__(self, decomposition="domination", solver="auto", alpha=0.0, max_iter=1000, tol=1e-6, verbose=0):
         self.decomposition = decomposition
@@ -121,7 +136,11 @@ class LabelRankBoost(BaseEstimator):
         if self.joint_coef_ is not None:
             if joint is None:
                 raise ValueError("this LabelRankBoost was fitted with joint features: pass joint= to predict")
-            scores += check_joint_features(joint, X.shape[0], self.n_labels_) @ self.joint_coef_
+            J = check_joint_features(joint, X.shape[0], self.n_labels_)
+            if J.shape[2] != self.joint_coef_.shape[0]:
+                raise ValueError(f"joint has {J.shape[2]} joint features per label, but this LabelRankBoost was "
+                                 f"fitted with {self.joint_coef_.shape[0]}; pass the joint features of the fit")
+            scores += J @ self.joint_coef_
         elif joint is not None:
             raise ValueError("this LabelRankBoost was fitted without joint features; joint must be None")
         return scores

@@ -20,6 +20,49 @@ from .._validation import check_preference_edges, check_label_matrix, check_para
 
 DECOMPOSITIONS = ("zero_one", "disagreement", "domination", "dominated")
 
+# Label ids index arrays of n_labels entries (scores n_instances x n_labels, coef_ of n_labels rows), stored as int32.
+MAX_LABELS = 2**31 - 1
+# n_labels taken from the data (the largest label id + 1, or a label matrix's columns) is refused when it exceeds
+# both this floor and LABEL_SPREAD times the number of labels that occur: a stray id such as 1e9 would otherwise
+# allocate gigabytes for labels that never occur.
+LABEL_FLOOR, LABEL_SPREAD = 1 << 16, 1000
+
+
+def check_n_labels(n_labels, n_used, what, *, inferred=True, fix=None):
+    """``n_labels`` as an int in 1 .. MAX_LABELS; when it comes from the data (``inferred``), also at most
+    max(LABEL_FLOOR, LABEL_SPREAD * n_used), ``n_used`` the number of distinct labels that occur. ``fix`` ends the
+    message of the latter."""
+    if not isinstance(n_labels, (int, np.integer)) or isinstance(n_labels, (bool, np.bool_)):
+        raise TypeError(f"n_labels must be an integer, got {n_labels!r} ({type(n_labels).__name__})")
+    renumber = "renumber the labels 0 .. k - 1 (e.g. numpy.unique(labels, return_inverse=True))"
+    if inferred and n_labels > max(LABEL_FLOOR, LABEL_SPREAD * n_used):
+        raise ValueError(f"{what}: the label ids reach {int(n_labels) - 1}, but only {n_used} distinct label(s) "
+                         f"occur; n_labels = {int(n_labels)} would allocate arrays of that many labels (scores, "
+                         f"coef_) for labels that never occur. {fix or 'R' + renumber[1:] + ', or pass n_labels explicitly'}")
+    if n_labels > MAX_LABELS:
+        raise ValueError(f"{what}: n_labels={int(n_labels)} exceeds {MAX_LABELS} (2**31 - 1), the largest label "
+                         f"count (label ids are int32 indices into n_labels-sized arrays); {renumber}")
+    return int(n_labels)
+
+
+def _labels_in_use(R):
+    """The number of columns of a label matrix (dense or sparse) with a non-zero entry, without densifying."""
+    if sp.issparse(R):
+        R = R.tocoo()
+        return int(np.unique(R.col[R.data != 0]).size)
+    R = np.asarray(R)
+    return int(np.count_nonzero(np.any(R != 0, axis=0))) if R.ndim == 2 else 0
+
+
+def _check_matrix_labels(R, name):
+    """Refuse (before densifying a sparse one) a label matrix with absurdly many never-used columns."""
+    if R is None or np.ndim(R) != 2 or np.shape(R)[1] <= LABEL_FLOOR:
+        return
+    if getattr(R, "dtype", np.dtype(np.float64)).kind not in "OUSVc":  # other dtypes: check_label_matrix's message
+        check_n_labels(int(np.shape(R)[1]), _labels_in_use(R), f"{name} has {np.shape(R)[1]} label columns",
+                       fix="Drop the columns of labels that never occur (for a multilabel file: renumber its label "
+                           "ids 0 .. k - 1)")
+
 
 class Subgraphs:
     """The subgraphs of a decomposition, flat: instance i owns subgraphs sub_ptr[i] .. sub_ptr[i + 1] - 1 and
@@ -48,6 +91,8 @@ class PreferenceGraphs:
     """
 
     def __init__(self, edge_ptr, init, term, n_labels):
+        if isinstance(n_labels, (int, np.integer)) and not isinstance(n_labels, (bool, np.bool_)):
+            check_n_labels(n_labels, 0, "PreferenceGraphs", inferred=False)
         self.edge_ptr, self.init, self.term, self.n_labels = check_preference_edges(edge_ptr, init, term, n_labels)
 
     # ------------------------------------------------------------------------------------------ sizes
@@ -100,7 +145,10 @@ class PreferenceGraphs:
         if n_instances is None:
             n_instances = int(instance.max()) + 1 if instance.size else 0
         if n_labels is None:
-            n_labels = int(max(init.max(initial=-1), term.max(initial=-1))) + 1
+            top = int(max(init.max(initial=-1), term.max(initial=-1)))
+            n_labels = check_n_labels(top + 1, np.unique(np.concatenate([init, term])).size, "from_edges")
+        else:
+            n_labels = check_n_labels(n_labels, 0, "from_edges", inferred=False)
         if instance.size and instance.max() >= n_instances:
             raise ValueError(f"instance {int(instance.max())} is out of range for n_instances={n_instances}")
         order = np.lexsort((term, init, instance))
@@ -123,6 +171,7 @@ class PreferenceGraphs:
         """Multi-layer graphs from graded relevance R (n_instances x n_labels, dense or sparse; larger = more
         relevant): an edge from every label to every label with a smaller grade of the same instance (Fig. 1c).
         Labels of equal grade are not compared."""
+        _check_matrix_labels(R, "R")
         R = check_label_matrix(R, "R")
         n, L = R.shape
         step = max(1, (1 << 24) // (L * L))  # rows per block of the n x L x L comparison
@@ -136,6 +185,7 @@ class PreferenceGraphs:
     def from_indicator(cls, Y):
         """Bipartite graphs from a multilabel indicator matrix Y (n_instances x n_labels, dense or sparse, 0/1):
         every relevant label is preferred to every irrelevant one (Fig. 1b)."""
+        _check_matrix_labels(Y, "Y")
         Y = check_label_matrix(Y, "Y")
         if not np.isin(Y, (0, 1)).all():
             raise ValueError("Y must be a 0/1 indicator matrix; use from_relevance for graded labels")
@@ -148,7 +198,10 @@ class PreferenceGraphs:
         y = np.asarray(y)
         if y.ndim != 1 or y.size == 0 or y.dtype.kind not in "iu" or y.min() < 0:
             raise ValueError("y must be a non-empty 1-d array of class indices (non-negative integers)")
-        n_labels = int(y.max()) + 1 if n_labels is None else int(n_labels)
+        if n_labels is None:
+            n_labels = check_n_labels(int(y.max()) + 1, np.unique(y).size, "from_classes")
+        else:
+            n_labels = check_n_labels(n_labels, 0, "from_classes", inferred=False)
         if y.max() >= n_labels:
             raise ValueError(f"class {int(y.max())} is out of range for n_labels={n_labels}")
         R = np.zeros((y.size, n_labels), dtype=np.int8)

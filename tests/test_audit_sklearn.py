@@ -39,7 +39,7 @@ def _rankers():
 
         from cyrank import LambdaMART
 
-        out.append(LambdaMART(n_estimators=3, min_child_samples=2))
+        out.append(LambdaMART(n_estimators=3, min_child_samples=2, n_jobs=1))
     except ImportError:
         pass
     return out
@@ -176,6 +176,7 @@ def test_query_kfold_split_none():
         next(QueryKFold(3).split(5, qid=QID))
 
 
+@pytest.mark.filterwarnings("ignore:The groups parameter is ignored by KFold")
 def test_validation_path_with_lists_or_sklearn_splitters():
     est, Cs = RankSVM(), [0.01, 1.0]
     _, want = validation_path(est, "C", Cs, X, Y, QID, cv=QueryKFold(3))

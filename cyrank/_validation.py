@@ -311,6 +311,8 @@ def factorize_qid(qid, n, of="X"):
     if qid is None:
         return np.zeros(n, dtype=np.int64), None
     a = np.asarray(qid)
+    if a.dtype.kind in "US" and not hasattr(qid, "dtype"):  # a list: numpy turns [1, "a"] into strings silently
+        _object_qid(np.asarray(qid, dtype=object).ravel())
     if a.dtype.kind == "O":
         a = _object_qid(a.ravel() if a.ndim == 2 and 1 in a.shape else a)
     if a.dtype.kind in "US":

@@ -126,6 +126,8 @@ def test_string_qids_are_refused():
         RankSVM().fit(X, Y, qid=np.r_[QID[:-1].astype(object), np.nan])
     with pytest.raises(TypeError, match="mixes kinds of ids"):
         RankSVM().fit(X, Y, qid=np.array([*names[:-1], 7], dtype=object))
+    with pytest.raises(TypeError, match="mixes kinds of ids"):  # a list numpy would turn into strings
+        RankSVM().fit(X, Y, qid=[*names[:-1].tolist(), 7])
 
 
 # ------------------------------------------------------------------------------------------ clear messages

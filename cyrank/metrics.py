@@ -431,7 +431,9 @@ def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, ties="pessimisti
     top = float(Q.y.max())
     max_rel = top if max_rel is None else check_param("max_rel", max_rel, low=0.0)
     if top > max_rel:
-        raise ValueError(f"max_rel={max_rel!r} is below the largest label {top!r}; R would exceed 1")
+        raise ValueError(f"max_rel={max_rel!r} is below the largest label {top!r}: R(y) = (2**y - 1) / 2**max_rel "
+                         f"would exceed 1; pass max_rel >= {top!r} (the top of the grade scale) or max_rel=None "
+                         f"(the largest label)")
     R = np.exp2(Q.y - max_rel) - np.exp2(-max_rel)  # (2**y - 1) / 2**max_rel without overflow
     R_ranked, s = Q.ranked(R, ties)
     out = Q.new_out()

@@ -15,11 +15,14 @@ distinct scores the ranking is unique; 0-based positions r_i:
 
 - NDCG@k: |g_i - g_j| |D(r_i) - D(r_j)| / IDCG@k, g = 2^y - 1, D(r) = 1 / log2(r + 2) for r < k, else 0; IDCG
   from the label order, once per query. O(1) per pair.
-- ERR@k: R_r = (2^y - 1) / 2^max_rel at position r, p_r = prod_{t<r} (1 - R_t), w_r = 1/(r + 1) for r < k, else 0,
-  ERR = sum_r R_r p_r w_r. Swapping positions a < b changes the terms a..b only:
-  dERR = (R_b - R_a) p_a w_a + ((1 - R_b)/(1 - R_a) - 1) sum_{a<r<b} R_r p_r w_r
-         + (R_a (1 - R_b)/(1 - R_a) - R_b) p_b w_b,
-  exact, O(1) per pair with prefix sums of R_r p_r w_r (O(n) per query).
+- ERR@k: R_r = (2^y - 1) / 2^max_rel at position r, x_r = 1 - R_r, p_r = prod_{t<r} x_t, w_r = 1/(r + 1) for r < k,
+  else 0, ERR = sum_r R_r p_r w_r (Chapelle, Metzler, Zhang & Grinspan 2009). Swapping positions a < b changes the
+  terms a..b only; with E_r = sum_{t>=r} R_t w_t prod_{r<=v<t} x_v (E_r = R_r w_r + x_r E_{r+1}) and
+  u_r = w_r - E_{r+1}, and using R_a x_b - R_b x_a = R_a - R_b and x_b - x_a = R_a - R_b:
+  dERR = p_a (R_b - R_a) (u_a - prod_{a<t<=b} x_t u_b),
+  exact and O(1) per pair with no division by 1 - R (which is 2^-max_rel at the top label: 0 in floating point from
+  max_rel = 54 on). p_r is kept as a mantissa and an integer exponent (cnt, pre), so the products of tiny
+  x = 2^-max_rel neither underflow nor lose digits at any label scale; O(n) per query.
 - AP (MAP): relevant = y > threshold, n_rel of them, c_r = relevant documents at positions <= r. A relevant
   document at a and an irrelevant one at b > a: dAP = (c_b/(b+1) - c_a/(a+1) - sum_{a<r<b relevant} 1/(r+1)) / n_rel;
   the irrelevant one above (at a, the relevant at b): dAP = ((c_a + 1)/(a+1) + sum_{a<r<b relevant} 1/(r+1) -
@@ -34,8 +37,9 @@ leaves open, each order equally likely, so it never depends on the order of the 
   for all placements (moving the better document down never raises NDCG, AP or ERR) and the expectation is the
   mean of dZ over a in A, b in B. Each formula above is a sum of a term in a and a term in b (the labels of A and
   B being constant), so that mean is O(1) per pair from per-block sums, O(n) per query. The lambdas equal the
-  pessimistic order's lambdas averaged over the rows of each block. (ERR with R = 1 in floating point, labels of
-  54 and more: the mean is summed over the placements, O(|A| |B| (b - a)).)
+  pessimistic order's lambdas averaged over the rows of each block. (ERR: for every a in A, p_a prod_{a<t<=b} x_t
+  = p_pA prod_{pA<t<pB} x_t x_B^(b-pB+1), pA and pB the blocks' first positions, so the mean needs the block sums
+  sum_{a<T} x_A^(a-pA) u_a and sum_b x_B^(b-pB+1) u_b.)
 - AVERAGE (NDCG and RankNet only): the rows of a tie group G (equal scores, any labels) in uniformly random
   order. Two groups A above B: E|D(r_i) - D(r_j)| = mean D over A - mean D over B; i and j in one group of m
   rows at positions p..p+m-1: E|D(r_i) - D(r_j)| = 2/(m(m-1)) sum_{u<v} (D_{p+u} - D_{p+v}), O(m) per group.
@@ -56,7 +60,7 @@ Hessian-vector products, O(pairs) each.
 import numpy as np
 
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport INFINITY, exp, fabs, log1p, log2, pow
+from libc.math cimport INFINITY, M_LN2, exp, expm1, fabs, frexp, ldexp, log1p, log2, pow
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
@@ -67,6 +71,8 @@ from cyrank._typedefs cimport intp_t
 
 RANKNET, NDCG, ERR, AP = 0, 1, 2, 3
 PESSIMISTIC, AVERAGE, INPUT = 0, 1, 2
+cdef double LN2 = M_LN2
+cdef double ZERO_FACTOR_EXPONENT = -2048.0  # a factor 1 - R below 2^-1074 (0.0): its exponent in a product
 cdef double TINY = 1e-250  # below it, exp(sigma s - max) has lost digits: the per-pair exponential instead
 
 cdef enum:
@@ -91,22 +97,28 @@ cdef struct QueryRef:
     intp_t* bsz    # rows in that block
     intp_t* bct    # of them, positions before the truncation level (bsz without truncation)
     double* f      # NF fields per row, f[NF t + c]: its block's sums (query_reference)
-    double* val    # per position: ERR R_r, NDCG the discount D(r)
-    double* cnt    # per position: ERR p_r, AP c_r
-    double* pre    # per position, n + 1 entries: ERR sum_{t<r} R_t p_t w_t, AP sum_{t<r relevant} 1/(t+1)
+    double* val    # per position: ERR u_r, NDCG the discount D(r)
+    double* cnt    # per position: ERR the mantissa of p_r, AP c_r
+    double* pre    # per position, n + 1 entries: ERR the exponent of p_r, AP sum_{t<r relevant} 1/(t+1)
     double norm    # NDCG 1/IDCG, AP n_rel, else 1; 0: no pair of the query has a weight
 
 
-cdef double err_after_swap(const double* R, double p_a, intp_t a, intp_t b, intp_t k) noexcept nogil:
-    """sum_{a<=r<=b, r<k} R'_r p'_r / (r + 1) after positions a and b swap (R' = R with R_a, R_b exchanged),
-    p'_a = p_a; O(b - a)."""
-    cdef intp_t r
-    cdef double p = p_a, total = 0.0, rr
-    for r in range(a, min(b + 1, k)):
-        rr = R[b] if r == a else (R[a] if r == b else R[r])
-        total = total + rr * p / (r + 1.0)
-        p = p * (1.0 - rr)
-    return total
+cdef inline double err_R(double y, double max_rel) noexcept nogil:
+    """R(y) = (2^y - 1) / 2^max_rel = 2^(y - max_rel) - 2^-max_rel, without overflow at any label."""
+    return pow(2.0, y - max_rel) - pow(2.0, -max_rel)
+
+
+cdef inline double err_x(double y, double max_rel) noexcept nogil:
+    """1 - R(y) = 1 - 2^(y - max_rel) + 2^-max_rel to full relative precision (2^-max_rel at y = max_rel, where
+    1 - R(y) computed from R(y) would round to 0 for max_rel >= 54). 0 only below 2^-1074 (max_rel > 1074)."""
+    return -expm1((y - max_rel) * LN2) + pow(2.0, -max_rel)
+
+
+cdef inline double scaled(double m, double e) noexcept nogil:
+    """m 2^e (e an integer held in a double, clamped: beyond +-4000 the result is 0 or inf anyway)."""
+    if e < -4000.0:
+        return 0.0
+    return ldexp(m, <int> (e if e < 4000.0 else 4000.0))
 
 
 cdef double query_reference(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
@@ -116,7 +128,9 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
     arrays, per-block sums in every row's fields); returns Q.norm (0: no pair of the query has a weight).
     k >= n means no cut-off; truncation <= 0 none."""
     cdef intp_t t, r, p, m, c, e, cT, T = truncation if truncation > 0 else n
-    cdef double idcg = 0.0, n_rel = 0.0, pr = 1.0, x0, x1, x2, x3, x4, g, suffix, d
+    cdef double idcg = 0.0, n_rel = 0.0, x0, x1, x2, x3, x4, g, suffix, d, w, x, R, mx, mm
+    cdef int ex, em
+    cdef double y_r
     cdef bint same
     Q.norm = 0.0
     if n < 2 or y[0] == y[n - 1]:
@@ -209,13 +223,26 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
         Q.norm = 1.0 / idcg
         return Q.norm
     if metric == _ERR:
-        # val[r] = R at position r; pre[r] = sum_{t<r} R_t p_t w_t; cnt[r] = p_r
-        Q.pre[0] = 0.0
-        for r in range(n):
-            Q.val[r] = pow(2.0, y[ord[r]] - max_rel) - pow(2.0, -max_rel)  # (2^y - 1) / 2^max_rel
-            Q.cnt[r] = pr
-            Q.pre[r + 1] = Q.pre[r] + (Q.val[r] * pr / (r + 1.0) if r < k else 0.0)
-            pr = pr * (1.0 - Q.val[r])
+        # p_r = cnt[r] 2^pre[r] (mantissa, integer exponent: no underflow at any label scale); val[r] = u_r =
+        # w_r - E_{r+1}, E_r = sum_{t>=r} R_t w_t prod_{r<=v<t} x_v (x = 1 - R) from E_r = R_r w_r + x_r E_{r+1}
+        Q.cnt[0] = 0.5
+        Q.pre[0] = 1.0
+        suffix = 0.0
+        for r in range(n - 1, -1, -1):
+            y_r = y[ord[r]]
+            w = 1.0 / (r + 1.0) if r < k else 0.0
+            Q.val[r] = w - suffix
+            suffix = err_R(y_r, max_rel) * w + err_x(y_r, max_rel) * suffix
+        for r in range(n - 1):
+            x = err_x(y[ord[r]], max_rel)
+            if x > 0.0:
+                mx = frexp(x, &ex)
+                mm = frexp(Q.cnt[r] * mx, &em)
+                Q.cnt[r + 1] = mm
+                Q.pre[r + 1] = Q.pre[r] + ex + em
+            else:
+                Q.cnt[r + 1] = Q.cnt[r]
+                Q.pre[r + 1] = Q.pre[r] + ZERO_FACTOR_EXPONENT
     else:  # AP: cnt[r] = relevant at positions <= r; pre[r] = sum_{t<r relevant} 1/(t+1)
         Q.pre[0] = 0.0
         for r in range(n):
@@ -230,23 +257,24 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
         m = Q.bsz[ord[p]]
         cT = Q.bct[ord[p]]
         x0 = x1 = x2 = x3 = x4 = 0.0
-        for r in range(p, p + m):
-            if metric == _ERR:  # 0 R, 1 sum_{a<T} p_a w_a, 2 sum_{a<T} pre[a+1], 3 sum p_b w_b, 4 sum pre[b]
-                g = Q.cnt[r] / (r + 1.0) if r < k else 0.0
+        if metric == _ERR:  # 0 R, 1 sum_{a<T} x^(a-p) u_a, 2 sum_b x^(b-p+1) u_b (x = 1 - R: the block's label)
+            x0 = err_R(y[ord[p]], max_rel)
+            x = err_x(y[ord[p]], max_rel)
+            g = 1.0
+            for r in range(p, p + m):
                 if r - p < cT:
-                    x1 = x1 + g
-                    x2 = x2 + Q.pre[r + 1]
-                x3 = x3 + g
-                x4 = x4 + Q.pre[r]
-            else:  # 0 sum_{a<T} c_a/(a+1), 1 sum_{a<T} (c_a+1)/(a+1), 2 sum_{a<T} pre[a+1], 3 sum c_b/(b+1), 4 pre[b]
+                    x1 = x1 + g * Q.val[r]
+                g = g * x
+                x2 = x2 + g * Q.val[r]
+            x3 = x
+        else:  # AP: 0 sum_{a<T} c_a/(a+1), 1 sum_{a<T} (c_a+1)/(a+1), 2 sum_{a<T} pre[a+1], 3 sum c_b/(b+1), 4 pre[b]
+            for r in range(p, p + m):
                 if r - p < cT:
                     x0 = x0 + Q.cnt[r] / (r + 1.0)
                     x1 = x1 + (Q.cnt[r] + 1.0) / (r + 1.0)
                     x2 = x2 + Q.pre[r + 1]
                 x3 = x3 + Q.cnt[r] / (r + 1.0)
                 x4 = x4 + Q.pre[r]
-        if metric == _ERR:
-            x0 = Q.val[p]
         for r in range(p, p + m):
             t = ord[r]
             Q.f[NF * t] = x0
@@ -265,7 +293,7 @@ cdef inline double pair_weight(const QueryRef* Q, const double* y, intp_t i, int
     cdef intp_t u, l, a, b, nA, nB, cA
     cdef const double* fu
     cdef const double* fl
-    cdef double S, ra, rb, ratio, mid, wa, wb, delta
+    cdef double S, mid, wa, wb, delta
     if metric == _RANKNET or metric == _NDCG:
         if Q.bst[i] == Q.bst[j]:  # one tie group (AVERAGE)
             if metric == _NDCG:
@@ -283,31 +311,18 @@ cdef inline double pair_weight(const QueryRef* Q, const double* y, intp_t i, int
         return fabs(Q.f[NF * i] - Q.f[NF * j]) * (fu[2] - fu[3] * fl[1]) * Q.norm
     if metric == _AP and (y[i] > threshold) == (y[j] > threshold):
         return 0.0
-    if Q.bsz[i] == 1 and Q.bsz[j] == 1:  # two single rows (no tie): the swap of positions a < b
+    if metric == _AP and Q.bsz[i] == 1 and Q.bsz[j] == 1:  # two single rows (no tie): the swap of a < b
         a = min(Q.pos[i], Q.pos[j])
         b = max(Q.pos[i], Q.pos[j])
         if truncation > 0 and a >= truncation:
             return 0.0
-        if metric == _AP:
-            mid = Q.pre[b] - Q.pre[a + 1]
-            if a == Q.pos[i]:  # the relevant one (i) above
-                delta = (Q.cnt[b] / (b + 1.0) - Q.cnt[a] / (a + 1.0) - mid) / Q.norm
-            else:
-                delta = ((Q.cnt[a] + 1.0) / (a + 1.0) + mid - Q.cnt[b] / (b + 1.0)) / Q.norm
-            return fabs(delta)
-        if a >= k:  # ERR
-            return 0.0
-        ra = Q.val[a]
-        rb = Q.val[b]
-        wa = 1.0 / (a + 1.0)
-        wb = 1.0 / (b + 1.0) if b < k else 0.0
-        if ra < 1.0:
-            ratio = (1.0 - rb) / (1.0 - ra)
-            mid = Q.pre[min(b, k)] - Q.pre[a + 1] if min(b, k) > a + 1 else 0.0
-            return fabs((rb - ra) * Q.cnt[a] * wa + (ratio - 1.0) * mid + (ra * ratio - rb) * Q.cnt[b] * wb)
-        # R_a = 1 in floating point (labels of 54 and more): nothing below a counted; sum directly
-        return fabs(err_after_swap(Q.val, Q.cnt[a], a, b, k) - ra * Q.cnt[a] * wa)
-    # blocks A (above) and B (below), one of them of several rows: the mean over their positions (block sums)
+        mid = Q.pre[b] - Q.pre[a + 1]
+        if a == Q.pos[i]:  # the relevant one (i) above
+            delta = (Q.cnt[b] / (b + 1.0) - Q.cnt[a] / (a + 1.0) - mid) / Q.norm
+        else:
+            delta = ((Q.cnt[a] + 1.0) / (a + 1.0) + mid - Q.cnt[b] / (b + 1.0)) / Q.norm
+        return fabs(delta)
+    # blocks A (above) and B (below) (single rows or not): the mean over their positions (block sums)
     if Q.bst[i] < Q.bst[j]:
         u = i
         l = j
@@ -325,19 +340,16 @@ cdef inline double pair_weight(const QueryRef* Q, const double* y, intp_t i, int
         else:
             S = (nB * fu[1] + (cA * fl[4] - nB * fu[2])) - cA * fl[3]
         return fabs(S) / (<double> nA * nB) / Q.norm
-    ra = fu[0]
-    rb = fl[0]
-    if ra < 1.0:
-        ratio = (1.0 - rb) / (1.0 - ra)
-        S = nB * (rb - ra) * fu[1] + (ratio - 1.0) * (cA * fl[4] - nB * fu[2]) + (ra * ratio - rb) * cA * fl[3]
-        return fabs(S) / (<double> nA * nB)
-    S = 0.0
-    for a in range(Q.bst[u], Q.bst[u] + cA):
-        if a >= k:
-            break
-        for b in range(Q.bst[l], Q.bst[l] + nB):
-            S = S + fabs(err_after_swap(Q.val, Q.cnt[a], a, b, k) - ra * Q.cnt[a] / (a + 1.0))
-    return S / (<double> nA * nB)
+    # ERR: dERR(a, b) = p_a (R_B - R_A) (u_a - x_B prod_{a<t<b} x_t u_b), summed over a in A (a < T), b in B:
+    # p_a prod_{a<t<=b} x_t = p_pA prod_{pA<t<pB} x_t x_B^(b-pB+1) for every a in A (the module docstring)
+    a = Q.bst[u]
+    b = Q.bst[l]
+    if cA == 0 or a >= k:
+        return 0.0
+    wa = scaled(Q.cnt[a], Q.pre[a])  # p_pA
+    wb = scaled(Q.cnt[a] * Q.cnt[b] / Q.cnt[a + 1], Q.pre[a] + Q.pre[b] - Q.pre[a + 1])  # p_pA prod_{pA<t<pB} x_t
+    S = (fl[0] - fu[0]) * (nB * wa * fu[1] - cA * wb * fl[2])
+    return fabs(S) / (<double> nA * nB)
 
 
 cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, intp_t n, int metric, intp_t k,

@@ -40,6 +40,8 @@ from . import _lambdas
 METRICS = {"ranknet": _lambdas.RANKNET, "ndcg": _lambdas.NDCG, "err": _lambdas.ERR, "map": _lambdas.AP}
 TIES = ("pessimistic", "average", "input")
 MAX_HALVINGS = 30  # LambdaRank's backtracking: steps down to 2^-30 of the way to the M-step's solution
+MAX_SIGMA = 1e50  # lambdas grow as sigma and weights as sigma^2; the solvers square them (float64 ends near 1e308)
+INT64_MAX = 2**63 - 1
 
 
 def parse_metric(metric):
@@ -48,7 +50,44 @@ def parse_metric(metric):
     if not m or (m.group(2) is not None and (m.group(1) in ("ranknet", "map") or int(m.group(2)) < 1)):
         raise ValueError(f"metric must be 'ranknet', 'ndcg', 'ndcg@k', 'err', 'err@k' or 'map' (k >= 1), got "
                          f"{metric!r}")
+    if m.group(2) is not None and int(m.group(2)) > INT64_MAX:
+        raise ValueError(f"metric={metric!r}: the cut-off k is above 2**63 - 1, longer than any query; write "
+                         f"{m.group(1)!r} without '@k' to use every position")
     return m.group(1), (int(m.group(2)) if m.group(2) else None)
+
+
+def check_sigma(sigma):
+    """sigma, a finite real in (0, MAX_SIGMA]: the lambdas grow as sigma and their weights as sigma^2."""
+    sigma = check_param("sigma", sigma, low=0.0, low_open=True)
+    if sigma > MAX_SIGMA:
+        raise ValueError(f"sigma must be at most {MAX_SIGMA:g}, got {sigma!r}: the lambdas grow as sigma and their "
+                         f"weights as sigma**2, which overflow float64 beyond it; sigma only sets the scale of the "
+                         f"scores, so use a sigma near 1 (and rescale X or the scores)")
+    return sigma
+
+
+def check_max_rel(max_rel, y):
+    """ERR's grade scale: the largest label of ``y`` (None), or a finite max_rel >= every label."""
+    top = float(np.max(y)) if y.size else 0.0
+    if max_rel is None:
+        return top
+    max_rel = check_param("max_rel", max_rel, low=0.0)
+    if top > max_rel:
+        raise ValueError(f"max_rel={max_rel!r} is below the largest label {top!r}: ERR's R(y) = (2**y - 1) / "
+                         f"2**max_rel would exceed 1; pass max_rel >= {top!r} (the top of the grade scale) or "
+                         f"max_rel=None (the largest label)")
+    return max_rel
+
+
+def check_truncation(truncation):
+    """None (every pair) or an int in [1, 2**63 - 1]."""
+    if truncation is None:
+        return 0
+    truncation = check_param("truncation", truncation, low=1, integer=True)
+    if truncation > INT64_MAX:
+        raise ValueError(f"truncation={truncation!r} is above 2**63 - 1, longer than any query; pass "
+                         f"truncation=None to keep every pair")
+    return truncation
 
 
 def resolve_ties(ties, metric):
@@ -91,10 +130,10 @@ class _Pairs:
         self.order = groups.label_order if X is None else content_order(groups, X)
         self.offsets = np.ascontiguousarray(groups.offsets, dtype=np.int64)
         self.y = np.ascontiguousarray(y[self.order], dtype=np.float64)
-        self.sigma = check_param("sigma", sigma, low=0.0, low_open=True)
-        self.truncation = 0 if truncation is None else check_param("truncation", truncation, low=1, integer=True)
-        self.max_rel = float(np.max(y)) if max_rel is None else float(max_rel)
-        self.threshold = float(threshold)
+        self.sigma = check_sigma(sigma)
+        self.truncation = check_truncation(truncation)
+        self.max_rel = check_max_rel(max_rel, y)
+        self.threshold = check_param("threshold", threshold)
         self.parallel_min_rows = parallel_min_rows
         self.norm = bool(check_option("norm", norm, (True, False)))
         self.ties = resolve_ties(ties, metric)
@@ -130,10 +169,12 @@ class _Pairs:
 def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
             threshold=0.0, ties="pessimistic", norm=False):
     """(cost, gradient, weight): per document dC/ds and its Gauss-Newton weight (input order) for RankNet
-    (metric "ranknet") or LambdaRank ("ndcg@k", "err@k", "map"; _lambdas.pyx has the formulas). ``max_rel``: the
-    ERR normaliser (default max y); ``threshold``: relevant = y > threshold (MAP); ``ties``: the tie rule
-    (:func:`resolve_ties`); ``norm``: LightGBM's lambdarank_norm (_lambdas.lambdas). Except with ties="input", the
-    result does not depend on the row order."""
+    (metric "ranknet") or LambdaRank ("ndcg@k", "err@k", "map"; _lambdas.pyx has the formulas). ``sigma``: in
+    (0, 1e50] (the lambdas scale as sigma, the weights as sigma^2); ``truncation``: None or an int >= 1;
+    ``max_rel``: the ERR normaliser, >= every label (default max y; ERR is exact at any label scale);
+    ``threshold``: relevant = y > threshold (MAP); ``ties``: the tie rule (:func:`resolve_ties`); ``norm``:
+    LightGBM's lambdarank_norm (_lambdas.lambdas). Except with ties="input", the result does not depend on the
+    row order. Every argument is checked (ValueError or TypeError naming it)."""
     y_true, y_score, qid = check_scores(y_true, y_score, qid)
     pairs = _Pairs(y_true, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel,
                    threshold=threshold, ties=ties, norm=norm)
@@ -219,12 +260,7 @@ def _sorted_X(X, pairs):
 
 
 def _check_coef0(coef0, d):
-    w = np.zeros(d)
-    if coef0 is not None:
-        w = np.asarray(coef0, dtype=np.float64).copy()
-        if w.shape != (d,) or not np.all(np.isfinite(w)):
-            raise ValueError(f"coef0 must be a finite array of shape ({d},)")
-    return w
+    return np.zeros(d) if coef0 is None else check_coef(coef0, d, "coef0").copy()
 
 
 def _tron_values(res, g0):
@@ -234,19 +270,37 @@ def _tron_values(res, g0):
 
 
 def check_params(*, sigma, alpha, max_iter, tol):
-    return (check_param("sigma", sigma, low=0.0, low_open=True), check_param("alpha", alpha, low=0.0),
+    return (check_sigma(sigma), check_param("alpha", alpha, low=0.0),
             check_param("max_iter", max_iter, low=1, integer=True), check_param("tol", tol, low=0.0, low_open=True))
+
+
+def check_coef(coef, d, name="coef"):
+    """``coef`` as a finite float64 vector of d weights (one per column of X), or a ValueError saying so."""
+    try:
+        w = np.asarray(coef, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a 1-d array of {d} real weights (one per feature of X), got "
+                         f"{type(coef).__name__}") from None
+    if w.ndim == 2 and 1 in w.shape and w.size == d:
+        w = w.ravel()
+    if w.shape != (d,):
+        raise ValueError(f"{name} must be a 1-d array of {d} weights (one per feature of X), got shape {w.shape}; "
+                         f"pass the fitted model's coef_ or a vector of length {d}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} has NaN or infinite entries; pass finite weights")
+    return np.ascontiguousarray(w)
 
 
 def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0):
     """F(coef) (module docstring) on (X, y, qid), in float64."""
+    alpha = check_param("alpha", alpha, low=0.0)
     X, y, qid = check_ranking_data(X, y, qid)
+    coef = check_coef(coef, X.shape[1])
     pairs = _Pairs(y, qid, sigma=sigma)
     Xs = X.tocsr()[pairs.order] if sp.issparse(X) else X[pairs.order]
-    coef = np.asarray(coef, dtype=np.float64)
     n = X.shape[0]
     s = np.ascontiguousarray(Xs @ coef, dtype=np.float64)
-    return pairs.lambdas(s, np.empty(n), np.empty(n)) + check_param("alpha", alpha, low=0.0) * float(coef @ coef)
+    return pairs.lambdas(s, np.empty(n), np.empty(n)) + alpha * float(coef @ coef)
 
 
 def solve(X, y, qid=None, *, sigma=1.0, alpha=1.0, max_iter=1000, tol=1e-6, coef0=None, verbose=0):
@@ -304,10 +358,18 @@ def metric_value(metric, y, scores, qid, max_rel=None):
     if name == "ndcg":
         return metrics.ndcg_score(y, scores, qid, k=k)
     if name == "err":
+        if max_rel is not None and np.size(y) and float(np.max(y)) > max_rel:
+            raise ValueError(_err_scale_message(metric, float(np.max(y)), max_rel, "the evaluated data"))
         return metrics.err_score(y, scores, qid, k=k, max_rel=max_rel)
     if name == "map":
         return metrics.average_precision(y, scores, qid)
     return metrics.pairwise_accuracy(y, scores, qid)
+
+
+def _err_scale_message(metric, top, max_rel, where):
+    return (f"{where} has label {top:g}, above the largest training label {max_rel:g}: {metric} normalises "
+            f"R(y) = (2**y - 1) / 2**max_rel by max_rel = the largest training label, so R would exceed 1 there. "
+            f"Put {where} on the training labels' scale (0..{max_rel:g}), or train on data that holds the top grade")
 
 
 def _per_query(groups, values, func):
@@ -361,13 +423,16 @@ def check_lambdarank_params(*, metric, sigma, alpha, max_iter, tol, early_stoppi
     return sigma, alpha, max_iter, tol, early_stopping_rounds
 
 
-def check_eval_set(eval_set, d, metric):
+def check_eval_set(eval_set, d, metric, y_train=None):
+    """(Xv, yv, qv) checked; with ``y_train`` and an ERR metric, eval labels must not exceed the training ones."""
     if len(eval_set) not in (2, 3):
         raise ValueError("eval_set must be (X, y) or (X, y, qid)")
     Xv, yv, qv = check_ranking_data(*eval_set)
     if Xv.shape[1] != d:
         raise ValueError(f"eval_set has {Xv.shape[1]} features but X has {d}")
     check_metric_data(metric, yv, qv, eval_set=True)
+    if y_train is not None and parse_metric(metric)[0] == "err" and yv.max() > y_train.max():
+        raise ValueError(_err_scale_message(metric, float(yv.max()), float(y_train.max()), "eval_set"))
     return Xv, yv, qv
 
 
@@ -411,7 +476,7 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
     Xs = _sorted_X(X, pairs)
     d, n = X.shape[1], X.shape[0]
     if eval_set is not None:
-        Xv, yv, qv = check_eval_set(eval_set, d, metric)
+        Xv, yv, qv = check_eval_set(eval_set, d, metric, y_train=y)
     elif early_stopping_rounds is not None:
         raise ValueError("early_stopping_rounds needs an eval_set")
     y_input = y

@@ -47,6 +47,7 @@ _INT = r"-?\d{1,10}"
 _FLOAT = r"-?(?:\d{1,400}(?:\.\d{0,400})?|\.\d{1,400})(?:[eE][-+]?\d{1,4})?"
 _INT_LIST = re.compile(rf"(?:{_INT}(?: {_INT})*)?")
 _FLOAT_LIST = re.compile(rf"(?:{_FLOAT}(?: {_FLOAT})*)?")
+_END = "end of parameters\n\npandas_categorical:null\n"
 _FEATURE_INFO = re.compile(rf"none|\[{_FLOAT}:{_FLOAT}\]")
 # The lines of one tree, in LightGBM 4's order: (key, kind, length: "n" = num_leaves, "n-1" = its internal nodes)
 _TREE_KEYS = (("num_leaves", "int", 1), ("num_cat", "int", 1), ("split_feature", "int", "n-1"),
@@ -71,9 +72,12 @@ def _values(text, kind, length, what):
 
 def _check_tree(block, t, n_features):
     """One ``Tree=t`` block (its text up to the next tree): every line, array length and index."""
+    if not (block.startswith(f"Tree={t}\n") and block.endswith("\n\n\n")):
+        raise ValueError(f"the {len(block)} characters tree_sizes gives tree {t} are not a block from 'Tree={t}' to "
+                         "a blank line (tree_sizes does not match the trees, or a tree was edited)")
     lines = block.split("\n")
-    if lines[0] != f"Tree={t}" or lines[-3:] != ["", "", ""] or len(lines) != len(_TREE_KEYS) + 4:
-        raise ValueError(f"tree {t} is not a block 'Tree={t}' of {len(_TREE_KEYS)} lines and a blank line")
+    if len(lines) != len(_TREE_KEYS) + 4:
+        raise ValueError(f"tree {t} has {len(lines) - 4} lines, not LightGBM 4's {len(_TREE_KEYS)}")
     fields = {}
     for (key, kind, length), line in zip(_TREE_KEYS, lines[1:-3]):
         name, eq, text = line.partition("=")
@@ -117,8 +121,9 @@ def check_model_string(text, n_features, n_trees):
     ``tree_sizes`` with one entry per feature and per tree), then ``n_trees`` trees, each block exactly
     ``tree_sizes`` long, its 16 lines in LightGBM 4's order, every array of num_leaves (or num_leaves - 1) finite
     numbers, split features in [0, n_features), decision types of numerical splits, children forming one binary
-    tree; then "end of trees". What follows (feature importances, parameters) is not needed for predictions and
-    is left out. ValueError naming the first problem otherwise."""
+    tree; then "end of trees", and the text ends as LightGBM ends it (a truncated text is refused). What follows
+    the trees (feature importances, parameters) is not needed for predictions and is left out. ValueError naming
+    the first problem otherwise."""
     if not isinstance(text, str):
         raise ValueError(f"the model text is a {type(text).__name__}, not a str")
     if not text.isascii() or "\r" in text or "\0" in text:
@@ -154,6 +159,8 @@ def check_model_string(text, n_features, n_trees):
     if not text.startswith("end of trees\n", pos):
         raise ValueError(f"the text after tree {n_trees - 1} is not 'end of trees': more trees than n_iter_ = "
                          f"{n_trees}, or a damaged block")
+    if not text.endswith(_END):
+        raise ValueError(f"the text does not end as LightGBM ends a model ({_END!r}): it was truncated")
     return text[:pos] + "end of trees\n"
 
 
@@ -185,8 +192,8 @@ def _checked_model_text(values):
         try:
             return check_model_string(values.get("model_string_"), n_features, n_trees)
         except ValueError as exc:
-            raise ValueError(f"model_string_ does not hold the {n_trees} tree(s) on {n_features} feature(s) that "
-                             f"n_iter_, n_features_in_ and features_used_ declare: {exc}") from None
+            raise ValueError(f"model_string_ (n_iter_ = {n_trees} tree(s) on {n_features} feature(s)): {exc}") \
+                from None
     except ValueError as exc:
         raise ValueError(f"{exc}; {FIX}") from None
 

@@ -17,8 +17,9 @@ class RankNet(LinearRankerMixin, BaseEstimator):
 
     Parameters
     ----------
-    sigma : float > 0, default=1.0
-        Shape of the sigmoid.
+    sigma : float in (0, 1e50], default=1.0
+        Shape of the sigmoid (the gradients grow as sigma, the Hessian as sigma^2: larger values would
+        overflow float64).
     alpha : float >= 0, default=1.0
         Weight of ||w||^2 (0: none; the optimum is then finite only on non-separable data).
     max_iter : int >= 1, default=1000
@@ -95,7 +96,10 @@ class LambdaRank(LinearRankerMixin, BaseEstimator):
     ----------
     metric : str, default="ndcg@10"
         "ndcg@k" / "ndcg", "err@k" / "err", "map" (relevant: label > 0), or "ranknet" (|dZ| = 1: RankNet).
-    sigma : float > 0, default=1.0
+        ERR's R(y) = (2^y - 1) / 2^max_rel takes max_rel = the largest training label (exact at any label
+        scale); an eval_set label above it is refused.
+    sigma : float in (0, 1e50], default=1.0
+        As RankNet's.
     alpha : float >= 0, default=1.0
         Weight of ||w||^2 (as RankNet's default; on the embedded LightGBM data alpha = 10 did best on held-out
         queries).

@@ -359,7 +359,7 @@ def metric_value(metric, y, scores, qid, max_rel=None):
         return metrics.ndcg_score(y, scores, qid, k=k)
     if name == "err":
         if max_rel is not None and np.size(y) and float(np.max(y)) > max_rel:
-            raise ValueError(_err_scale_message(metric, float(np.max(y)), max_rel, "the evaluated data"))
+            raise ValueError(_err_scale_message(metric, float(np.max(y)), max_rel, "eval_set"))
         return metrics.err_score(y, scores, qid, k=k, max_rel=max_rel)
     if name == "map":
         return metrics.average_precision(y, scores, qid)

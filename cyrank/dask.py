@@ -13,7 +13,8 @@ driver computes the (qid, count) pairs of every row chunk (one pass over qid, O(
 O(queries) to the driver), gives each query to the chunk holding most of its rows, and moves the other rows of
 that query there: for LETOR-style files (rows of a query contiguous) only the queries straddling a chunk boundary
 move, at most one query per boundary; for scattered query ids it is a shuffle of the scattered rows.
-``rows_moved_`` reports the count.
+``rows_moved_`` reports the count. The query ids are checked as the single-machine estimators check them: a NaN
+or non-integer qid is an error naming its first row, never a dropped row; the no-pair warning is given once, on the driver.
 
 Failures. Every call carries the point it is made at: a partition whose state is not at that point (a worker
 restarted and Dask recomputed the partition from its lineage, or the task ran on a copy) evaluates it first. So a
@@ -88,7 +89,7 @@ def _query_counts(q, start=0):
         try:
             check_qid(q, q.size)
         except ValueError as err:
-            bad = ~np.isfinite(q) if q.dtype.kind == "f" else np.zeros(q.size, bool)
+            bad = (~np.isfinite(q) | (q != np.trunc(q))) if q.dtype.kind == "f" else np.zeros(q.size, bool)
             where = f" (first at row {start + int(np.flatnonzero(bad)[0])})" if bad.any() else ""
             raise ValueError(f"{err}{where}; the single-machine estimators refuse such rows too: drop or fill them "
                              "before fitting, e.g. keep = ~da.isnan(qid) and fit on X[keep], y[keep], qid[keep] "

@@ -36,7 +36,9 @@ class LabelRankBoost(BaseEstimator):
         Newton-CG with exact Hessian products. "auto": "newton".
     alpha : float >= 0, default=0.0
         Weight of ||coef||^2. With alpha = 0 (the paper's loss) the optimum can be at infinity (separable data,
-        or a label never preferred to another): use alpha > 0 then.
+        or a label never preferred to another): use alpha > 0 then. When the fit sees it (the coefficients order
+        every edge, or a boosting base function meets edges of one sign only), converged_ is False and a
+        ConvergenceWarning says so.
     max_iter : int >= 1, default=1000
         Newton iterations or boosting rounds; ConvergenceWarning when reached.
     tol : float > 0, default=1e-6

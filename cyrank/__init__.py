@@ -10,7 +10,7 @@ import os as _os
 from . import _fork
 from ._queries import QueryGroups
 from ._result import SolveResult
-from ._validation import RankingDataWarning
+from ._validation import MissingQidWarning, RankingDataWarning
 
 __version__ = "0.1.0"
 
@@ -52,5 +52,5 @@ def __dir__():
 if hasattr(_os, "register_at_fork"):  # POSIX only; Windows has no fork
     _os.register_at_fork(after_in_child=_fork.serial_after_fork)
 
-__all__ = ["DominationRank", "LabelRankBoost", "LambdaMART", "LambdaRank", "MLR", "QueryGroups", "RankNet", "RankSVM", "RankingDataWarning", "SolveResult", "__version__",
+__all__ = ["DominationRank", "LabelRankBoost", "LambdaMART", "LambdaRank", "MLR", "MissingQidWarning", "QueryGroups", "RankNet", "RankSVM", "RankingDataWarning", "SolveResult", "__version__",
            "domination_path", "PreferenceGraphs", "fit_many"]

@@ -180,3 +180,13 @@ def test_multilabel_label_ids_are_unbounded():
     G = PreferenceGraphs.from_indicator(sp.csr_matrix((np.ones(2), np.array([0, 3]), np.array([0, 1, 2])),
                                                       shape=(2, 5000)))
     assert G.n_labels == 5000
+
+
+@pytest.mark.parametrize("rows", [np.array([True, False]), np.array([5]), np.array([0.5]), "a"])
+def test_g_mask_gives_numpy_index_errors(rows):
+    """G[mask] with a wrong-length mask, an index out of range or a non-integer index said numpy's words only;
+    now the IndexError names the number of instances and the three valid ways to select."""
+    graphs = PreferenceGraphs.from_classes(np.array([0, 1, 2, 1]), n_labels=3)
+    with pytest.raises(IndexError, match="belong to 4 instances; select them with a boolean mask of length 4"):
+        graphs[rows]
+    assert graphs[np.array([True, False, True, False])].n_instances == 2

@@ -64,6 +64,13 @@ def _check_matrix_labels(R, name):
                            "ids 0 .. k - 1)")
 
 
+def _describe_index(rows):
+    """A short description of an index for a message: its kind, dtype and length."""
+    if isinstance(rows, np.ndarray):
+        return f"an array of dtype {rows.dtype} and shape {rows.shape}"
+    return f"a {type(rows).__name__}"
+
+
 class Subgraphs:
     """The subgraphs of a decomposition, flat: instance i owns subgraphs sub_ptr[i] .. sub_ptr[i + 1] - 1 and
     subgraph k holds the edges members[member_ptr[k] .. member_ptr[k + 1] - 1] (indices into the graphs' edge
@@ -116,7 +123,13 @@ class PreferenceGraphs:
 
     def __getitem__(self, rows):
         """The graphs of the given instances (an index array, a boolean mask or a slice), in that order."""
-        rows = np.arange(self.n_instances)[rows]
+        try:
+            rows = np.arange(self.n_instances)[rows]
+        except IndexError as e:
+            raise IndexError(f"cannot select graphs by {_describe_index(rows)}: {e}. These graphs belong to "
+                             f"{self.n_instances} instances; select them with a boolean mask of length "
+                             f"{self.n_instances}, integer indices in [-{self.n_instances}, {self.n_instances}) "
+                             f"or a slice") from None
         counts = np.diff(self.edge_ptr)[rows]
         starts = self.edge_ptr[rows]
         take = np.repeat(starts - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())

@@ -156,7 +156,7 @@ def test_raw_lightgbm_errors_become_clear_value_errors():
 
 def test_lambdamart_at_its_defaults_trains_on_a_small_set():
     """30 rows, LambdaMART(): min_child_samples="auto" is min(20, n // 10) = 3, so the trees split (LightGBM's 20
-    raised LightGBMError). A set whose features are all constant gives one-leaf trees and a RankingDataWarning."""
+    raised LightGBMError). A constant X is a ValueError; trees that cannot split give a RankingDataWarning."""
     X, y, qid = small_set()
     m = LambdaMART(n_jobs=1).fit(X, y, qid)
     assert m.min_child_samples_ == 3 and m.n_iter_ == 100
@@ -164,10 +164,14 @@ def test_lambdamart_at_its_defaults_trains_on_a_small_set():
     big = np.tile(X, (10, 1))
     assert LambdaMART(n_estimators=1, n_jobs=1).fit(big, np.tile(y, 10), np.repeat(np.arange(30), 10)) \
         .min_child_samples_ == 20
+    with pytest.raises(ValueError, match="every column of X is constant"):  # before: LightGBM's num_features()
+        LambdaMART().fit(np.zeros((30, 2)), y, qid)
+    rare = np.zeros((30, 1))
+    rare[:2] = 1.0  # a split would leave 2 rows on one side
     from cyrank._validation import RankingDataWarning
     with pytest.warns(RankingDataWarning, match="no split"):
-        flat = LambdaMART(n_estimators=5, n_jobs=1).fit(np.ones((30, 2)), y, qid)
-    assert flat.n_iter_ == 1 and np.all(flat.predict(np.ones((2, 2))) == 0.0)
+        flat = LambdaMART(n_estimators=5, min_child_samples=5, n_jobs=1).fit(rare, y, qid)
+    assert flat.n_iter_ == 1 and np.all(flat.predict(rare) == 0.0)
 
 
 @pytest.fixture

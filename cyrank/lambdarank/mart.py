@@ -10,6 +10,7 @@ LightGBM's model-text parser trusts its input (a wrong array length or child ind
 inside its parallel tree parser aborts the process), so no model text reaches it unchecked:
 :func:`check_model_string` verifies the whole structure first, and a model file is checked when it is loaded.
 """
+import functools
 import numbers
 import re
 import warnings
@@ -115,6 +116,7 @@ def _check_tree(block, t, n_features):
         raise ValueError(f"tree {t}: left_child/right_child do not form a binary tree of {leaves} leaves")
 
 
+@functools.lru_cache(maxsize=8)  # load_model checks a file's text, and its first predict the same text again
 def check_model_string(text, n_features, n_trees):
     """The part of a LightGBM model text that LightGBM may parse, after checking its whole structure: the header
     (one output, ``max_feature_idx`` = n_features - 1, ``feature_names`` Column_0..., ``feature_infos`` and
@@ -124,8 +126,6 @@ def check_model_string(text, n_features, n_trees):
     tree; then "end of trees", and the text ends as LightGBM ends it (a truncated text is refused). What follows
     the trees (feature importances, parameters) is not needed for predictions and is left out. ValueError naming
     the first problem otherwise."""
-    if not isinstance(text, str):
-        raise ValueError(f"the model text is a {type(text).__name__}, not a str")
     if not text.isascii() or "\r" in text or "\0" in text:
         raise ValueError("the model text holds non-ASCII, carriage-return or NUL characters")
     start = text.find("\n\nTree=0\n")
@@ -189,8 +189,11 @@ def _checked_model_text(values):
             n_features = used.size
         if n_trees < 1:
             raise ValueError(f"n_iter_ = {n_trees}: a fitted model has at least one tree")
+        text = values.get("model_string_")
+        if not isinstance(text, str):
+            raise ValueError(f"model_string_ is a {type(text).__name__}, not a str")
         try:
-            return check_model_string(values.get("model_string_"), n_features, n_trees)
+            return check_model_string(text, n_features, n_trees)
         except ValueError as exc:
             raise ValueError(f"model_string_ (n_iter_ = {n_trees} tree(s) on {n_features} feature(s)): {exc}") \
                 from None
@@ -211,6 +214,13 @@ def _used_columns(X):
     if used.size == 0:  # an all-zero X: one (constant) column, LightGBM needs one
         used = np.zeros(1, dtype=np.int64)
     return _select_columns(X, used), used.astype(np.int64)
+
+
+def _varies(X):
+    """Whether some column of X (dense, or CSR) takes two different values."""
+    if not sp.issparse(X):
+        return bool(np.any(X.max(axis=0) > X.min(axis=0)))
+    return X.nnz > 0 and bool(np.any(X.max(axis=0).toarray() > X.min(axis=0).toarray()))
 
 
 def _select_columns(X, used):
@@ -364,6 +374,9 @@ class LambdaMART(RankerMixin, BaseEstimator):
             Xv, yv, qv = check_eval_set(eval_set, X.shape[1], self.metric)
         Xs = sp.csr_matrix(X.tocsr()[pairs.order]) if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
         Xs, used = _used_columns(Xs)
+        if not _varies(Xs):
+            raise ValueError("every column of X is constant, so no tree can split and every document would get the "
+                             "same score (LightGBM stops with an error); LambdaMART needs a feature that varies")
         qs = qid[pairs.order]
         lam, hess = np.empty(n), np.empty(n)
 
@@ -409,6 +422,9 @@ class LambdaMART(RankerMixin, BaseEstimator):
             booster = lgb.train(params, train, num_boost_round=n_estimators, valid_sets=valid_sets,
                                 valid_names=valid_names, feval=score if valid_sets else None, callbacks=callbacks)
         except lgb.basic.LightGBMError as exc:  # a refusal not foreseen above: LightGBM's words, and ours
+            if "num_features()" in str(exc):
+                raise ValueError("LightGBM finds no column of X it can split on (values within 1e-35 of 0 count as "
+                                 "0 for it); LambdaMART needs a feature that varies") from None
             raise ValueError(f"LightGBM could not train LambdaMART on this data with these parameters: {exc}. "
                              "Check num_leaves, min_child_samples and colsample_bytree against the data") from None
         best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()

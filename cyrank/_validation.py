@@ -463,6 +463,14 @@ def check_preference_edges(edge_ptr, init, term, n_labels):
     return (edge_ptr.astype(np.int64), init.astype(np.int32), term.astype(np.int32), n_labels)
 
 
+def _finite_real(value):
+    """Whether a real number is finite; a Python int too large for a float (2**1100) is not."""
+    try:
+        return bool(np.isfinite(float(value)))
+    except OverflowError:
+        return False
+
+
 def check_param(name, value, *, low=None, high=None, low_open=False, high_open=False, integer=False, none_ok=False):
     """Return a checked scalar hyper-parameter: a finite real (or an integer) within the given bounds.
 
@@ -475,7 +483,7 @@ def check_param(name, value, *, low=None, high=None, low_open=False, high_open=F
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, kind):
         what = "an integer" if integer else "a real number"
         raise TypeError(f"{name} must be {what}, got {value!r} ({type(value).__name__})")
-    if not integer and not np.isfinite(value):
+    if not integer and not _finite_real(value):
         raise ValueError(f"{name} must be finite, got {value!r}")
     if low is not None and (value < low or (low_open and value == low)):
         raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")

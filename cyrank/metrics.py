@@ -708,6 +708,9 @@ METRIC_NAMES = ("ndcg", "err", "map", "mrr", "p", "auc", "pairacc", "meanndcg")
 _INT64_MAX = 2**63 - 1
 
 
+_CUT_OFF_NAMES = ("ndcg", "err", "p")  # the metrics whose name may carry @k
+
+
 def _parse_spec(spec):
     """``"ndcg@10"`` -> ("ndcg", 10); ``"map"`` -> ("map", None). The one parser of metric names."""
     name, at, k = str(spec).strip().lower().partition("@")
@@ -718,6 +721,9 @@ def _parse_spec(spec):
                          f"(e.g. {name!r}) to use every row of each query")
     if name not in METRIC_NAMES:
         raise ValueError(f"unknown metric {spec!r}; known: {', '.join(METRIC_NAMES)} (with @k where it applies)")
+    if at and name not in _CUT_OFF_NAMES:
+        raise ValueError(f"{spec!r}: {name} takes no cut-off (it uses every row of each query); write {name!r}, "
+                         f"or use one of {', '.join(n + '@k' for n in _CUT_OFF_NAMES)}")
     return name, (int(k) if at else None)
 
 

@@ -201,3 +201,12 @@ def test_default_ndcg_conventions_are_named_truthfully():
         warnings.simplefilter("error")
         exponential, linear = metrics.ndcg_score(y, s, k=None), metrics.ndcg_score(y, s, k=None, gain="linear")
     assert exponential != pytest.approx(linear)
+
+
+@pytest.mark.parametrize("spec", ["map@5", "mrr@1", "auc@3", "pairacc@2", "meanndcg@10"])
+def test_metric_name_with_a_cut_off_it_ignores(spec):
+    """'map@5' was accepted and scored MAP over every row, silently dropping the @5."""
+    from cyrank.metrics import metric_by_name
+
+    with pytest.raises(ValueError, match="takes no cut-off"):
+        metric_by_name(spec)

@@ -214,3 +214,12 @@ def test_many_rankers_predict_messages():
         many.predict(X[:, :3])
     with pytest.raises(ValueError, match="X must be 2-d"):
         many.predict(X[0])
+
+
+def test_float_parameter_given_as_a_huge_python_int():
+    """check_param raised numpy's "ufunc 'isfinite' not supported" for a real parameter given as 2**70."""
+    from cyrank._validation import check_param
+
+    assert check_param("threshold", 2 ** 70) == float(2 ** 70)
+    with pytest.raises(ValueError, match="threshold must be finite"):
+        check_param("threshold", 2 ** 1100)

@@ -262,3 +262,15 @@ def test_fit_lambdamart_verbose_prints_one_line_per_round(capsys):
     assert [float(ln.split()[-1]) for ln in lines] == pytest.approx(m.history_["eval"].tolist(), abs=1e-6)
     LambdaMART(n_estimators=3, n_jobs=1).fit(X, y, qid)
     assert capsys.readouterr().out == ""
+
+
+def test_err_eval_set_above_the_training_labels_is_refused_before_training(monkeypatch):
+    """An ERR eval_set with a label above the training labels was found only when the first round was scored,
+    after LightGBM had started; now it is refused before any tree is grown."""
+    rng = np.random.default_rng(3)
+    X, y, qid = rng.normal(size=(60, 3)), rng.integers(0, 3, 60).astype(float), np.repeat(np.arange(6), 10)
+    yv = y.copy()
+    yv[0] = 5.0
+    monkeypatch.setattr(lgb, "train", lambda *a, **k: pytest.fail("LightGBM was reached"))
+    with pytest.raises(ValueError, match="eval_set has label 5"):
+        LambdaMART(metric="err@5", n_estimators=2).fit(X, y, qid, eval_set=(X, yv, qid))

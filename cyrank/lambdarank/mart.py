@@ -371,7 +371,7 @@ class LambdaMART(RankerMixin, BaseEstimator):
                        norm=self.norm, X=X)
         check_metric_data(self.metric, y, qid)
         if eval_set is not None:
-            Xv, yv, qv = check_eval_set(eval_set, X.shape[1], self.metric)
+            Xv, yv, qv = check_eval_set(eval_set, X.shape[1], self.metric, y_train=y)
         Xs = sp.csr_matrix(X.tocsr()[pairs.order]) if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
         Xs, used = _used_columns(Xs)
         if not _varies(Xs):

@@ -256,26 +256,34 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
 
     Parameters
     ----------
-    path : str, PathLike or binary file object. ``.gz`` and ``.bz2`` files (by extension or content) are
-        decompressed first.
-    n_features : int, optional. Number of columns of X; default: the largest index in the file (+1 when
-        zero-based). Pass it when reading a test file whose last features are all zero.
-    dtype : float64 (default) or float32, the dtype of X (values are parsed as float64, then rounded once).
-    zero_based : True, False or "auto". With "auto" (scikit-learn's rule) indices are one-based and shifted
-        down by 1, unless some index is 0 (or the file has no feature at all).
-    engine : "auto" (cyrank's Cython reader when built, else scikit-learn), "cyrank" or "sklearn".
-    max_features : int, default 2**28. A feature index implying more columns is refused, naming the index and
-        its line (a dense float64 vector of 2**28 features, such as a linear model's coef_, is 2 GiB).
-        ``n_features``, when given, raises the limit to itself.
-    max_bytes : int, optional. The most bytes a .gz/.bz2 file may expand to, checked while it is decompressed
-        chunk by chunk; default 64 times the compressed size and at least 1 GiB.
+    path : str, PathLike or binary file object
+        ``.gz`` and ``.bz2`` files (by extension or content) are decompressed first.
+    n_features : int, optional
+        Number of columns of X; default: the largest index in the file (+1 when zero-based). Pass it when
+        reading a test file whose last features are all zero.
+    dtype : {float64, float32}, default=float64
+        The dtype of X (values are parsed as float64, then rounded once).
+    zero_based : {True, False, "auto"}, default="auto"
+        With "auto" (scikit-learn's rule) indices are one-based and shifted down by 1, unless some index is 0
+        (or the file has no feature at all).
+    engine : {"auto", "cyrank", "sklearn"}, default="auto"
+        "auto": cyrank's Cython reader when built, else scikit-learn.
+    max_features : int, default=2**28
+        A feature index implying more columns is refused, naming the index and its line (a dense float64
+        vector of 2**28 features, such as a linear model's coef_, is 2 GiB). ``n_features``, when given, raises
+        the limit to itself.
+    max_bytes : int, optional
+        The most bytes a .gz/.bz2 file may expand to, checked while it is decompressed chunk by chunk; default
+        64 times the compressed size and at least 1 GiB.
 
     Returns
     -------
-    X : scipy.sparse.csr_matrix (n, n_features), int64 indices/indptr, sorted indices, explicit zeros kept.
-    y : float64 (n,) labels.
-    qid : int64 (n,) query ids; all zeros when the file has no qid. A file where only some lines have a qid
-        is refused.
+    X : scipy.sparse.csr_matrix of shape (n, n_features)
+        int64 indices/indptr, sorted indices, explicit zeros kept.
+    y : ndarray of shape (n,)
+        float64 labels.
+    qid : ndarray of shape (n,)
+        int64 query ids; all zeros when the file has no qid. A file where only some lines have a qid is refused.
 
     Raises
     ------

@@ -51,13 +51,22 @@ class LabelRankBoost(BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray of shape (n_labels, n_features)
-    joint_coef_ : ndarray of shape (n_joint_features,), or None when fitted without joint features
-    objective_, grad_norm_ (relative), n_iter_, n_cg_iter_ (Hessian products of "newton"), converged_, solver_,
-    n_labels_, n_features_in_
+    joint_coef_ : ndarray of shape (n_joint_features,) or None
+        None when fitted without joint features.
+    objective_ : float
+    grad_norm_ : float
+        Relative: ||grad|| / ||grad at coef = 0||.
+    n_iter_ : int
+    n_cg_iter_ : int
+        Hessian products of "newton".
+    converged_ : bool
+    solver_ : str
+    n_labels_, n_features_in_ : int
     gap_, gap_kind_ : float or None, str
         objective_ minus the optimum and how it is known (cyrank.optim.result: certified "strong convexity" or
         "duality gap", or the "newton decrement" estimate, invariant to rescaling a feature); None: not measured.
-    classes_ : ndarray, only after a fit on class labels
+    classes_ : ndarray of shape (n_labels,)
+        Only after a fit on class labels.
     """
 
     _model_schema = {

@@ -33,7 +33,12 @@ class RankNet(LinearRankerMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
-    objective_, grad_norm_ (relative), n_iter_, n_cg_iter_, converged_, n_features_in_
+    objective_ : float
+    grad_norm_ : float
+        Relative: ||grad|| / ||grad at w = 0||.
+    n_iter_, n_cg_iter_ : int
+    converged_ : bool
+    n_features_in_ : int
     gap_, gap_kind_ : float or None, str
         objective_ minus the optimum and how it is known (cyrank.optim.result: certified "strong convexity" or
         "duality gap", or the "newton decrement" estimate, invariant to rescaling a feature); None: not measured.
@@ -124,12 +129,20 @@ class LambdaRank(LinearRankerMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
-    objective_ : C(coef_) with the weights of coef_'s own ranking
-    grad_norm_ : ||grad C|| / ||grad C at 0|| with those weights (about 0 at a fixed point of the loop)
-    n_iter_ (outer steps), n_inner_iter_ (Newton iterations, the RankNet start included), converged_,
-    history_ (per outer step, entry 0 the RankNet start: "loss" the minimised weighted loss, "objective" C,
-    "step" the step taken, "train" the metric on the training set, "eval" on eval_set), best_iteration_,
-    n_features_in_
+    objective_ : float
+        C(coef_) with the weights of coef_'s own ranking.
+    grad_norm_ : float
+        ||grad C|| / ||grad C at 0|| with those weights (about 0 at a fixed point of the loop).
+    n_iter_ : int
+        Outer steps.
+    n_inner_iter_ : int
+        Newton iterations, the RankNet start included.
+    converged_ : bool
+    history_ : dict
+        Per outer step, entry 0 the RankNet start: "loss" the minimised weighted loss, "objective" C, "step"
+        the step taken, "train" the metric on the training set, "eval" on eval_set.
+    best_iteration_ : int
+    n_features_in_ : int
     """
 
     _model_schema = {

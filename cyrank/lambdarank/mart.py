@@ -288,9 +288,14 @@ class LambdaMART(RankerMixin, BaseEstimator):
     features_used_ : int array or None
         The columns of X the trees were grown on, when X was sparse with columns that hold no stored value (the
         trees number the features 0..len - 1 among these); None: every column.
-    booster_ : lightgbm.Booster (rebuilt from model_string_ on first use)
-    n_iter_ : int (trees kept), best_iteration_, history_ ("eval": the metric per round), n_features_in_,
-    min_child_samples_
+    booster_ : lightgbm.Booster
+        Rebuilt from model_string_ on first use.
+    n_iter_ : int
+        Trees kept.
+    best_iteration_ : int
+    history_ : dict
+        "eval": the metric per round.
+    n_features_in_, min_child_samples_ : int
     """
 
     _model_schema = {"n_features_in_": "int>=1", "model_string_": "str", "n_iter_": "int>=1",

@@ -75,32 +75,43 @@ class RankSVM(RankerMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_ : ndarray (n_features,)  (linear kernel only)
-    beta_ : ndarray (n_support,)  (other kernels) coefficients of the retained training rows
-    support_ : ndarray (n_support,) indices of the retained training rows (those with beta != 0)
-    support_vectors_ : ndarray or CSR matrix (n_support, n_features)  (rbf/poly) the retained rows, float64
-        (dense unless X was sparse with more features than rows and too large to densify)
-    gamma_ : float  (rbf/poly) the gamma used
+    coef_ : ndarray of shape (n_features,)
+        Linear kernel only.
+    beta_ : ndarray of shape (n_support,)
+        Other kernels: coefficients of the retained training rows.
+    support_ : ndarray of shape (n_support,)
+        Indices of the retained training rows (those with beta != 0).
+    support_vectors_ : ndarray or CSR matrix of shape (n_support, n_features)
+        rbf/poly: the retained rows, float64 (dense unless X was sparse with more features than rows and too
+        large to densify).
+    gamma_ : float
+        rbf/poly: the gamma used.
     objective_ : float
         Final objective, at the returned model, from the order-statistic sums in float64.
     n_iter_ : int
         Newton iterations (squared_hinge); hinge: separations (in-out) or cutting planes added (Kelley's method,
         which separates once more at the end): the count ``max_iter`` bounds.
-    n_cg_iter_ : int  (squared_hinge) CG iterations (= Hessian-vector products).
-    grad_norm_ : float  (squared_hinge) ||grad|| / ||grad at 0|| at the end; for a kernel model the norm is
-        that of the gradient with respect to w in feature space, sqrt(g'Q g) (TRON runs in the Q inner product).
-    duality_gap_ : float  (hinge) objective_ minus the best dual value of the restricted problems (>= the
-        distance to the optimum).
-    history_ : dict  (hinge) per separation: "objective" (at the point separated), "lower_bound" (best dual
-        value so far) and "gap" (the certified gap the stopping rule tests), float64 arrays.
+    n_cg_iter_ : int
+        squared_hinge: CG iterations (= Hessian-vector products).
+    grad_norm_ : float
+        squared_hinge: ||grad|| / ||grad at 0|| at the end; for a kernel model the norm is that of the gradient
+        with respect to w in feature space, sqrt(g'Q g) (TRON runs in the Q inner product).
+    duality_gap_ : float
+        hinge: objective_ minus the best dual value of the restricted problems (>= the distance to the optimum).
+    history_ : dict
+        hinge: per separation, "objective" (at the point separated), "lower_bound" (best dual value so far) and
+        "gap" (the certified gap the stopping rule tests), float64 arrays.
     converged_ : bool
     gap_, gap_kind_ : float or None, str
         objective_ minus the optimum and how it is known (cyrank.optim.result: certified "strong convexity" or
         "duality gap", or the "newton decrement" estimate, invariant to rescaling a feature); None: not measured.
-    n_kernel_products_ : int  (other kernels) products with Q (each a full pass over Q, or a recomputation of
-        it when Q is not stored)
-    n_pairs_ : int  number of preference pairs
-    n_active_pairs_ : int  pairs with f_i - f_j < 1 at the end
+    n_kernel_products_ : int
+        Other kernels: products with Q (each a full pass over Q, or a recomputation of it when Q is not
+        stored).
+    n_pairs_ : int
+        Number of preference pairs.
+    n_active_pairs_ : int
+        Pairs with f_i - f_j < 1 at the end.
     n_features_in_ : int
     """
 

@@ -113,14 +113,14 @@ register(SolverSpec(
     estimator="cyrank.lambdarank:LambdaRank",
     summary="LambdaRank (linear): LambdaLoss EM from the RankNet solution (weighted RankNet by TRON; not convex)",
     solve="cyrank.lambdarank.solver:solve_lambdarank",
-    demo=False,
+    demo_params={"alpha": 10.0},
 ))
 
 register(SolverSpec(
     name="lambdamart",
     estimator="cyrank.lambdarank.mart:LambdaMART",
     summary="LambdaMART: LightGBM trees grown on cyrank's lambdas (extra 'lightgbm')",
-    demo=False,
+    demo_params={"n_estimators": 50, "num_leaves": 15},
 ))
 
 register(SolverSpec(

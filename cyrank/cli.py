@@ -1,13 +1,16 @@
-"""Command line: ``cyrank demo | fit | predict | eval | verify``.
+"""Command line: cyrank demo | fit | predict | eval | verify.
 
-    cyrank demo                                   every solver on the embedded real data + reference gap; MLR on
-                                                  scikit-learn's bundled Wine data
-    cyrank fit SOLVER TRAIN.svm -o MODEL.npz      train (``--param name=value`` sets hyper-parameters,
-                                                  ``--threads N`` the threads); SOLVER labelrank reads multilabel
-                                                  files (l1,l2,... idx:val ...), mlr class-label files
+    cyrank demo                                   every solver on small real data: test metrics, fit times, and
+                                                  the gap to the exact cvxpy optimum on a sub-problem
+    cyrank fit SOLVER TRAIN.svm -o MODEL.npz      train (-p NAME=VALUE sets a hyper-parameter, -t N the threads,
+                                                  --valid FILE a validation set for early stopping); SOLVER
+                                                  labelrank reads multilabel files (l1,l2,... idx:val ...), mlr
+                                                  class-label files (label idx:val ...)
     cyrank predict MODEL.npz DATA.svm [-o FILE]   one score per line
-    cyrank eval DATA.svm (--model M | --scores S) ranking metrics of a model or a score file
+    cyrank eval DATA.svm (--model M | --scores S) ranking metrics of a model or a score file, with their rules
     cyrank verify SOLVER [DATA.svm]               fast solver vs the cvxpy reference, objectives side by side
+
+Errors are one line on stderr (exit status 2); cyrank --debug ... shows the Python traceback instead.
 """
 import argparse
 import importlib.util
@@ -78,10 +81,124 @@ def print_table(header, rows, out=None):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)), file=out)
 
 
-def load_data(path, n_features=None):
+# A data file's largest feature index sets n_features, and every fit allocates dense vectors of that length
+# (a linear model keeps about 16, LightGBM a few hundred bytes per feature): a 40-byte file naming feature 2**26
+# would take gigabytes for columns that are all zero. Without --max-features, the command line admits at most
+# max(MAX_FEATURES_FLOOR, FEATURES_PER_VALUE * the stored values of the file) features, so those vectors stay
+# proportional to the file.
+MAX_FEATURES_FLOOR = 1 << 20
+FEATURES_PER_VALUE = 8
+
+
+def feature_limit(X, max_features=None):
+    return max_features if max_features is not None else max(MAX_FEATURES_FLOOR, FEATURES_PER_VALUE * X.nnz)
+
+
+def check_feature_count(X, path, max_features=None, option="--max-features"):
+    """ValueError naming the line whose feature index implies more features than :func:`feature_limit`."""
+    limit = feature_limit(X, max_features)
+    if X.shape[1] <= limit:
+        return
+    from .io import _data_line_number, _read_bytes
+
+    k = int(np.argmax(X.indices))
+    row = int(np.searchsorted(X.indptr, k, side="right")) - 1
+    raw, name = _read_bytes(path)
+    raise ValueError(f"{name}, line {_data_line_number(raw, row)}: a feature index implies {X.shape[1]} features, but "
+                     f"the file stores only {X.nnz} values; every fit keeps dense vectors of n_features numbers (a "
+                     f"linear model about 16, LightGBM hundreds of bytes per feature), here about "
+                     f"{128 * X.shape[1] / 2**30:.2g} GiB or more for columns that are all zero (the limit is "
+                     f"max({MAX_FEATURES_FLOOR}, {FEATURES_PER_VALUE} x stored values) = {limit}). Renumber the "
+                     f"features compactly, or pass {option} {X.shape[1]} if this many is intended")
+
+
+def load_data(path, n_features=None, max_features=None, what=None):
+    """(X, y, qid) of a LETOR/SVMlight file. ``n_features`` (a model's or the training file's) fixes the width;
+    without it the width implied by the file is bounded by :func:`check_feature_count`."""
     from .io import load_svmlight
 
-    return load_svmlight(path, n_features=n_features)
+    if n_features is None:
+        X, y, qid = load_svmlight(path)
+        check_feature_count(X, path, max_features)
+        return X, y, qid
+    try:
+        return load_svmlight(path, n_features=n_features)
+    except ValueError as exc:
+        if "n_features was set to" not in str(exc):
+            raise
+        raise ValueError(f"{path} has feature indices beyond the {n_features} features of {what or 'the model'}; "
+                         "score or validate with data that uses the same features") from None
+
+
+# Arguments of a family's functional solve that are not hyper-parameters of its estimator: a model file holds
+# only the estimator's parameters, so -p refuses them (test_audit_cli checks this table against the estimators).
+NOT_HYPER_PARAMETERS = {
+    "coef0": "a starting point (an array) of the functional layer, not a hyper-parameter",
+    "start": "a starting point (an array) of the functional layer, not a hyper-parameter",
+    "offset": "a per-row offset array of the functional layer, not a hyper-parameter",
+    "options": "an Options object of the functional layer (set solver options in Python)",
+    "joint": "joint features are an array (n x n_labels x p), given to fit in Python, not a hyper-parameter",
+    "relevance": "a relevance matrix given to fit in Python, not a hyper-parameter",
+    "irrelevant": "an irrelevance matrix given to fit in Python, not a hyper-parameter",
+    "eval_set": "a validation set is a file: use --valid FILE (lambdarank and lambdamart)",
+}
+DATA_ARGUMENTS = ("X", "y", "qid", "G")
+
+
+def accepted_params(spec):
+    """The names ``-p`` accepts for a solver: its estimator's hyper-parameters (for the functional families, the
+    keyword arguments of solve that the estimator also has; found without importing scikit-learn)."""
+    import inspect
+
+    if spec.solve:
+        names = inspect.signature(spec.solve_function).parameters
+        return sorted(n for n in names if n not in DATA_ARGUMENTS and n not in NOT_HYPER_PARAMETERS)
+    return sorted(spec.estimator_class().get_params())
+
+
+def check_param_names(spec, params, accepted):
+    for name in params:
+        if name in accepted:
+            continue
+        if name in NOT_HYPER_PARAMETERS and name != "eval_set":
+            raise ValueError(f"-p {name}: {NOT_HYPER_PARAMETERS[name]}; a model file cannot hold it. -p accepts for "
+                             f"{spec.name}: {', '.join(accepted)}")
+        if name == "eval_set":
+            raise ValueError(f"-p eval_set: {NOT_HYPER_PARAMETERS[name]}")
+        raise ValueError(f"-p {name}: {spec.name} has no parameter {name!r}; -p accepts: {', '.join(accepted)}")
+
+
+def check_threads(threads):
+    """-t/--threads as a checked thread count (None: unchanged)."""
+    from ._validation import check_n_jobs
+
+    if threads is not None and (threads == 0 or threads < -1):
+        raise ValueError(f"-t/--threads must be a number of threads >= 1, or -1 for every core; got {threads}")
+    return check_n_jobs(threads)
+
+
+def read_scores(path, data, n):
+    """The scores of a score file (one number per line, as ``cyrank predict`` writes), checked against DATA."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's "input contained no data": reported below with the file name
+            scores = np.loadtxt(path, dtype=np.float64, ndmin=1)
+    except OSError as exc:
+        raise OSError(f"--scores {path}: cannot read it ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"--scores {path}: not a score file ({exc}); it must hold one number per line, as cyrank "
+                         "predict writes") from None
+    if scores.ndim != 1:
+        raise ValueError(f"--scores {path}: {scores.shape[1]} numbers per line; a score file holds one score per line")
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        raise ValueError(f"--scores {path}: score number {bad[0] + 1} is {scores[bad[0]]}; scores must be finite")
+    if scores.shape[0] != n:
+        raise ValueError(f"--scores {path} has {scores.shape[0]} scores but {data} has {n} rows; give one score per "
+                         "row of DATA, in its order")
+    return scores
 
 
 def small_problem(X, y, qid, n_queries=6, n_features=6, seed=0):
@@ -126,14 +243,24 @@ def verify_solver(spec, X, y, qid, params, out=None):
 
 
 # ---------------------------------------------------------------------------------------------- commands
+def demo_names():
+    """The rankers ``cyrank demo`` trains on the ranking data (LambdaMART only when LightGBM is installed), and the
+    families with their own data sets (mlr: Wine; labelrank: a multilabel set)."""
+    return [name for name, spec in _registry.SOLVERS.items() if spec.demo], ["mlr", "labelrank"]
+
+
 def cmd_demo(args):
     from .datasets import load_lightgbm_rank
 
-    demo_solvers = [name for name, spec in _registry.SOLVERS.items() if spec.demo]
-    names = args.solvers.split(",") if args.solvers else [*demo_solvers, "mlr"]
-    for name in names:  # MLR has its own demo (Wine); the others take the ranking data
-        if name not in (*demo_solvers, "mlr"):
-            raise ValueError(f"--solvers: {name!r} is not in the demo; choose from {', '.join(demo_solvers)}, mlr")
+    rankers, others = demo_names()
+    names = args.solvers.split(",") if args.solvers else [*rankers, *others]
+    for name in names:  # MLR and LabelRankBoost have their own demos; the others take the ranking data
+        if name not in (*rankers, *others):
+            raise ValueError(f"--solvers: {name!r} is not in the demo; choose from {', '.join([*rankers, *others])}")
+    skipped = []
+    if "lambdamart" in names and importlib.util.find_spec("lightgbm") is None:
+        names = [n for n in names if n != "lambdamart"]
+        skipped.append("lambdamart (LightGBM is not installed: pip install 'cyrank[lightgbm]')")
 
     Xtr, ytr, qtr = load_lightgbm_rank("train")
     Xte, yte, qte = load_lightgbm_rank("test")
@@ -141,8 +268,8 @@ def cmd_demo(args):
     print(f"train {Xtr.shape[0]} docs / {np.unique(qtr).size} queries, test {Xte.shape[0]} docs / "
           f"{np.unique(qte).size} queries, {Xtr.shape[1]} features")
     print("metrics on the test set, mean over queries; queries without a relevant document are dropped "
-          "(empty='drop'), score ties broken pessimistically\n")
-    specs = [_registry.get(name) for name in names if name != "mlr"]
+          "(empty='drop'), score ties broken pessimistically; NDCG with the exponential gain 2**y - 1\n")
+    specs = [_registry.get(name) for name in names if name in rankers]
     header = ["model", "fit_s", "n_iter", "converged", *DEFAULT_METRICS]
     rows = []
     rng = np.random.default_rng(0)
@@ -154,18 +281,77 @@ def cmd_demo(args):
         elapsed = time.perf_counter() - t0
         rows.append([spec.name, elapsed, est.n_iter_, est.converged_,
                      *evaluate(yte, est.predict(Xte), qte, DEFAULT_METRICS).values()])
-    print_table(header, rows)
+    if specs:
+        print_table(header, rows)
+        params = [f"{s.name} {s.demo_params}" for s in specs if s.demo_params]
+        print("parameters: " + "; ".join(params))
     exact = importlib.util.find_spec("cvxpy") is not None
     for spec in specs:
         if not (spec.reference and exact):
             continue
         print(f"\n{spec.name}: gap to the exact cvxpy optimum on a small sub-problem of the training data")
         verify_solver(spec, *small_problem(Xtr, ytr, qtr), spec.small_params)
+    no_reference = [s.name for s in specs if not s.reference]
+    if no_reference:
+        print(f"\n({', '.join(no_reference)}: not convex, so no exact optimum to compare with)")
     if "mlr" in names:
         demo_mlr(exact=exact)
+    if "labelrank" in names:
+        demo_labelrank(exact=exact)
     if not exact:
         print("\n(cvxpy is not installed: the gaps to the exact optimum are skipped; pip install 'cyrank[reference]')")
+    for what in skipped:
+        print(f"\nskipped: {what}")
     return 0
+
+
+def demo_labelrank(out=None, exact=True):
+    """LabelRankBoost on scikit-learn's make_multilabel_classification (500 points, 20 features, 6 labels;
+    400 train / 100 test): the four label-ranking errors of its scores against random scores, then the gap to
+    the exact cvxpy optimum on a tiny sub-problem."""
+    from .datasets import multilabel_dataset
+    from .labelrank import LabelRankBoost
+    from .metrics import label_ranking_error
+
+    out = out or sys.stdout
+    X, Y = multilabel_dataset(n_samples=500, n_features=20, n_classes=6, n_labels=2, random_state=0)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    params = {"alpha": 1.0}
+    t0 = time.perf_counter()
+    model = LabelRankBoost(**params).fit(X[:400], Y[:400])
+    elapsed = time.perf_counter() - t0
+    random_scores = np.random.default_rng(0).random((100, Y.shape[1]))
+    kinds = ("zero_one", "disagreement", "domination", "dominated")
+    print(f"\nlabelrank: LabelRankBoost (Dekel, Manning & Singer 2003) on make_multilabel_classification (500 "
+          f"points, 20 features, 6 labels; z-scored, 400 train / 100 test); label-ranking errors on the test points; "
+          f"params {params}", file=out)
+    rows = [["random scores", 0.0, "-", "-", *(label_ranking_error(Y[400:], random_scores, k) for k in kinds)],
+            ["labelrank", elapsed, model.n_iter_, model.converged_,
+             *(label_ranking_error(Y[400:], model.predict(X[400:]), k) for k in kinds)]]
+    print_table(["model", "fit_s", "n_iter", "converged", *kinds], rows, out=out)
+    if not exact:
+        return None
+    from reference import labelrank as ref_labelrank
+
+    from .labelrank import PreferenceGraphs
+
+    Xs, Ys = X[:30, :5], Y[:30]
+    small = {"alpha": 0.5, "tol": 1e-10}
+    t0 = time.perf_counter()
+    m = LabelRankBoost(**small).fit(Xs, Ys)
+    t_fast = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sol = ref_labelrank.solve(Xs, PreferenceGraphs.from_indicator(Ys), "domination", small["alpha"])
+    t_ref = time.perf_counter() - t0
+    print(f"\nlabelrank: gap to the exact cvxpy optimum; {Xs.shape[0]} points, {Xs.shape[1]} features, "
+          f"{Ys.shape[1]} labels; params {small}", file=out)
+    print_table(["solver", "objective", "time_s", "detail"],
+                [["cyrank labelrank", f"{m.objective_:.12g}", f"{t_fast:.3g}", f"n_iter={m.n_iter_}"],
+                 ["reference (cvxpy)", f"{sol.objective:.12g}", f"{t_ref:.3g}", f"{sol.solver} {sol.status}"]],
+                out=out)
+    gap = abs(m.objective_ - sol.objective) / max(1.0, abs(sol.objective))
+    print(f"relative objective gap |f_cyrank - f_ref| / max(1, |f_ref|) = {gap:.2e}", file=out)
+    return gap
 
 
 def demo_mlr(out=None, n_splits=10, exact=True):
@@ -230,13 +416,28 @@ def demo_mlr(out=None, n_splits=10, exact=True):
     return gap
 
 
-def fit_params(args, accepts):
-    """The hyper-parameters of a fit: ``--param`` pairs, ``-v`` and ``--threads`` (as n_jobs where the solver has
-    it; every fit runs inside the same thread limit anyway)."""
-    params = {**parse_params(args.param), "verbose": args.verbose}
-    if args.threads is not None and "n_jobs" in accepts:
+def fit_params(args, spec):
+    """The hyper-parameters of a fit: ``--param`` pairs (names checked against what the model file can hold),
+    ``-v`` and ``--threads`` (as n_jobs where the solver has it; every fit runs inside the same thread limit
+    anyway)."""
+    accepted = accepted_params(spec)
+    params = parse_params(args.param)
+    check_param_names(spec, params, accepted)
+    params["verbose"] = args.verbose
+    if args.threads is not None and "n_jobs" in accepted:
         params.setdefault("n_jobs", args.threads)
+    if params.get("early_stopping_rounds") is not None and not args.valid:
+        raise ValueError("-p early_stopping_rounds needs a validation set: add --valid FILE (early stopping scores "
+                         "it after every step)")
     return params
+
+
+def takes_valid(spec):
+    """Whether a family scores a validation set during its fit (its solve or fit has ``eval_set``)."""
+    import inspect
+
+    fit = spec.solve_function if spec.solve else spec.estimator_class.fit
+    return "eval_set" in inspect.signature(fit).parameters
 
 
 def report_fit(name, result, elapsed):
@@ -246,29 +447,40 @@ def report_fit(name, result, elapsed):
         print(f"{name}: warning: {result.message}", file=sys.stderr)
 
 
-def fit_functional(spec, args):
-    """A fit through the functional layer (no scikit-learn import); the model file is written from the result."""
-    import inspect
+def load_valid(args, X):
+    if not args.valid:
+        return None
+    return load_data(args.valid, n_features=X.shape[1], what=f"the training file {args.train}")
 
+
+def fit_functional(spec, args, params):
+    """A fit through the functional layer (no scikit-learn import); the model file is written from the result."""
     from .io import load_svmlight, load_svmlight_multilabel, save_fitted
 
     solve = spec.solve_function
-    params = fit_params(args, inspect.signature(solve).parameters)
     if spec.data == "classes":  # label idx:val lines: one class label per point (a qid column is refused)
         X, y, qid = load_svmlight(args.train)
+        check_feature_count(X, args.train, args.max_features)
         if qid.size and np.any(qid != qid[0]):
             raise ValueError(f"{args.train}: {spec.name} takes class labels (label idx:val lines), not queries")
+        from ._memory import check_memory
+
+        check_memory(8 * X.shape[0] * X.shape[1], f"the dense copy of {args.train} ({X.shape[0]} x {X.shape[1]})",
+                     "MLR learns a dense d x d metric: reduce the features first (e.g. PCA)")
         X = X.toarray()  # MLR's metric is dense: d x d
         t0 = time.perf_counter()
         result = solve(X, y, **params)
     elif spec.data == "multilabel":  # l1,l2,... idx:val lines: the label sets of LIBSVM's multilabel data
         X, Y = load_svmlight_multilabel(args.train)
+        check_feature_count(X, args.train, args.max_features)
         t0 = time.perf_counter()
         result = solve(X, Y, **params)
     else:
-        X, y, qid = load_data(args.train)
+        X, y, qid = load_data(args.train, max_features=args.max_features)
+        valid = load_valid(args, X)
+        extra = {} if valid is None else {"eval_set": valid}
         t0 = time.perf_counter()
-        result = solve(X, y, qid, **params)
+        result = solve(X, y, qid, **extra, **params)
     report_fit(spec.name, result, time.perf_counter() - t0)
     if args.output:
         save_fitted(spec.class_name, params, result.fitted_attributes(), args.output)
@@ -278,20 +490,27 @@ def fit_functional(spec, args):
 
 def cmd_fit(args):
     from ._threads import all_threads
-    from ._validation import check_n_jobs
 
-    args.threads = check_n_jobs(args.threads)
+    args.threads = check_threads(args.threads)
+    spec = _registry.get(args.solver)
+    params = fit_params(args, spec)
+    if args.valid and not takes_valid(spec):
+        users = ", ".join(n for n, s in _registry.SOLVERS.items() if s.data == "ranking" and takes_valid(s))
+        raise ValueError(f"--valid: {spec.name} does not use a validation set (its fit stops on its own optimality "
+                         f"test); --valid is for the solvers with early stopping: {users}")
+    if not args.output:
+        print(f"cyrank fit: warning: no -o/--output given, so the trained {spec.name} model will not be saved "
+              "(add -o MODEL.npz to keep it)", file=sys.stderr)
     with all_threads(args.threads):
-        spec = _registry.get(args.solver)
         if spec.solve:
-            return fit_functional(spec, args)
+            return fit_functional(spec, args, params)
         from .io import save_model  # an estimator without a functional layer (LambdaMART: LightGBM's trees)
 
-        params = fit_params(args, spec.estimator_class().get_params())
-        X, y, qid = load_data(args.train)
+        X, y, qid = load_data(args.train, max_features=args.max_features)
+        valid = load_valid(args, X)
         est = spec.make(**params)
         t0 = time.perf_counter()
-        est.fit(X, y, qid=qid)
+        est.fit(X, y, qid=qid, **({} if valid is None else {"eval_set": valid}))
         elapsed = time.perf_counter() - t0
         print(f"{spec.name}: fit in {elapsed:.3f} s, n_iter={est.n_iter_}, "
               f"converged={getattr(est, 'converged_', 'n/a')}")
@@ -315,22 +534,24 @@ def model_scores(model_path, data_path):
         raise ValueError(f"{model_path} holds a model of class {type(est).__name__}, which gives no ranking scores (MLR "
                          "learns a metric: use its transform in Python); predict and eval need a ranker such as "
                          "DominationRank or RankSVM")
-    X, y, qid = load_data(data_path, n_features=getattr(est, "n_features_in_", None))
+    X, y, qid = load_data(data_path, n_features=getattr(est, "n_features_in_", None), what=f"the model {model_path}")
     return est.predict(X), y, qid
 
 
 def cmd_predict(args):
     scores, _, _ = model_scores(args.model, args.data)
-    out = open(args.output, "w") if args.output else sys.stdout
-    try:
-        np.savetxt(out, scores, fmt="%.17g")
-    finally:
-        if args.output:
-            out.close()
+    if args.output:
+        from .io import atomic_write
+
+        atomic_write(args.output, lambda fh: np.savetxt(fh, scores, fmt="%.17g"))
+    else:
+        np.savetxt(sys.stdout, scores, fmt="%.17g")
     return 0
 
 
 def cmd_eval(args):
+    from .metrics import describe_metric
+
     if (args.model is None) == (args.scores is None):
         raise ValueError("give exactly one of --model and --scores")
     specs = args.metric or list(DEFAULT_METRICS)
@@ -344,70 +565,100 @@ def cmd_eval(args):
             rows = [[f"{d} error", label_ranking_error(y, scores, d)]
                     for d in ("zero_one", "disagreement", "domination", "dominated")]
             print_table(["metric", "value"], rows)
+            print("\nrules: errors of the label scores on the preference graphs of each point's label set (relevant "
+                  "labels above the others), mean over points; tied scores count as errors (ties='pessimistic')")
             return 0
     else:
         _, y, qid = load_data(args.data)
-        scores = np.loadtxt(args.scores, dtype=np.float64, ndmin=1)
-        if scores.shape[0] != y.shape[0]:
-            raise ValueError(f"{args.scores} has {scores.shape[0]} scores but {args.data} has {y.shape[0]} rows")
+        scores = read_scores(args.scores, args.data, y.shape[0])
     print_table(["metric", "value"], [[k, v] for k, v in evaluate(y, scores, qid, specs).items()])
+    print("\nrules (mean over queries):")
+    for spec in specs:
+        print(f"  {describe_metric(spec)}")
     return 0
 
 
 def cmd_verify(args):
     spec = _registry.get(args.solver)
+    if not spec.reference:
+        supported = ", ".join(n for n, s in _registry.SOLVERS.items() if s.reference)
+        why = {"mlr": "cyrank demo --solvers mlr compares MLR with the exact SDP on Wine",
+               "labelrank": "cyrank demo --solvers labelrank compares LabelRankBoost with the exact cvxpy optimum"}
+        raise ValueError(f"verify does not support {spec.name}: it checks {supported} (the solvers whose objective "
+                         "it can hand to cvxpy from a ranking file); "
+                         + why.get(spec.name, f"{spec.name}'s objective is not convex, so it has no exact optimum"))
     if args.data:
         X, y, qid = load_data(args.data)
         X = X.toarray() if hasattr(X, "toarray") and X.shape[0] * X.shape[1] <= 10**6 else X
     else:
         n, d, nq = args.generate
+        if min(n, d, nq) < 1:
+            raise ValueError(f"--generate N D QUERIES must be positive integers, got {n} {d} {nq}")
         rng = np.random.default_rng(args.seed)
         X = rng.normal(size=(n, d))
         qid = rng.integers(0, nq, size=n)
         y = np.clip(np.rint(X @ rng.normal(size=d) + rng.normal(size=n)), 0, 3)
-    params = {**spec.small_params, **parse_params(args.param), "verbose": args.verbose}
+    params = {**spec.small_params, **parse_params(args.param)}
+    accepted = sorted(spec.estimator_class().get_params())
+    check_param_names(spec, params, accepted)
+    params["verbose"] = args.verbose
     gap = verify_solver(spec, X, y, qid, params)
     return 0 if gap <= args.max_gap else 1
 
 
 def build_parser():
     solvers = ", ".join(_registry.SOLVERS)
-    demo_solvers = ", ".join(name for name, spec in _registry.SOLVERS.items() if spec.demo and name != "mlr")
+    rankers, others = demo_names()
     verify_solvers = ", ".join(name for name, spec in _registry.SOLVERS.items() if spec.reference)
+    valid_solvers = ", ".join(name for name, spec in _registry.SOLVERS.items() if name in ("lambdarank", "lambdamart"))
     p = argparse.ArgumentParser(prog="cyrank", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"cyrank {__version__}")
+    p.add_argument("--debug", action="store_true", help="show the Python traceback of an error (default: one line)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def add(name, func, help_):
+    def add(name, func, help_, verbose=None):
         sp = sub.add_parser(name, help=help_, description=help_)
-        sp.set_defaults(func=func)
-        sp.add_argument("-v", "--verbose", action="count", default=0, help="per-iteration progress lines")
+        sp.set_defaults(func=func, verbose=0)
+        if verbose:
+            sp.add_argument("-v", "--verbose", action="count", default=0, help=verbose)
         return sp
 
-    d = add("demo", cmd_demo, "train every solver on the embedded real data; print test metrics, times, reference gap")
-    d.add_argument("--solvers", help=f"comma-separated subset of: {demo_solvers}, mlr")
+    d = add("demo", cmd_demo, "train every solver (LambdaMART when LightGBM is installed) on small real data; print "
+            "test metrics, fit times and the gap to the exact cvxpy optimum", verbose="the solvers' progress lines")
+    d.add_argument("--solvers", help=f"comma-separated subset of: {', '.join([*rankers, *others])}")
 
-    f = add("fit", cmd_fit, "train a solver on an SVMlight/LETOR file")
+    f = add("fit", cmd_fit, "train a solver on an SVMlight/LETOR file",
+            verbose="the solver's progress lines (per iteration, or per round for lambdamart)")
     f.add_argument("solver", help=solvers)
     f.add_argument("train", help="training file (label qid:N idx:val ...; labelrank: l1,l2,... idx:val ...; mlr: "
                    "class idx:val ...)")
-    f.add_argument("-o", "--output", help="model file to write (.npz, loaded without pickle)")
-    f.add_argument("-p", "--param", action="append", metavar="NAME=VALUE", help="hyper-parameter (repeatable)")
+    f.add_argument("-o", "--output", help="model file to write (.npz, loaded without pickle); without it the "
+                   "model is not saved")
+    f.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                   help="hyper-parameter of the solver's estimator (repeatable); a wrong name lists the valid ones")
     f.add_argument("-t", "--threads", type=int, help="threads of every kernel and of BLAS (default: OMP_NUM_THREADS, "
                    "else every core; -1: every core)")
+    f.add_argument("--valid", metavar="FILE", help=f"validation file scored after every step, for early stopping "
+                   f"with -p early_stopping_rounds=N ({valid_solvers} only)")
+    f.add_argument("--max-features", type=int, metavar="N", help=f"most features the training file may imply "
+                   f"(default: max({MAX_FEATURES_FLOOR}, {FEATURES_PER_VALUE} x its stored values))")
 
     pr = add("predict", cmd_predict, "score an SVMlight/LETOR file with a saved model")
     pr.add_argument("model")
     pr.add_argument("data")
-    pr.add_argument("-o", "--output", help="score file (default: stdout)")
+    pr.add_argument("-o", "--output", help="score file, one score per line, replaced only once complete "
+                    "(default: stdout)")
 
-    e = add("eval", cmd_eval, "ranking metrics of a model or of a score file on labelled data")
+    e = add("eval", cmd_eval, "ranking metrics of a model or of a score file on labelled data, and the gain, tie "
+            "and empty-query rules they used")
     e.add_argument("data")
     e.add_argument("--model")
     e.add_argument("--scores", help="text file with one score per row of DATA")
-    e.add_argument("-m", "--metric", action="append", help="ndcg@k, err@k, map, mrr, p@k, auc, pairacc, meanndcg")
+    e.add_argument("-m", "--metric", action="append", help="ndcg@k, err@k, map, mrr, p@k, auc, pairacc, meanndcg "
+                   f"(repeatable; default: {', '.join(DEFAULT_METRICS)})")
 
-    v = add("verify", cmd_verify, "compare a solver's final objective with the exact cvxpy optimum")
+    v = add("verify", cmd_verify, "compare a solver's final objective with the exact cvxpy optimum",
+            verbose="the solver's progress lines")
     v.add_argument("solver", help=verify_solvers)
     v.add_argument("data", nargs="?", help="small SVMlight/LETOR file (default: a generated problem)")
     v.add_argument("--generate", nargs=3, type=int, default=(40, 5, 4), metavar=("N", "D", "QUERIES"))
@@ -417,20 +668,36 @@ def build_parser():
     return p
 
 
+def _show_warning(command):
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"cyrank {command}: warning: {message}", file=sys.stderr if file is None else file)
+    return show
+
+
 def main(argv=None):
+    import warnings
+
     args = build_parser().parse_args(argv)
-    try:
+    if args.debug:
         return args.func(args)
-    except (ValueError, TypeError, OSError) as exc:
-        print(f"cyrank {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except MemoryError as exc:
-        print(f"cyrank {args.command}: error: out of memory ({exc or 'allocation failed'}); use a smaller problem "
-              "or a machine with more memory", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"cyrank {args.command}: interrupted", file=sys.stderr)
-        return 130
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning(args.command)  # one line per warning, no source line
+        try:
+            return args.func(args)
+        except (ValueError, TypeError, OSError, OverflowError, RuntimeError) as exc:
+            print(f"cyrank {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        except MemoryError as exc:
+            print(f"cyrank {args.command}: error: out of memory ({exc or 'allocation failed'}); use a smaller problem "
+                  "or a machine with more memory", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"cyrank {args.command}: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:  # noqa: BLE001  (a library error without a checked message, e.g. LightGBM's)
+            print(f"cyrank {args.command}: error: {type(exc).__name__}: {exc} (unexpected; cyrank --debug "
+                  f"{args.command} ... shows the traceback)", file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

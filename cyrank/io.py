@@ -343,11 +343,18 @@ def atomic_write(path, write):
             os.fsync(fh.fileno())
         os.chmod(tmp, os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and not str(exc).startswith("cannot write"):
+            kept = "the existing file is left as it was" if os.path.exists(path) else "no file was written"
+            err = OSError(f"cannot write {path}: {exc.strerror or exc} ({type(exc).__name__}"
+                          f"{f', errno {exc.errno}' if exc.errno else ''}); {kept}. Free some space, raise the "
+                          "file-size limit (ulimit -f) or write elsewhere")
+            err.errno = exc.errno
+            raise err from None
         raise
 
 
@@ -416,10 +423,10 @@ def dump_svmlight(X, y, path, qid=None, zero_based=False):
 
 
 # ----------------------------------------------------------------------------------- multilabel files
-def _split_labels(raw, name):
+def _split_labels(raw, name, limit=None, limit_name="max_labels"):
     """(text with every label list replaced by 0, the label lists): LIBSVM's multilabel lines ``l1,l2,... idx:val
     ...``, where a line starting with a feature (``idx:val``) or with blanks has no label. Blank and comment-only
-    lines are kept as they are (the reader skips them)."""
+    lines are kept as they are (the reader skips them). A label id >= ``limit`` is refused, naming its line."""
     lines, labels = raw.split(b"\n"), []
     for number, line in enumerate(lines, 1):
         if not line.split(b"#", 1)[0].strip():
@@ -437,13 +444,26 @@ def _split_labels(raw, name):
                              f"{head.decode(errors='replace')!r}") from None
         if any(i < 0 for i in ids):
             raise ValueError(f"{name}, line {number}: negative label in {head.decode(errors='replace')!r}")
+        if limit is not None and ids and max(ids) >= limit:
+            top = max(ids)
+            if limit_name == "n_labels":
+                raise ValueError(f"{name}, line {number}: label {top} is out of range for n_labels={limit} (labels "
+                                 f"are 0 .. {limit - 1})")
+            raise ValueError(f"{name}, line {number}: label {top} implies {top + 1} labels, more than "
+                             f"max_labels={limit}; label ranking keeps arrays of n_samples x n_labels scores and up to "
+                             "n_labels**2 preference pairs, so a few lines would ask for "
+                             f"{(top + 1) ** 2 / 2**30:.3g} GiB. Renumber the labels 0 .. k - 1 (or, in Python, pass "
+                             "max_labels=... to load_svmlight_multilabel if this many labels is intended)")
         labels.append(ids)
         lines[number - 1] = b"0 " + rest
     return b"\n".join(lines), labels
 
 
+MAX_LABELS = 1 << 14
+
+
 def load_svmlight_multilabel(path, *, n_features=None, n_labels=None, dtype=np.float64, zero_based="auto",
-                             max_bytes=None):
+                             max_bytes=None, max_labels=MAX_LABELS, max_features=MAX_FEATURES):
     """Read a multilabel SVMlight file (LIBSVM's multilabel sets) into ``(X, Y)``.
 
     Format, one example per line: ``l1,l2,... idx:val idx:val ... [# comment]`` with labels non-negative
@@ -451,10 +471,19 @@ def load_svmlight_multilabel(path, *, n_features=None, n_labels=None, dtype=np.f
     ``X``: as :func:`load_svmlight` (CSR, float64 or float32). ``Y``: the 0/1 indicator as a CSR int8 matrix of
     shape (n, n_labels), n_labels = the largest label + 1 unless given (a larger label is refused); pass it to
     ``PreferenceGraphs.from_indicator`` or straight to LabelRankBoost. ``qid`` tokens are refused (labels are
-    per instance, not per query)."""
+    per instance, not per query).
+
+    ``max_labels`` (default 2**14) bounds the label ids when ``n_labels`` is not given: a label id implies that
+    many labels, and label ranking keeps n_samples x n_labels scores and up to n_labels**2 preference pairs, so a
+    two-line file naming label 10**9 would otherwise ask for gigabytes. A larger id is a ValueError naming its line
+    (renumber the labels, or raise ``max_labels``). ``max_features``: as in :func:`load_svmlight`."""
+    max_labels = check_param("max_labels", max_labels, low=1, integer=True)
+    if n_labels is not None:
+        n_labels = check_param("n_labels", n_labels, low=1, integer=True)
     raw, name = _read_bytes(path, max_bytes)
-    text, labels = _split_labels(raw, name)
-    X, _, qid = _load_bytes(text, name, n_features=n_features, dtype=dtype, zero_based=zero_based)
+    text, labels = _split_labels(raw, name, *((n_labels, "n_labels") if n_labels is not None else (max_labels,)))
+    X, _, qid = _load_bytes(text, name, n_features=n_features, dtype=dtype, zero_based=zero_based,
+                            max_features=max_features)
     if np.any(qid != 0):
         raise ValueError(f"{name}: qid tokens in a multilabel file; labels belong to instances, not queries")
     top = max((max(ids) for ids in labels if ids), default=-1) + 1

@@ -23,7 +23,7 @@ extensions = [
 
 autosummary_generate = True
 autodoc_default_options = {"members": False, "inherited-members": False}
-numpydoc_show_class_members = False  # the API pages list what autosummary generates
+numpydoc_show_class_members = False  # the class template (_templates/autosummary/class.rst) lists the methods
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 
@@ -38,11 +38,15 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
 }
 
-templates_path = []
+templates_path = ["_templates"]  # autosummary/class.rst: a page per method (fit, predict, score, ...)
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+# literal blocks (``::``) hold formulas and file formats, not Python: no highlighting; Python examples say
+# ``.. code-block:: python``
+highlight_language = "none"
 html_theme = "alabaster"
 html_theme_options = {"description": "fast, exact-to-tolerance learning to rank", "fixed_sidebar": True}
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["cyrank.css"]  # long literal lines (formulas) wrap instead of running off the page
 
 
 # cyrank's docstrings are plain text with formulas (|x|, coef_, w_r): make them literal for reStructuredText
@@ -75,5 +79,30 @@ def _escape_plain_docstring(app, what, name, obj, options, lines):
             literal_indent = indent
 
 
+# docutils links every standalone "name@host" as an e-mail address, so "ndcg@10", "err@5" or "prec@k" in prose
+# became mailto: links; docutils has no setting to turn the recognition off. These documents hold no e-mail
+# address, so a "mailto:" reference whose host has no dot (a metric name, not an address) becomes its text again.
+_FALSE_EMAIL = re.compile(r"^mailto:[^@\s]+@[^.\s]+$")
+
+
+def _unlink_false_emails(app, doctree):
+    from docutils import nodes
+
+    for ref in list(doctree.findall(nodes.reference)):
+        if _FALSE_EMAIL.match(ref.get("refuri", "")):
+            ref.replace_self(nodes.Text(ref.astext()))
+
+
+# the method pages of a class (templates/autosummary/class.rst): cyrank's own methods (fit, predict, score,
+# decision_function, ...), not those scikit-learn's base classes add (get_params, set_*_request, ...)
+def _skip_foreign_methods(app, what, name, obj, skip, options):
+    module = getattr(obj, "__module__", None) or ""
+    if what == "method" and module.split(".")[0] not in ("cyrank", "reference"):
+        return True
+    return None
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _escape_plain_docstring, priority=100)
+    app.connect("doctree-read", _unlink_false_emails)
+    app.connect("autodoc-skip-member", _skip_foreign_methods)

@@ -130,16 +130,25 @@ def load_data(path, n_features=None, max_features=None, what=None):
                          "score or validate with data that uses the same features") from None
 
 
-# Arguments of a family's functional solve that are not hyper-parameters of its estimator: a model file holds
-# only the estimator's parameters, so -p refuses them (test_audit_cli checks this table against the estimators).
-NOT_HYPER_PARAMETERS = {
-    "coef0": "a starting point (an array) of the functional layer, not a hyper-parameter",
-    "start": "a starting point (an array) of the functional layer, not a hyper-parameter",
-    "offset": "a per-row offset array of the functional layer, not a hyper-parameter",
+# Arguments of a family's functional solve that are not hyper-parameters of its estimator (starting points,
+# solver option objects, validation sets, side arrays): a model file holds only the estimator's parameters, so -p
+# refuses them. test_audit_cli checks this table against the estimators and solves.
+FUNCTIONAL_ONLY = {
+    "domination": ("coef0", "offset", "options"),
+    "ranksvm": ("start", "options"),  # RankSVM's coef0 is its polynomial kernel's constant: a hyper-parameter
+    "ranknet": ("coef0",),
+    "lambdarank": ("eval_set",),
+    "mlr": ("relevance", "irrelevant", "options"),
+    "labelrank": ("coef0", "joint", "options"),
+}
+WHY_NOT = {
+    "coef0": "a starting point (an array) of the functional layer",
+    "start": "a starting point (an array) of the functional layer",
+    "offset": "a per-row offset array of the functional layer",
     "options": "an Options object of the functional layer (set solver options in Python)",
-    "joint": "joint features are an array (n x n_labels x p), given to fit in Python, not a hyper-parameter",
-    "relevance": "a relevance matrix given to fit in Python, not a hyper-parameter",
-    "irrelevant": "an irrelevance matrix given to fit in Python, not a hyper-parameter",
+    "joint": "joint features are an array (n x n_labels x p) given to fit in Python",
+    "relevance": "a relevance matrix given to fit in Python",
+    "irrelevant": "an irrelevance matrix given to fit in Python",
     "eval_set": "a validation set is a file: use --valid FILE (lambdarank and lambdamart)",
 }
 DATA_ARGUMENTS = ("X", "y", "qid", "G")
@@ -152,7 +161,8 @@ def accepted_params(spec):
 
     if spec.solve:
         names = inspect.signature(spec.solve_function).parameters
-        return sorted(n for n in names if n not in DATA_ARGUMENTS and n not in NOT_HYPER_PARAMETERS)
+        skip = (*DATA_ARGUMENTS, *FUNCTIONAL_ONLY.get(spec.name, ()))
+        return sorted(n for n in names if n not in skip)
     return sorted(spec.estimator_class().get_params())
 
 
@@ -160,11 +170,11 @@ def check_param_names(spec, params, accepted):
     for name in params:
         if name in accepted:
             continue
-        if name in NOT_HYPER_PARAMETERS and name != "eval_set":
-            raise ValueError(f"-p {name}: {NOT_HYPER_PARAMETERS[name]}; a model file cannot hold it. -p accepts for "
-                             f"{spec.name}: {', '.join(accepted)}")
         if name == "eval_set":
-            raise ValueError(f"-p eval_set: {NOT_HYPER_PARAMETERS[name]}")
+            raise ValueError(f"-p eval_set: {WHY_NOT[name]}")
+        if name in WHY_NOT:
+            raise ValueError(f"-p {name}: {WHY_NOT[name]}, not a hyper-parameter, so a model file cannot hold it. "
+                             f"-p accepts for {spec.name}: {', '.join(accepted)}")
         raise ValueError(f"-p {name}: {spec.name} has no parameter {name!r}; -p accepts: {', '.join(accepted)}")
 
 
@@ -492,6 +502,8 @@ def cmd_fit(args):
     from ._threads import all_threads
 
     args.threads = check_threads(args.threads)
+    if args.max_features is not None and args.max_features < 1:
+        raise ValueError(f"--max-features must be a number of features >= 1, got {args.max_features}")
     spec = _registry.get(args.solver)
     params = fit_params(args, spec)
     if args.valid and not takes_valid(spec):

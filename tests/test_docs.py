@@ -92,7 +92,11 @@ def load_conf():
         pytest.skip("docs/ is not part of this installation")
     spec = importlib.util.spec_from_file_location("cyrank_docs_conf", path)
     conf = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conf)
+    dont_write, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no docs/__pycache__
+    try:
+        spec.loader.exec_module(conf)
+    finally:
+        sys.dont_write_bytecode = dont_write
     return conf
 
 

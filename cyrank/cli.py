@@ -26,7 +26,8 @@ DEFAULT_METRICS = ("ndcg@10", "err@10", "map", "pairacc")
 
 # ---------------------------------------------------------------------------------------------- helpers
 def parse_value(text):
-    """A ``--param`` value: int, float, true/false, none, or the string itself (never evaluated)."""
+    """A ``--param`` value: int (also 1e6: an integral number without a decimal point), float, true/false, none,
+    or the string itself (never evaluated)."""
     low = text.lower()
     if low in ("none", "null"):
         return None
@@ -34,9 +35,12 @@ def parse_value(text):
         return low == "true"
     for cast in (int, float):
         try:
-            return cast(text)
+            value = cast(text)
         except ValueError:
-            pass
+            continue
+        if cast is float and "." not in text and value.is_integer() and abs(value) < 2**63:
+            return int(value)  # 1e6: an integer written in exponent form (num_leaves=1e6, max_iter=1e4)
+        return value
     return text
 
 

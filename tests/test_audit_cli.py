@@ -256,7 +256,7 @@ def test_cli_errors_are_one_line_without_traceback(data, tmp_path, capsys, monke
     if HAS_LIGHTGBM:  # the audit's LightGBM reproducers
         two = tmp_path / "two.svm"
         two.write_text("1 qid:1 1:1\n0 qid:1 2:1\n")
-        for argv in (["fit", "lambdamart", test, "-p", "num_leaves=1000000", "-p", "n_estimators=2"],
+        for argv in (["fit", "lambdamart", test, "-p", "num_leaves=1e6", "-p", "n_estimators=2"],
                      ["fit", "lambdamart", test, "-p", "min_child_samples=100000", "-p", "n_estimators=2"],
                      ["fit", "lambdamart", two]):
             code, err = _error(capsys, argv)

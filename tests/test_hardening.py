@@ -205,7 +205,7 @@ def test_cli_user_errors_are_one_line(tmp_path):
         (("predict", tmp_path / "mlr.npz", tmp_path / "wine.svm"), "gives no ranking scores"),
         (("eval", tmp_path / "wine.svm", "--model", tmp_path / "mlr.npz", "-m", "ndcg@abc"),
          "cut-off after '@' must be a positive integer"),
-        (("fit", "ranksvm", tmp_path / "big.svm"), "1099511627776"),
+        (("fit", "ranksvm", tmp_path / "big.svm", "-o", tmp_path / "m.npz"), "1099511627776"),
     ]
     for args, message in cases:
         res = _cli(*args, cwd=tmp_path)

@@ -232,6 +232,17 @@ def small_problem(X, y, qid, n_queries=6, n_features=6, seed=0):
     return Xs, y[rows], qid[rows]
 
 
+def print_gap(name, objective, t_fast, detail, sol, t_ref, out, note=""):
+    """Print cyrank's and the reference's objectives side by side; return the relative objective gap."""
+    print_table(["solver", "objective", "time_s", "detail"],
+                [["cyrank " + name, f"{objective:.12g}", f"{t_fast:.3g}", detail],
+                 ["reference (cvxpy)", f"{sol.objective:.12g}", f"{t_ref:.3g}", f"{sol.solver} {sol.status}"]],
+                out=out)
+    gap = abs(objective - sol.objective) / max(1.0, abs(sol.objective))
+    print(f"relative objective gap |f_cyrank - f_ref| / max(1, |f_ref|) = {gap:.2e}{note}", file=out)
+    return gap
+
+
 def verify_solver(spec, X, y, qid, params, out=None):
     """Fit ``spec``'s estimator and the reference on the same problem; print both objectives; return the gap."""
     out = out or sys.stdout
@@ -242,18 +253,8 @@ def verify_solver(spec, X, y, qid, params, out=None):
     t0 = time.perf_counter()
     sol = spec.solve_reference(est, X, y, qid)
     t_ref = time.perf_counter() - t0
-    gap = abs(est.objective_ - sol.objective) / max(1.0, abs(sol.objective))
     print(f"problem: {X.shape[0]} rows, {X.shape[1]} features, {np.unique(qid).size} queries; params {params}", file=out)
-    print_table(
-        ["solver", "objective", "time_s", "detail"],
-        [
-            ["cyrank " + spec.name, f"{est.objective_:.12g}", f"{t_fast:.3g}", f"n_iter={est.n_iter_}"],
-            ["reference (cvxpy)", f"{sol.objective:.12g}", f"{t_ref:.3g}", f"{sol.solver} {sol.status}"],
-        ],
-        out=out,
-    )
-    print(f"relative objective gap |f_cyrank - f_ref| / max(1, |f_ref|) = {gap:.2e}", file=out)
-    return gap
+    return print_gap(spec.name, est.objective_, t_fast, f"n_iter={est.n_iter_}", sol, t_ref, out)
 
 
 # ---------------------------------------------------------------------------------------------- commands
@@ -359,13 +360,7 @@ def demo_labelrank(out=None, exact=True):
     t_ref = time.perf_counter() - t0
     print(f"\nlabelrank: gap to the exact cvxpy optimum; {Xs.shape[0]} points, {Xs.shape[1]} features, "
           f"{Ys.shape[1]} labels; params {small}", file=out)
-    print_table(["solver", "objective", "time_s", "detail"],
-                [["cyrank labelrank", f"{m.objective_:.12g}", f"{t_fast:.3g}", f"n_iter={m.n_iter_}"],
-                 ["reference (cvxpy)", f"{sol.objective:.12g}", f"{t_ref:.3g}", f"{sol.solver} {sol.status}"]],
-                out=out)
-    gap = abs(m.objective_ - sol.objective) / max(1.0, abs(sol.objective))
-    print(f"relative objective gap |f_cyrank - f_ref| / max(1, |f_ref|) = {gap:.2e}", file=out)
-    return gap
+    return print_gap("labelrank", m.objective_, t_fast, f"n_iter={m.n_iter_}", sol, t_ref, out)
 
 
 def demo_mlr(out=None, n_splits=10, exact=True):
@@ -420,14 +415,8 @@ def demo_mlr(out=None, n_splits=10, exact=True):
     t_ref = time.perf_counter() - t0
     print(f"\nmlr: gap to the exact SDP (every ranking of every query enumerated); {Xs.shape[0]} points, "
           f"{Xs.shape[1]} features; params {params}", file=out)
-    print_table(["solver", "objective", "time_s", "detail"],
-                [["cyrank mlr", f"{m.objective_:.12g}", f"{t_fast:.3g}", f"batches={m.n_batches_}"],
-                 ["reference (cvxpy)", f"{sol.objective:.12g}", f"{t_ref:.3g}", f"{sol.solver} {sol.status}"]],
-                out=out)
-    gap = abs(m.objective_ - sol.objective) / max(1.0, abs(sol.objective))
-    print(f"relative objective gap |f_cyrank - f_ref| / max(1, |f_ref|) = {gap:.2e} "
-          f"(MLR stops at a certified gap of C * tol = {params['C'] * params['tol']:g})", file=out)
-    return gap
+    return print_gap("mlr", m.objective_, t_fast, f"batches={m.n_batches_}", sol, t_ref, out,
+                     note=f" (MLR stops at a certified gap of C * tol = {params['C'] * params['tol']:g})")
 
 
 def fit_params(args, spec):

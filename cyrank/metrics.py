@@ -758,6 +758,26 @@ _EXP_GAIN = ("exponential gain 2**y - 1 (Burges et al. 2005, as ranx ndcg_burges
              "linear gain y: ndcg_score(..., gain='linear'))")
 
 
+_ALL_ZERO = "a query whose labels are all 0"
+_NO_RELEVANT = "a query with no relevant row"
+# name -> (what it computes, ties, empty-query rule, which query is undefined): the functions' defaults
+_DESCRIPTIONS = {
+    "ndcg": ("NDCG over {cut}: {exp_gain}, discount 1/log2(1 + r), normalized per query by the ideal DCG",
+             "pessimistic", "drop", _ALL_ZERO + " (ideal DCG = 0)"),
+    "meanndcg": ("LETOR 4.0 MeanNDCG (mean of NDCG@1..n): {exp_gain}, discount 1 for r <= 2 and 1/log2(r) after",
+                 "input", "zero", _ALL_ZERO + " (ideal DCG = 0)"),
+    "err": ("ERR over {cut} (Chapelle et al. 2009): R(y) = (2**y - 1) / 2**max_rel, max_rel = the largest label "
+            "of the data", "pessimistic", "drop", _ALL_ZERO),
+    "map": ("average precision, {binary}", "pessimistic", "drop", _NO_RELEVANT),
+    "mrr": ("reciprocal rank of the first relevant row, {binary}", "pessimistic", "drop", _NO_RELEVANT),
+    "p": ("precision at {k} (denominator k even for shorter queries), {binary}", "pessimistic", "drop",
+          _NO_RELEVANT),
+    "auc": ("per-query AUC, {binary}", "pessimistic", "drop", "a query without both relevant and irrelevant rows"),
+    "pairacc": ("pairwise accuracy over the pairs with y_i > y_j (a tied score counts as an error)", "pessimistic",
+                "drop", "a query with a single label level"),
+}
+
+
 def describe_metric(spec):
     """One line stating the gain, tie and empty-query rules that ``metric_by_name(spec)`` uses.
 
@@ -776,32 +796,7 @@ def describe_metric(spec):
     Raises the same ValueError as :func:`metric_by_name` for an unknown name.
     """
     name, k = _parse_spec(spec)
-    cut = "every row" if k is None else f"the first {k} ranks"
-    binary = "binary relevance y > 0"
-    if name == "ndcg":
-        what = f"NDCG over {cut}: {_EXP_GAIN}, discount 1/log2(1 + r), normalized per query by the ideal DCG"
-        ties, empty, undefined = "pessimistic", "drop", "a query whose labels are all 0 (ideal DCG = 0)"
-    elif name == "meanndcg":
-        what = ("LETOR 4.0 MeanNDCG (mean of NDCG@1..n): " + _EXP_GAIN
-                + ", discount 1 for r <= 2 and 1/log2(r) after")
-        ties, empty, undefined = "input", "zero", "a query whose labels are all 0 (ideal DCG = 0)"
-    elif name == "err":
-        what = (f"ERR over {cut} (Chapelle et al. 2009): R(y) = (2**y - 1) / 2**max_rel, max_rel = the largest "
-                "label of the data")
-        ties, empty, undefined = "pessimistic", "drop", "a query whose labels are all 0"
-    elif name == "map":
-        what = f"average precision, {binary}"
-        ties, empty, undefined = "pessimistic", "drop", "a query with no relevant row"
-    elif name == "mrr":
-        what = f"reciprocal rank of the first relevant row, {binary}"
-        ties, empty, undefined = "pessimistic", "drop", "a query with no relevant row"
-    elif name == "p":
-        what = f"precision at {k or 10} (denominator k even for shorter queries), {binary}"
-        ties, empty, undefined = "pessimistic", "drop", "a query with no relevant row"
-    elif name == "auc":
-        what = f"per-query AUC, {binary}"
-        ties, empty, undefined = "pessimistic", "drop", "a query without both relevant and irrelevant rows"
-    else:  # pairacc
-        what = "pairwise accuracy over the pairs with y_i > y_j (a tied score counts as an error)"
-        ties, empty, undefined = "pessimistic", "drop", "a query with a single label level"
+    what, ties, empty, undefined = _DESCRIPTIONS[name]
+    what = what.format(cut="every row" if k is None else f"the first {k} ranks", k=k or 10,
+                       binary="binary relevance y > 0", exp_gain=_EXP_GAIN)
     return f"{spec}: {what}; {_TIES_TEXT[ties]}; {undefined} {_EMPTY_TEXT[empty]}"

@@ -73,8 +73,9 @@ _COMMON_DOC = {
         Relevance labels (larger = more relevant).
     y_score : array-like of shape (n_samples,)
         Scores; a query's rows are ranked by decreasing score.
-    qid : array-like of shape (n_samples,) of integers, or None
-        Query id of each row (any integers, in any order); None: all rows form one query.""",
+    qid : array-like of shape (n_samples,) of integers or strings, or None
+        Query id of each row (any integers, or strings such as TREC topics, in any order); per-query values
+        follow the sorted ids. None: all rows form one query.""",
     "{ties}": """ties : {"pessimistic", "optimistic", "input", "average"}, default="pessimistic"
         Tie rule for equal scores (see the module docstring).""",
     "{empty}": """empty : {"drop", "zero", "one"}, default="drop"

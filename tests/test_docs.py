@@ -79,7 +79,7 @@ TYPE_WORDS = {
     "and", "any", "array", "arrays", "binary", "bool", "boolean", "callable", "cyrank", "default", "dense", "dict",
     "dtype", "estimator", "file", "float", "function", "generator", "if", "in", "instance", "int", "integer",
     "integers", "iterable", "like", "list", "mapping", "matrix", "ndarray", "numpy", "object", "of", "only",
-    "optional", "or", "path", "scalar", "scipy", "sequence", "shape", "sparse", "str", "string", "tuple",
+    "optional", "or", "path", "scalar", "scipy", "sequence", "shape", "sparse", "str", "string", "strings", "tuple",
 }
 
 

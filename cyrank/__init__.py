@@ -12,7 +12,7 @@ from ._queries import QueryGroups
 from ._result import SolveResult
 from ._validation import MissingQidWarning, RankingDataWarning
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # estimator name -> module defining it (imported by __getattr__ and by cyrank.io.load_model)
 ESTIMATORS = {

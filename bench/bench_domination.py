@@ -5,7 +5,7 @@ bounds, feature induction. Prints markdown tables (pasted into bench/RESULTS.md)
     python bench/bench_domination.py --only speed     # speed | lbfgs | cvxpy | bounds | induction | l1 | path
     python bench/bench_domination.py --quick          # smaller problems, to check that the script runs
 
-Objective (DESIGN.md Objective 1): sum over dominating rows of log(1 + sum_{j in D(q,i)} e^{m_j - m_i}) + penalty.
+Objective (Stevens, MEng thesis, MIT 2010; README "Objectives" 1): sum over dominating rows of log(1 + sum_{j in D(q,i)} e^{m_j - m_i}) + penalty.
 The L-BFGS-B baseline minimises the same objective with an independent vectorised numpy loss and gradient
 (checked against DominationRank.objective before timing).
 """

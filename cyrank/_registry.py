@@ -1,8 +1,10 @@
-"""The catalogue of solvers the CLI knows: name -> estimator, demo parameters, reference adapter.
+"""The table of solver families the CLI knows (``cyrank fit / verify / demo``): one ``SolverSpec`` per name.
 
-Each solver issue adds one ``SolverSpec`` here. Classes and reference adapters are named as
-``"module:attribute"`` strings and imported on use, so ``cyrank --help`` stays fast and ``reference``
-(cvxpy) is imported only by ``verify`` and ``demo``.
+A spec names the estimator class, the functional layer's ``solve`` (called by ``cyrank fit``), the kind of data
+file it reads (``data``), the parameters of ``demo`` and ``verify`` and, for the convex families, the reference
+(cvxpy) solver with the estimator parameters passed on to it. Classes and functions are ``"module:attribute"``
+strings imported on use, so ``cyrank --help`` stays fast and ``reference`` (cvxpy) is imported only by ``verify``
+and ``demo``.
 """
 import importlib
 from dataclasses import dataclass, field

@@ -28,9 +28,10 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
     sum over dominating rows i of (max - min)^2 / 4 of the feature over D(q, i) + {i}) or "max_sq" (the
     thesis: sum_q m_q max_{j in q} x_j^2).
 
-    With the l2 penalty the objective is smooth and ``solver="newton"`` (the default there) minimises it by
-    trust-region Newton-CG (cyrank.optim.tron) with exact gradients and Hessian-vector products in
-    O(nnz + rows) each (cyrank/domination/_smooth.pyx).
+    With the l2 penalty the objective is smooth and ``solver="auto"`` (the default) minimises it by L-BFGS for
+    at most 30 iterations, then, if that has not converged, by trust-region Newton-CG (cyrank.optim.tron) from
+    its point, with exact gradients and Hessian-vector products in O(nnz + rows) each
+    (cyrank/domination/_smooth.pyx).
 
     Parameters
     ----------

@@ -49,12 +49,14 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
 from ..optim._quadratic_l1 import minimise_quadratic_l1
 from ..optim.certificate import certify, group_column_squares, jacobi_preconditioner
 from ..optim.owlqn import owlqn
+from ..optim.penalties import PENALTIES, penalty_weights
+from ..optim.penalties import kkt_excess as _kkt_excess
+from ..optim.penalties import l1_change as _l1_change
 from ..optim.result import OptimResult, gap_target
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import NOISE_REL, tron
 from . import _cd, _model_cd, _smooth
 
-PENALTIES = ("l2", "l1", "elasticnet")
 SOLVERS = ("auto", "cd", "newton", "lbfgs", "prox_newton", "owlqn")
 # solver="auto" on a smooth objective: L-BFGS for at most this many iterations, then Newton from its point
 AUTO_LBFGS_ITERATIONS = 30
@@ -251,18 +253,6 @@ class _NewtonProblem(SmoothProblem):
 
 
 # -------------------------------------------------------------------------------------------- parameters
-def penalty_weights(penalty, alpha, l1_ratio):
-    """(lam1, lam2) of lam1 ||w||_1 + lam2 ||w||_2^2 for the named penalty."""
-    check_option("penalty", penalty, PENALTIES)
-    alpha = check_param("alpha", alpha, low=0.0)
-    if penalty == "l1":
-        return alpha, 0.0
-    if penalty == "l2":
-        return 0.0, alpha
-    rho = check_param("l1_ratio", l1_ratio, low=0.0, high=1.0)
-    return alpha * rho, alpha * (1.0 - rho)
-
-
 def choose_solver(solver, lam1, feature_induction):
     """The solver to run. "auto": "lbfgs+newton" for a smooth objective (lam1 = 0) without feature induction (L-BFGS
     for at most AUTO_LBFGS_ITERATIONS iterations, then Newton from where it stopped: a well-conditioned problem is
@@ -516,12 +506,6 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=No
                    stalled, res.gap, res.gap_kind)
 
 
-def _kkt_excess(G, w, lam1, noise):
-    """Per feature: dist(-G_r, lam1 * subdifferential of |w_r|) beyond the gradient's rounding error ``noise``."""
-    dist = np.where(w > 0, np.abs(G + lam1), np.where(w < 0, np.abs(G - lam1), np.maximum(np.abs(G) - lam1, 0.0)))
-    return np.maximum(dist - noise, 0.0)
-
-
 def _solve_lbfgs(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=None):
     """L-BFGS (Liu & Nocedal 1989) on the smooth objective in place on w: the OWL-QN optimiser of
     cyrank.optim.owlqn with lam1 = 0, which is exactly L-BFGS with its line search (no orthants), on the fused loss
@@ -588,14 +572,6 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
         w[:] = res.x
     return _result(w, res.objective, hist_obj, hist_nnz, res.optimality / scale, res.n_iter, res.n_fun,
                    res.converged, res.info["stalled"], res.gap, res.gap_kind)
-
-
-def _l1_change(w, s, lam1):
-    """lam1 (||w + s||_1 - ||w||_1) without cancellation: lam1 sign(w_r) s_r where w_r + s_r keeps the sign of
-    w_r != 0 (the difference of two nearly equal norms would lose every digit of a tiny step)."""
-    z = w + s
-    same = (w != 0) & (np.sign(z) == np.sign(w))
-    return lam1 * float(np.sum(np.where(same, np.sign(w) * s, np.abs(z) - np.abs(w))))
 
 
 def _line_search(problem, w, ws, step, decrease, f, G, lam1, noise):

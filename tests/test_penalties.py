@@ -1,0 +1,119 @@
+"""cyrank.optim.penalties: value, prox and subdifferential distance against their definitions, by brute force."""
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from cyrank.optim.penalties import (ElasticNet, L1, L2, Penalty, kkt_excess, l1_change, make_penalty,
+                                    penalty_weights)
+
+PENALTIES = [L2(0.7), L1(1.3), ElasticNet(2.0, 0.3), L1(0.5, weights=np.linspace(0.0, 2.0, 12)),
+             Penalty(np.linspace(0.1, 1.0, 12), 0.4)]
+
+
+def _lam1(pen, r):
+    return pen.lam1 if np.ndim(pen.lam1) == 0 else pen.lam1[r]
+
+
+@pytest.mark.parametrize("pen", PENALTIES, ids=repr)
+def test_value_is_the_formula(pen):
+    w = np.random.default_rng(0).standard_normal(12)
+    lam1 = pen.lam1 if np.ndim(pen.lam1) else np.full(12, pen.lam1)
+    assert pen.value(w) == pytest.approx(float(np.sum(lam1 * np.abs(w)) + pen.lam2 * np.sum(w * w)), rel=1e-14)
+
+
+@pytest.mark.parametrize("pen", PENALTIES, ids=repr)
+@pytest.mark.parametrize("step", [0.05, 1.0, 7.0])
+def test_prox_minimises_the_prox_objective(pen, step):
+    """prox(w, step) = argmin_z ||z - w||^2 / (2 step) + penalty(z): the penalty is separable, so each coordinate is
+    checked against a bounded scalar minimisation and against every point of a fine grid."""
+    rng = np.random.default_rng(1)
+    w = 3.0 * rng.standard_normal(12)
+    w[:3] = [0.0, 1e-3, -1e-3]
+    z = pen.prox(w, step)
+    for r in range(12):
+        lam1 = _lam1(pen, r)
+
+        def h(t):
+            return (t - w[r]) ** 2 / (2 * step) + lam1 * np.abs(t) + pen.lam2 * t * t
+
+        best = minimize_scalar(h, bounds=(-abs(w[r]) - 1, abs(w[r]) + 1), method="bounded",
+                               options={"xatol": 1e-12}).x
+        assert h(z[r]) <= h(best) + 1e-12
+        assert z[r] == pytest.approx(best, abs=1e-6)
+        grid = np.linspace(-abs(w[r]) - 1, abs(w[r]) + 1, 20001)
+        assert h(z[r]) <= np.min(h(grid)) + 1e-12
+    # the l1 part alone: soft-thresholding
+    zl1 = pen.prox_l1(w, step)
+    lam1 = pen.lam1 if np.ndim(pen.lam1) else np.full(12, pen.lam1)
+    assert np.allclose(zl1, np.where(np.abs(w) > step * lam1, w - np.sign(w) * step * lam1, 0.0), atol=1e-15)
+
+
+@pytest.mark.parametrize("pen", PENALTIES, ids=repr)
+def test_subdifferential_distance_is_its_definition(pen):
+    """dist(-g, d penalty(w)) per coordinate: d penalty(w)_r = 2 lam2 w_r + lam1_r sign(w_r) when w_r != 0, else
+    the interval lam1_r [-1, 1]; the distance to an interval is checked by minimising over it."""
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal(12)
+    w[::3] = 0.0
+    g = 2.0 * rng.standard_normal(12)
+    dist = pen.subdiff_distance(g, w)
+    for r in range(12):
+        lam1 = _lam1(pen, r)
+        if w[r] != 0:
+            expected = abs(-g[r] - (2 * pen.lam2 * w[r] + lam1 * np.sign(w[r])))
+        else:
+            ts = np.linspace(-1.0, 1.0, 200001)
+            expected = float(np.min(np.abs(-g[r] - lam1 * ts)))
+        assert dist[r] == pytest.approx(expected, abs=1e-5 * (1 + lam1))
+    # with the gradient of the smooth part (ridge included), the same measure; the pseudo-gradient's size is it
+    G = g + 2 * pen.lam2 * w
+    assert np.array_equal(pen.kkt_excess(G, w), dist)
+    assert np.allclose(np.abs(pen.pseudo_gradient(G, w)), dist, atol=1e-14)
+    # noise: the excess beyond it
+    assert np.allclose(pen.kkt_excess(G, w, noise=0.1), np.maximum(dist - 0.1, 0.0))
+
+
+def test_subdifferential_distance_vanishes_at_the_prox_fixed_point():
+    """z = prox(z - step g, step) iff 0 lies in g + d penalty(z): the stopping measure is 0 exactly there."""
+    rng = np.random.default_rng(3)
+    pen = ElasticNet(1.5, 0.6)
+    z = pen.prox(3 * rng.standard_normal(20), 0.5)
+    # a gradient that makes z optimal: -g in d penalty(z)
+    g = -(2 * pen.lam2 * z + pen.lam1 * np.where(z != 0, np.sign(z), rng.uniform(-1, 1, 20)))
+    assert np.max(pen.subdiff_distance(g, z)) <= 1e-14
+    assert np.allclose(pen.prox(z - 0.3 * g, 0.3), z, atol=1e-14)
+
+
+def test_l1_change_without_cancellation():
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal(50)
+    w[::5] = 0.0
+    s = rng.standard_normal(50)
+    assert l1_change(w, s, 0.7) == pytest.approx(0.7 * (np.abs(w + s).sum() - np.abs(w).sum()), rel=1e-12)
+    lam = rng.uniform(0, 2, 50)
+    assert l1_change(w, s, lam) == pytest.approx(np.sum(lam * (np.abs(w + s) - np.abs(w))), rel=1e-12)
+    pen = Penalty(lam, 0.0)
+    assert pen.l1_change(w[5:9], s[5:9], coords=np.arange(5, 9)) == pytest.approx(
+        np.sum(lam[5:9] * (np.abs(w[5:9] + s[5:9]) - np.abs(w[5:9]))), rel=1e-12)
+    # a step far below the rounding of ||w||_1: the difference of norms loses it, l1_change keeps it exactly
+    w = np.array([1e8, -3.0])
+    s = np.array([-1e-9, 1e-9])
+    assert l1_change(w, s, 1.0) == pytest.approx(-2e-9, rel=1e-12)
+
+
+def test_names_and_weights():
+    assert penalty_weights("l1", 2.0, 0.3) == (2.0, 0.0)
+    assert penalty_weights("l2", 2.0, 0.3) == (0.0, 2.0)
+    assert penalty_weights("elasticnet", 2.0, 0.25) == (0.5, 1.5)
+    pen = make_penalty("elasticnet", 2.0, 0.25)
+    assert (pen.lam1, pen.lam2, pen.ridge, pen.strong_convexity, pen.smooth) == (0.5, 1.5, 1.5, 3.0, False)
+    assert make_penalty("l2", 1.0).smooth
+    with pytest.raises(ValueError, match="penalty"):
+        make_penalty("l3", 1.0)
+    with pytest.raises(ValueError, match="alpha"):
+        make_penalty("l1", -1.0)
+    with pytest.raises(ValueError, match="l1_ratio"):
+        make_penalty("elasticnet", 1.0, 1.5)
+    with pytest.raises(ValueError, match="lam1"):
+        Penalty(np.array([1.0, -1.0]))
+    assert np.array_equal(kkt_excess(np.array([0.5, -2.0]), np.zeros(2), 1.0), [0.0, 1.0])

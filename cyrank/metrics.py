@@ -45,6 +45,7 @@ from ._validation import check_gain_labels, check_option, check_param, check_sco
 
 __all__ = [
     "metric_by_name",
+    "parse_metric_name",
     "describe_metric",
     "ndcg_score",
     "letor_mean_ndcg",
@@ -703,28 +704,44 @@ def label_ranking_error(G, y_score, decomposition="disagreement", *, ties="pessi
 
 
 # ---------------------------------------------------------------------------------------------
-# metrics by name (the command line's -m, the scorers of cyrank.model_selection)
+# metrics by name (the command line's -m, the scorers of cyrank.model_selection, LambdaRank's and MLR's losses)
 # ---------------------------------------------------------------------------------------------
 METRIC_NAMES = ("ndcg", "err", "map", "mrr", "p", "auc", "pairacc", "meanndcg")
+CUT_OFF_NAMES = ("ndcg", "err", "p")  # the metrics whose name may carry @k
+# older spellings -> canonical names ("prec@k" was MLR's name of precision at k)
+METRIC_SYNONYMS = {"prec": "p"}
 _INT64_MAX = 2**63 - 1
 
 
-_CUT_OFF_NAMES = ("ndcg", "err", "p")  # the metrics whose name may carry @k
+def parse_metric_name(spec, names=METRIC_NAMES, cut_off=CUT_OFF_NAMES, *, what="metric"):
+    """``"ndcg@10"`` -> ("ndcg", 10); ``"map"`` -> ("map", None): the one grammar of metric names in cyrank.
 
+    Grammar: ``name[@k]``, case-insensitive, surrounding spaces ignored; k a positive integer <= 2**63 - 1 (a cut-off
+    at or beyond a query's length means every row of it). Synonyms (``METRIC_SYNONYMS``) give the canonical name:
+    "prec" is "p" (precision at k; "p" is canonical). Used by :func:`metric_by_name`, LambdaRank's ``metric``
+    (:func:`cyrank.lambdarank.parse_metric`) and MLR's ``loss``, each passing the ``names`` it supports and the
+    ``cut_off`` names among them that take "@k"; ``what`` names the parameter in the messages.
 
-def _parse_spec(spec):
-    """``"ndcg@10"`` -> ("ndcg", 10); ``"map"`` -> ("map", None). The one parser of metric names."""
-    name, at, k = str(spec).strip().lower().partition("@")
-    if at and not (k.isdigit() and int(k) >= 1):
-        raise ValueError(f"{spec!r}: the cut-off after '@' must be a positive integer, as in ndcg@10")
+    The name fixes only the metric and k: Ties and Empty rules are those of the function the caller applies
+    (see :func:`describe_metric`). A ValueError (in this order) when the cut-off is not a positive integer, is
+    above 2**63 - 1, when the name is not one of ``names`` (the message lists them), or when a name outside
+    ``cut_off`` carries one.
+    """
+    text = str(spec).strip().lower()
+    name, at, k = text.partition("@")
+    name = METRIC_SYNONYMS.get(name, name)
+    if at and not (k.isascii() and k.isdigit() and int(k) >= 1):
+        raise ValueError(f"{what} {spec!r}: the cut-off after '@' must be a positive integer, as in ndcg@10")
     if at and int(k) > _INT64_MAX:
-        raise ValueError(f"{spec!r}: the cut-off after '@' is above 2**63 - 1; write the metric without '@k' "
-                         f"(e.g. {name!r}) to use every row of each query")
-    if name not in METRIC_NAMES:
-        raise ValueError(f"unknown metric {spec!r}; known: {', '.join(METRIC_NAMES)} (with @k where it applies)")
-    if at and name not in _CUT_OFF_NAMES:
-        raise ValueError(f"{spec!r}: {name} takes no cut-off (it uses every row of each query); write {name!r}, "
-                         f"or use one of {', '.join(n + '@k' for n in _CUT_OFF_NAMES)}")
+        raise ValueError(f"{what} {spec!r}: the cut-off after '@' is above 2**63 - 1, longer than any query; write "
+                         f"{name!r} without '@k' to use every row of each query")
+    if name not in names:
+        known = ", ".join(n + "[@k]" if n in cut_off else n for n in names)
+        raise ValueError(f"unknown {what} {spec!r}; known: {known} (case-insensitive)")
+    if at and name not in cut_off:
+        alternatives = f", or use one of {', '.join(n + '@k' for n in cut_off)}" if cut_off else ""
+        raise ValueError(f"{what} {spec!r}: {name} takes no cut-off (it uses every row of each query); write "
+                         f"{name!r}{alternatives}")
     return name, (int(k) if at else None)
 
 
@@ -732,11 +749,12 @@ def metric_by_name(spec):
     """The metric named ``spec`` as a function ``f(y_true, y_score, qid)`` with this module's defaults.
 
     Names: "ndcg@k" (:func:`ndcg_score`; "ndcg": all rows), "err@k" (:func:`err_score`), "map"
-    (:func:`average_precision`), "mrr" (:func:`reciprocal_rank`), "p@k" (:func:`precision_at_k`, default k = 10),
-    "auc" (:func:`auc_score`), "pairacc" (:func:`pairwise_accuracy`) and "meanndcg" (:func:`letor_mean_ndcg`);
-    case-insensitive. A ValueError names the known ones. :func:`describe_metric` states the conventions used.
+    (:func:`average_precision`), "mrr" (:func:`reciprocal_rank`), "p@k" (:func:`precision_at_k`, default k = 10;
+    "prec@k" is an older spelling), "auc" (:func:`auc_score`), "pairacc" (:func:`pairwise_accuracy`) and
+    "meanndcg" (:func:`letor_mean_ndcg`); case-insensitive (the grammar of :func:`parse_metric_name`). A ValueError
+    names the known ones. :func:`describe_metric` states the conventions used.
     """
-    name, k = _parse_spec(spec)
+    name, k = parse_metric_name(spec)
     table = {
         "ndcg": lambda y, s, q: ndcg_score(y, s, q, k=k),
         "err": lambda y, s, q: err_score(y, s, q, k=k),
@@ -796,7 +814,7 @@ def describe_metric(spec):
 
     Raises the same ValueError as :func:`metric_by_name` for an unknown name.
     """
-    name, k = _parse_spec(spec)
+    name, k = parse_metric_name(spec)
     what, ties, empty, undefined = _DESCRIPTIONS[name]
     what = what.format(cut="every row" if k is None else f"the first {k} ranks", k=k or 10,
                        binary="binary relevance y > 0", exp_gain=_EXP_GAIN)

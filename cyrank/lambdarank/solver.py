@@ -22,8 +22,6 @@ Rows are put in (query, label) order once, and, when X is known, rows of one (qu
 fixed by their content (a 64-bit hash of the row, _lambdas.row_hashes): permuting the input rows (any way) then
 gives the same arrays to every kernel, so the same model bit for bit.
 """
-import re
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -32,6 +30,7 @@ from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import (check_gain_labels, check_option, check_param, check_ranking_data, check_scores,
                            warn_if_no_pairs)
+from ..metrics import parse_metric_name
 from ..optim.certificate import group_column_squares, jacobi_preconditioner
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
@@ -45,15 +44,11 @@ INT64_MAX = 2**63 - 1
 
 
 def parse_metric(metric):
-    """("ranknet" | "ndcg" | "err" | "map", k or None) from names like "ndcg@10", "err@5", "map", "ranknet"."""
-    m = re.fullmatch(r"(ranknet|ndcg|err|map)(?:@(\d+))?", str(metric))
-    if not m or (m.group(2) is not None and (m.group(1) in ("ranknet", "map") or int(m.group(2)) < 1)):
-        raise ValueError(f"metric must be 'ranknet', 'ndcg', 'ndcg@k', 'err', 'err@k' or 'map' (k >= 1), got "
-                         f"{metric!r}")
-    if m.group(2) is not None and int(m.group(2)) > INT64_MAX:
-        raise ValueError(f"metric={metric!r}: the cut-off k is above 2**63 - 1, longer than any query; write "
-                         f"{m.group(1)!r} without '@k' to use every position")
-    return m.group(1), (int(m.group(2)) if m.group(2) else None)
+    """("ranknet" | "ndcg" | "err" | "map", k or None) from names like "ndcg@10", "err@5", "map", "ranknet".
+
+    The grammar of :func:`cyrank.metrics.parse_metric_name` (case-insensitive ``name[@k]``, k a positive integer
+    <= 2**63 - 1), restricted to the metrics LambdaRank weights by; only "ndcg" and "err" take a cut-off."""
+    return parse_metric_name(metric, tuple(METRICS), ("ndcg", "err"), what="metric")
 
 
 def check_sigma(sigma):

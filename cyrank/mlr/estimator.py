@@ -25,13 +25,15 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    loss : {"auc", "prec@k", "map", "mrr", "ndcg", "knn"}, default="auc"
+    loss : {"auc", "p", "map", "mrr", "ndcg", "knn"}, default="auc"
         Ranking score whose loss Delta = Score(y*) - Score(y) is optimised:
         AUC; precision at k (denominator k); average precision; reciprocal rank; NDCG@k with binary gains,
         D(1) = 1, D(p) = 1/log2(p) and the ideal DCG as normaliser; knn: 1 if more than half of the k nearest
         points are relevant, else 0 (the binary kNN rule: exact kNN correctness for two classes and odd k).
+        Names follow :func:`cyrank.metrics.parse_metric_name` (case-insensitive); "p", "ndcg" and "knn" may carry
+        their cut-off, as "p@5". "p" is the canonical name of precision at k; "prec@k" is its older spelling.
     k : int >= 1, default=3
-        Cut-off of "prec@k", "ndcg" and "knn" (ignored by the other losses).
+        Cut-off of "p", "ndcg" and "knn" when the name carries none (ignored by the other losses).
     C : float > 0, default=1.0
         Slack trade-off.
     regularizer : {"trace", "frobenius", "diagonal"}, default="trace"

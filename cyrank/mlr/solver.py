@@ -51,11 +51,16 @@ from .._threads import one_blas_thread
 from .._validation import check_options
 from .._validation import (check_class_labels, check_feature_scale, check_n_jobs, check_option, check_param,
                            check_verbose, check_X)
+from ..metrics import parse_metric_name
 from ..optim.cutting_plane import WorkingSet, cutting_plane, cutting_plane_history
 from ._constraints import Separation
 from ._inner import REGULARIZERS, RestrictedSolver, keep_large, regularizer_value, spectrum
 
-LOSSES = ("auc", "prec@k", "map", "mrr", "ndcg", "knn")
+LOSSES = ("auc", "prec@k", "map", "mrr", "ndcg", "knn")  # the oracles' names (_oracles.LOSSES)
+# the loss names of cyrank.metrics.parse_metric_name's grammar ("p" is canonical for precision at k) and those
+# that take a cut-off ("p@5"; without one, the ``k`` parameter is used)
+LOSS_NAMES = ("auc", "p", "map", "mrr", "ndcg", "knn")
+CUT_OFF_LOSSES = ("p", "ndcg", "knn")
 # default in-out weight of the stability centre (measured on Wine / WDBC: 0.5 .. 0.8 are all good)
 STABILIZATION = 0.7
 
@@ -170,10 +175,31 @@ def _relevance(X, y, relevance, irrelevant):
         raise ValueError("no query has both a relevant and an irrelevant point; nothing to learn")
     return ("sets", rel_ptr, rel_idx, irr_ptr, irr_idx), None
 
+
+def parse_loss(loss, k):
+    """(the oracle's loss name, k) from ``loss`` and ``k``.
+
+    ``loss`` follows :func:`cyrank.metrics.parse_metric_name` (case-insensitive ``name[@k]``): "auc", "p" (precision
+    at k; canonical), "map", "mrr", "ndcg" or "knn"; "p", "ndcg" and "knn" may carry their cut-off ("p@5"), which
+    then replaces ``k``. The older spelling "prec@k" (literally, k from ``k``) is "p" and still accepted."""
+    spec = str(loss).strip()
+    if spec.lower() in ("prec@k", "p@k"):
+        spec = "p"
+    try:
+        name, cut = parse_metric_name(spec, LOSS_NAMES, CUT_OFF_LOSSES, what="loss")  # the one grammar of names
+    except ValueError as err:
+        raise ValueError(f"loss must be one of {', '.join(map(repr, LOSS_NAMES))} (or 'prec@k', the older name of "
+                         f"'p'), with '@k' allowed on {', '.join(CUT_OFF_LOSSES)} to set the cut-off; got {loss!r}: "
+                         f"{err}") from None
+    k = check_param("k", k, low=1, integer=True)
+    return ("prec@k" if name == "p" else name), (k if cut is None else cut)
+
+
 def check_params(*, loss, k, C, regularizer, tol, max_iter, stabilization, n_jobs, verbose):
     """Every parameter of :func:`solve` checked (a ValueError naming the first bad one), as the values used."""
-    return (check_option("loss", loss, LOSSES), check_option("regularizer", regularizer, REGULARIZERS),
-            check_param("k", k, low=1, integer=True), check_param("C", C, low=0, low_open=True),
+    loss, k = parse_loss(loss, k)
+    return (loss, check_option("regularizer", regularizer, REGULARIZERS),
+            k, check_param("C", C, low=0, low_open=True),
             check_param("tol", tol, low=0, low_open=True), check_param("max_iter", max_iter, low=1, integer=True),
             check_param("stabilization", stabilization, low=0, high=1, high_open=True), check_n_jobs(n_jobs) or 1,
             check_verbose(verbose))

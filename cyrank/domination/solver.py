@@ -46,15 +46,14 @@ from .._validation import check_options
 from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_random_state,
                            check_ranking_data, check_row_weights, check_verbose, check_y, max_abs,
                            warn_if_no_pairs)
-from ..optim._quadratic_l1 import minimise_quadratic_l1
 from ..optim.certificate import certify, group_column_squares, jacobi_preconditioner
 from ..optim.owlqn import owlqn
 from ..optim.penalties import PENALTIES, penalty_weights
-from ..optim.penalties import kkt_excess as _kkt_excess
-from ..optim.penalties import l1_change as _l1_change
+from ..optim.penalties import Penalty
+from ..optim.prox_newton import RIDGE, GramModel, prox_newton
 from ..optim.result import OptimResult, gap_target
 from ..optim.smooth import SmoothProblem
-from ..optim.tron import NOISE_REL, tron
+from ..optim.tron import tron
 from . import _cd, _model_cd, _smooth
 
 SOLVERS = ("auto", "cd", "newton", "lbfgs", "prox_newton", "owlqn")
@@ -63,12 +62,6 @@ AUTO_LBFGS_ITERATIONS = 30
 # solver="auto" with an l1 term on data too large for proximal Newton's formed model: OWL-QN for at most this many
 # iterations, then proximal Newton from its point
 AUTO_OWLQN_ITERATIONS = 500
-# proximal Newton: Armijo constant of the line search and its largest number of halvings (Yuan, Ho & Lin 2012)
-ARMIJO = 0.01
-# ... at most SHORT_STEPS halvings, then the model is damped (H + mu (diag(H) + floor), mu x 100, at least DAMPING_MIN:
-# see _GramModel) and solved again, at most MAX_DAMPINGS times per iteration
-SHORT_STEPS, MAX_DAMPINGS, DAMPING_MIN = 10, 30, 1e-6
-RIDGE = 1e-10  # relative ridge of the proximal Newton model, per coordinate (see _GramModel)
 MODEL_SWEEPS = 100  # largest number of sweeps of the matrix-free inner solver (_ScoreModel) per model
 MODEL_CD_SWEEPS = 10  # ... in rounds of this many CD sweeps and one Newton step on the orthant they found
 HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_SQ}
@@ -574,62 +567,18 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
                    res.converged, res.info["stalled"], res.gap, res.gap_kind)
 
 
-def _line_search(problem, w, ws, step, decrease, f, G, lam1, noise):
-    """Armijo backtracking along ``step`` (on the coordinates ws) from w, at most SHORT_STEPS halvings:
-    (accepted, t, trial point, its objective, its gradient if already computed else None). When the predicted
-    decrease is below the rounding error of f, the change is measured by the trapezoid rule on gradients (exact
-    for a quadratic, as TRON does), and at the rounding level of the gradients a step that lowers the KKT measure
-    itself is accepted."""
-    t = 1.0
-    for _ in range(SHORT_STEPS):
-        trial = w.copy()
-        trial[ws] += t * step
-        l1_trial = lam1 * float(np.abs(trial).sum())
-        f_trial = problem.fun(trial) + l1_trial
-        if -t * decrease >= NOISE_REL * abs(f):
-            if f_trial <= f + ARMIJO * t * decrease:
-                return True, t, trial, f_trial, None
-        else:
-            G_trial = problem.grad(trial)
-            dw = trial[ws] - w[ws]
-            change = float(np.sum(0.5 * (G[ws] + G_trial[ws]) * dw)) + _l1_change(w[ws], dw, lam1)
-            if change <= ARMIJO * t * decrease or (np.max(_kkt_excess(G_trial, trial, lam1, noise), initial=0.0)
-                                                   < np.max(_kkt_excess(G, w, lam1, noise), initial=0.0)):
-                return True, t, trial, f_trial, G_trial
-            problem.fun(w)
-            problem.grad(w)  # back to the Hessian state of w
-        t *= 0.5
-    return False, t, None, None, None
-
-
-class _GramModel:
-    """The proximal Newton model on W with its Hessian X_W'HX_W + (2 lam2 + ridge) I formed (_smooth.gram_hessian:
-    O(rows |W|^2)), minimised by cyrank/optim/_quadratic_l1.pyx (CD, then the feature-sign search: exact)."""
+class _GramModel(GramModel):
+    """The proximal Newton model on W with its Hessian X_W'HX_W formed by _smooth.gram_hessian (O(rows |W|^2)),
+    plus 2 lam2 I and the relative ridge of cyrank.optim.prox_newton.GramModel (floor: the Jacobi diagonal at the
+    start, _preconditioner, a curvature that does not vanish where the loss turns piecewise linear at huge margins
+    and scales with the feature)."""
 
     def __init__(self, rows, d, problem, ws, lam2, floor):
         pos = np.full(d, -1, dtype=np.int64)
         pos[ws] = np.arange(ws.size)
         H = np.empty((ws.size, ws.size))
         _smooth.gram_hessian(*rows, d, problem.state.smooth, ws, pos, H)
-        # symmetric, and positive definite: the loss is flat along per-query constant scores, so H is singular
-        # (computed slightly indefinite) whenever a feature is constant within queries; a relative ridge of
-        # RIDGE (newGLMNET's nu) per coordinate, RIDGE (H_rr + floor_r), keeps the model bounded and changes
-        # nothing else measurably. floor: the Jacobi diagonal at the start (_preconditioner), a curvature that does
-        # not vanish where the loss turns piecewise linear (huge margins) and scales with the feature
-        H = 0.5 * (H + H.T)
-        diagonal = np.diag(H) + floor
-        H[np.diag_indices_from(H)] += 2.0 * lam2 + RIDGE * diagonal
-        self.H, self.diagonal = H, diagonal
-
-    def minimise(self, g, w, lam1, damping, tol):
-        """(d, inner sweeps): the model's minimiser on W, plus damping/2 d'(diag(H) + floor)d (Marquardt's scaling),
-        to a KKT violation <= tol."""
-        H = self.H
-        if damping > 0:
-            H = H.copy()
-            H[np.diag_indices_from(H)] += damping * self.diagonal
-        step, sweeps, _ = minimise_quadratic_l1(H, g, w, lam1, tol)
-        return step, sweeps
+        super().__init__(H, floor, 2.0 * lam2)
 
 
 class _ScoreModel:
@@ -730,96 +679,35 @@ def _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz, columns, f
 
 
 def _solve_prox_newton(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, verbose, options, smooth=None):
-    """Proximal Newton with working sets (module docstring) in place on w.
+    """Proximal Newton with working sets (module docstring; cyrank.optim.prox_newton) in place on w.
 
-    Each iteration: the full gradient G (one pass of _smooth.fun_grad); stop when max_r KKT_r / scale <= tol
-    (scale = max_r |dL/dw_r| at 0, the measure of CD and Newton) and the gap (_certifier, the Newton decrement on
-    the orthant) is <= tol * max(1, |F|) (when only the first holds, its target is lowered and the iterations go
-    on); else the working set W = the non-zero features
-    plus the zero ones with the largest KKT violations (as many as there are non-zeros, at least 10; with
-    ``feature_induction`` = a, at most a per iteration, as Alg. 7 adds a features per round); the direction d on
-    W minimises G_W'd + d'(X_W'HX_W + 2 lam2 I)d/2 + lam1 ||w_W + d||_1 to a KKT violation of min(0.1,
-    sqrt(violation)) times the current one (cyrank/optim/_quadratic_l1.pyx); w += t d with t = 1, 1/2, ... the
-    first step satisfying
-    F(w + t d) <= F(w) + ARMIJO t (G_W'd + lam1 (||w_W + d||_1 - ||w_W||_1)).
-    Returns an OptimResult (_result); the "inner iterations" are the sweeps of the inner CD.
+    KKT is measured relative to scale = max_r |dL/dw_r| at 0 (the measure of CD and Newton), beyond the gradient's
+    rounding error; the gap is _certifier's (the Newton decrement on the orthant, preconditioned by the Jacobi
+    diagonal at the start, which is also each model's floor of curvature). The model on the working set is formed
+    (_GramModel) or applied in the scores (_ScoreModel), _inner_model's choice. Returns an OptimResult (_result);
+    the "inner iterations" are the sweeps of the inner CD.
     """
     d = X.shape[1]
     rows, problem, scale, noise, _, _ = smooth or _smooth_problem(X, layout, lam2, options)
-    hist_obj, hist_nnz = [], []
-    n_inner, n_iter, converged, stalled, damping = 0, 0, False, False, 0.0
     nnz = X.shape[0] * d if not sp.issparse(X) else X.nnz
+    penalty = Penalty(lam1, lam2)
     with one_blas_thread():
         if scale <= noise:  # the loss does not depend on w (see _solve_newton): w = 0 is an optimum
             w[:] = 0.0
             return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
-        f = problem.fun(w) + lam1 * float(np.abs(w).sum())
+        f = problem.fun(w) + penalty.l1_value(w)
         G = problem.grad(w)
         columns = []  # the sorted rows column by column, made once when the first large working set needs them
         # the Jacobi diagonal at the start: the certificate's preconditioner, and each model's floor of curvature
         floor = _preconditioner(X, layout, problem, lam2, w, evaluate=False, always=True)  # Hessian state at w
-        certify_at = _certifier(problem, lam1, lam2, tol, {"diagonal": floor, "made": True})
-        gap, gap_kind, tol_kkt = np.inf, "", tol
-        while True:
-            excess = _kkt_excess(G, w, lam1, noise)
-            violation = float(np.max(excess, initial=0.0)) / scale
-            if violation <= tol_kkt:
-                # the KKT rule (scale-dependent) holds: the gap must too, else a lower KKT target (the gap falls
-                # as the square of the gradient)
-                gap, gap_kind = certify_at(w, G, f)
-                if gap <= gap_target(tol, f):
-                    converged = True
-                    break
-                if violation == 0.0:
-                    stalled = True
-                    break
-                tol_kkt = min(tol_kkt, violation) * min(max(np.sqrt(gap_target(tol, f) / gap), 1e-3), 0.5)
-            if n_iter >= max_iter:
-                break
-            n_iter += 1
-            nonzero = np.flatnonzero(w)
-            zero_viol = np.where(w == 0, excess, 0.0)
-            k = max(10, nonzero.size) if feature_induction is None else int(feature_induction)
-            candidates = np.flatnonzero(zero_viol > 0)
-            if candidates.size > k:
-                candidates = candidates[np.argsort(-zero_viol[candidates], kind="stable")[:k]]
-            ws = np.sort(np.concatenate([nonzero, candidates])).astype(np.int64)
-            model = _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz, columns, floor)
-            g_ws, w_ws = np.ascontiguousarray(G[ws]), np.ascontiguousarray(w[ws])
-            accepted = False
-            for _ in range(MAX_DAMPINGS):
-                # forcing term min(0.1, sqrt(violation)): the inner accuracy tightens as w converges (superlinear),
-                # never beyond half the outer tolerance (a model solved finer than that buys nothing)
-                step, sweeps = model.minimise(g_ws, w_ws, lam1, damping,
-                                              max(min(0.1, np.sqrt(violation)) * violation, 0.5 * tol_kkt) * scale)
-                n_inner += sweeps
-                decrease = float(np.sum(g_ws * step)) + _l1_change(w_ws, step, lam1)
-                if not decrease < 0.0:  # no descent left at this precision
-                    break
-                accepted, t, trial, f_trial, G_trial = _line_search(problem, w, ws, step, decrease, f, G, lam1,
-                                                                    noise)
-                if accepted:
-                    # a full step: the model is good, trust it more; a shortened one: damp the next model
-                    damping = damping * 0.1 if t == 1.0 else max(10.0 * damping, DAMPING_MIN)
-                    break
-                # no acceptable step within SHORT_STEPS halvings: the quadratic model is poor (e.g. a loss that is
-                # nearly piecewise linear at huge margins); damp it (Levenberg-Marquardt) and solve it again
-                damping = max(100.0 * damping, DAMPING_MIN)
-            if not accepted:  # no decrease at this precision: the iteration did not happen
-                n_iter -= 1
-                stalled = True
-                break
-            w[:] = trial
-            f = f_trial
-            G = G_trial if G_trial is not None else problem.grad(w)
-            hist_obj.append(f)
-            hist_nnz.append(int(np.count_nonzero(w)))
-            if verbose:
-                print(f"DominationRank prox_newton iter {n_iter:4d}: f {f:.12g}  KKT {violation:.3e}  "
-                      f"working set {ws.size}  inner sweeps {sweeps}  step {t:g}")
-        excess = _kkt_excess(G, w, lam1, noise)
-        violation = float(np.max(excess, initial=0.0)) / scale
-    return _result(w, f, hist_obj, hist_nnz, violation, n_iter, n_inner, converged, stalled, gap, gap_kind)
+        res = prox_newton(problem, penalty, w, tol=tol, max_iter=max_iter, scale=scale, noise=noise,
+                          make_model=lambda ws: _inner_model(X, layout, rows, d, problem, ws, lam2, options, nnz,
+                                                             columns, floor),
+                          certify=_certifier(problem, lam1, lam2, tol, {"diagonal": floor, "made": True}),
+                          feature_induction=feature_induction, verbose=verbose, name="DominationRank prox_newton",
+                          f=f, G=G)
+    return _result(w, res.objective, res.history["objective"], res.history["n_nonzero"], res.optimality, res.n_iter,
+                   res.n_inner, res.converged, res.info["stalled"], res.gap, res.gap_kind)
 
 
 def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,

@@ -47,7 +47,7 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            check_ranking_data, check_row_weights, check_verbose, check_y, max_abs,
                            warn_if_no_pairs)
 from ..optim.certificate import certify, group_column_squares, jacobi_preconditioner
-from ..optim.owlqn import owlqn
+from ..optim.owlqn import owlqn_penalized
 from ..optim.penalties import PENALTIES, penalty_weights
 from ..optim.penalties import Penalty
 from ..optim.prox_newton import RIDGE, GramModel, prox_newton
@@ -524,31 +524,13 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
                 w[:] = 0.0
             return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
         name = "owlqn" if lam1 > 0 else "lbfgs"
-        first = [not np.any(w)]  # _smooth_problem evaluated w = 0 already, and left its Hessian state there
-        last = [w if first[0] else None]  # the point of the problem's Hessian state
+        first = not np.any(w)  # _smooth_problem evaluated w = 0 already, and left its Hessian state there
         # the Jacobi diagonal, made only if owlqn asks for it (the KKT rule holds and the gap is not certified)
         precond = {"diagonal": None, "made": False}
-        certify_at = _certifier(problem, lam1, lam2, tol, precond)
 
-        def make_precond(x, evaluate=True):
+        def make_precond(x, evaluate=False):  # (owlqn_penalized brings the Hessian state to x first)
             precond.update(diagonal=_preconditioner(X, layout, problem, lam2, x, evaluate), made=True)
-            last[0] = x
             return precond["diagonal"]
-
-        def fun_grad(x):
-            if first[0]:
-                first[0] = False
-                return f0, g0
-            f = problem.fun(x)
-            last[0] = x
-            return f, problem.grad(x)
-
-        def certify_x(x, g, F):
-            if last[0] is not x and not np.array_equal(last[0], x):
-                problem.fun(x)
-                problem.grad(x)
-                last[0] = x
-            return certify_at(x, g, F)
 
         def record(x, F):
             hist_obj.append(F)
@@ -559,9 +541,11 @@ def _solve_owlqn(X, layout, w, lam1, lam2, tol, max_iter, verbose, options, smoo
         # with a ridge the gap is usually certified by strong convexity alone, and the diagonal is made only when
         # it is not; without one (l1) the decrement needs it anyway: made at the start
         lazy = lam2 > 0
-        res = owlqn(fun_grad, w, lam1, tol_abs=tol * scale, max_iter=max_iter, noise=noise,
-                    memory=options.owlqn_memory, callback=record, certify=certify_x, gap_tol=tol,
-                    precond=make_precond if lazy else make_precond(w, evaluate=not first[0]))
+        res = owlqn_penalized(problem, Penalty(lam1, lam2), w, tol_abs=tol * scale, max_iter=max_iter, noise=noise,
+                              memory=options.owlqn_memory, callback=record,
+                              certify=_certifier(problem, lam1, lam2, tol, precond), gap_tol=tol,
+                              precond=make_precond if lazy else make_precond(w, evaluate=not first),
+                              start=(f0, g0) if first else None)
         w[:] = res.x
     return _result(w, res.objective, hist_obj, hist_nnz, res.optimality / scale, res.n_iter, res.n_fun,
                    res.converged, res.info["stalled"], res.gap, res.gap_kind)

@@ -216,3 +216,43 @@ def owlqn(fun_grad, x0, lam1, *, tol_abs, max_iter, noise=0.0, memory=10, callba
                        optimality_name="KKT violation", gap=gap, gap_kind=gap_kind, n_fun=n_fun,
                        history={"fun": np.asarray(objective)},
                        info={"stalled": stalled and not converged, "uncertified": uncertified})
+
+
+def owlqn_penalized(problem, penalty, x0, *, tol_abs, max_iter, noise=0.0, memory=10, callback=None, certify=None,
+                    gap_tol=None, precond=None, start=None):
+    """:func:`owlqn` on F = f + lam1 ||x||_1 with f a :class:`~cyrank.optim.smooth.SmoothProblem` (the loss plus the
+    penalty's ridge lam2 ||x||^2) and lam1 that of ``penalty`` (a :class:`~cyrank.optim.penalties.Penalty`; one
+    weight per coordinate allowed); lam1 = 0 is plain L-BFGS.
+
+    ``certify(x, g, F)`` and a callable ``precond(x)`` are called with the problem's Hessian state at x (evaluated
+    there first when needed). ``start``: (f, g) at x0 when the problem's state is already at x0 (one evaluation
+    saved). Returns :func:`owlqn`'s OptimResult."""
+    track = {"last": x0 if start is not None else None, "start": start}
+
+    def fun_grad(x):
+        if track["start"] is not None:
+            f, g = track["start"]
+            track["start"] = None
+            return f, g
+        f = problem.fun(x)
+        track["last"] = x
+        return f, problem.grad(x)
+
+    def at(x):
+        last = track["last"]
+        if last is not x and (last is None or not np.array_equal(last, x)):
+            problem.fun(x)
+            problem.grad(x)
+        track["last"] = x
+
+    def certify_x(x, g, F):
+        at(x)
+        return certify(x, g, F)
+
+    def precond_x(x):
+        at(x)
+        return precond(x)
+
+    return owlqn(fun_grad, x0, penalty.lam1, tol_abs=tol_abs, max_iter=max_iter, noise=noise, memory=memory,
+                 callback=callback, certify=None if certify is None else certify_x, gap_tol=gap_tol,
+                 precond=precond_x if callable(precond) else precond)

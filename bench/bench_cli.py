@@ -4,6 +4,7 @@ RankSVM", Neural Computation 2014, from which LIBLINEAR's rankSVM extension was 
 
     python bench/bench_cli.py --peer /path/to/liblinear/train          # writes the file to a temporary directory
     python bench/bench_cli.py --peer ... --data FILE                   # an existing LETOR file
+    python bench/bench_cli.py --reader                                 # the reader alone, against scikit-learn's
 
 Rebuilding the peer (outside this repository): fetch github.com/JasonWyse/FacRankSvm_c; in its liblinear/
 directory compile the four BLAS sources into blas/blas.a (``cd blas && gcc -O3 -fPIC -c *.c && ar rcs blas.a *.o``;
@@ -13,6 +14,10 @@ and 3 direct counting; every solver minimises w'w / 2 + C sum_P max(0, 1 - w'(x_
 
 Both run as fresh processes on one thread (OMP_NUM_THREADS=1, ``--threads 1``); wall time of the whole process,
 fastest of ``--repeat`` runs, so reading and parsing the file is included on both sides.
+
+``--reader`` times ``cyrank.io.load_svmlight`` (cyrank's one-pass Cython reader) against
+``sklearn.datasets.load_svmlight_file`` (``engine="sklearn"``) on the same file in this process, fastest of
+``--repeat`` reads each, and checks that both return the same arrays.
 """
 import argparse
 import os
@@ -59,13 +64,40 @@ def wall(cmd, repeat, env):
     return best, out
 
 
+def reader(data, repeat):
+    """Print a table: seconds to read ``data`` with cyrank's reader and with scikit-learn's (same arrays)."""
+    import sklearn
+
+    from cyrank.io import load_svmlight
+
+    results = {}
+    for engine in ("cyrank", "sklearn"):
+        best = np.inf
+        for _ in range(repeat):
+            t = time.perf_counter()
+            out = load_svmlight(data, engine=engine)
+            best = min(best, time.perf_counter() - t)
+        results[engine] = best, out
+    (Xc, yc, qc), (Xs, ys, qs) = results["cyrank"][1], results["sklearn"][1]
+    same = (Xc != Xs).nnz == 0 and np.array_equal(yc, ys) and np.array_equal(qc, qs)
+    print(f"scikit-learn {sklearn.__version__}; same arrays: {same}\n")
+    print("| reader | s | / cyrank |")
+    print("|---|---:|---:|")
+    base = results["cyrank"][0]
+    print(f"| cyrank.io.load_svmlight (Cython, one pass) | {base:.3f} | 1.00x |")
+    print(f"| sklearn.datasets.load_svmlight_file | {results['sklearn'][0]:.3f} | {results['sklearn'][0] / base:.1f}x |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--peer", required=True, help="the peer's train executable")
+    ap.add_argument("--peer", help="the peer's train executable (required unless --reader)")
+    ap.add_argument("--reader", action="store_true", help="time the SVMlight reader against scikit-learn's only")
     ap.add_argument("--data", help="LETOR file (default: a generated one of about 120 MB)")
     ap.add_argument("--C", type=float, default=1e-3)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
+    if not args.reader and not args.peer:
+        ap.error("--peer is required (or --reader)")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     cyrank_bin = os.path.join(os.path.dirname(sys.executable), "cyrank")
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,6 +107,9 @@ def main(argv=None):
             print(f"Data: generated, {n:,} documents, {d} dense features, queries of 120, labels 0-4")
         print(f"File: {os.path.getsize(data) / 1e6:.0f} MB. One thread; fastest of {args.repeat} runs; load average "
               f"at start {os.getloadavg()[0]:.1f}.\n")
+        if args.reader:
+            reader(data, args.repeat)
+            return
         rows = []
         for label, cmd in [("cyrank -h", [cyrank_bin, "-h"]), ("cyrank fit -h", [cyrank_bin, "fit", "-h"])]:
             rows.append((label, *wall(cmd, 5, env)))

@@ -13,10 +13,10 @@ import os
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 import cyrank
 from cyrank import DominationRank, RankSVM
-from cyrank._threads import one_blas_thread
 from cyrank.domination import solver as domination
 from cyrank.ranksvm.problems import LinearSquaredHinge, make_layout
 
@@ -63,7 +63,7 @@ def main():
              ("DominationRank(newton, tol=1e-8) fit",
               lambda: DominationRank(solver="newton", tol=1e-8).fit(X, y, qid).coef_, 5)]
     for name, f, reps in rows:
-        with one_blas_thread():
+        with threadpool_limits(limits=1, user_api="blas"):
             ms, results = fastest(f, reps)
         print(f"| {name} | {ms:.1f} | {'yes' if identical(results) else 'NO'} |")
 

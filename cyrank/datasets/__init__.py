@@ -13,7 +13,7 @@ from importlib import resources
 
 import numpy as np
 
-from ..io import _check_dtype, _decompress, _load_bytes
+from ..io import load_svmlight
 
 from .label_ranking import label_ranking_dataset, multilabel_dataset
 
@@ -24,8 +24,9 @@ _LIGHTGBM_N_FEATURES = 300
 
 
 def _read(name, dtype):
-    raw = resources.files(__name__).joinpath(name).read_bytes()
-    return _load_bytes(_decompress(raw, name), name, n_features=_LIGHTGBM_N_FEATURES, dtype=dtype, zero_based=False)
+    # load_svmlight takes a binary file object (decompressed by its content) as well as a path
+    with resources.files(__name__).joinpath(name).open("rb") as fh:
+        return load_svmlight(fh, n_features=_LIGHTGBM_N_FEATURES, dtype=dtype, zero_based=False)
 
 
 def load_lightgbm_rank(subset="train", *, dtype=np.float64):
@@ -38,7 +39,6 @@ def load_lightgbm_rank(subset="train", *, dtype=np.float64):
     """
     if subset not in ("train", "test", "both"):
         raise ValueError(f"subset must be 'train', 'test' or 'both'; got {subset!r}")
-    dtype = _check_dtype(dtype)
     if subset == "both":
         return {key: _read(name, dtype) for key, name in _LIGHTGBM_FILES.items()}
     return _read(_LIGHTGBM_FILES[subset], dtype)

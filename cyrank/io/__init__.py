@@ -1,0 +1,34 @@
+"""Reading and writing LETOR/SVMlight text, and safe model files.
+
+One concern per module: ``_svmlight.py`` (LETOR/SVMlight and multilabel text), ``_atomic.py`` (atomic writes),
+``_model.py`` (model files and the registry of model classes), ``_schema.py`` (the schema language of model files).
+The limits below are read from this package when used, so setting e.g. ``cyrank.io.DECOMPRESS_MIN`` changes them.
+
+SVMlight/LETOR text, one example per line (blank and comment-only lines are skipped)::
+
+    <label> [qid:<int>] <index>:<value> <index>:<value> ... [# comment]
+
+* :func:`load_svmlight` returns ``(X, y, qid)``: X a ``scipy.sparse.csr_matrix`` (float64 or float32) with int64
+  ``indices``/``indptr`` and sorted indices, y float64 labels, qid int64 (zeros when the file has no qid).
+  The default engine is cyrank's own one-pass Cython reader (:mod:`cyrank._svmlight`, about 15x faster);
+  ``engine="sklearn"`` uses scikit-learn's ``load_svmlight_file(..., query_id=True)``. Both give the same
+  arrays, bit for bit; ours also names the line of the first malformed token.
+* :func:`dump_svmlight` writes a file that :func:`load_svmlight` reads back exactly (shortest round-trip floats).
+
+Model files (:func:`save_model` / :func:`load_model`) are ``.npz`` archives holding a JSON header and plain
+numeric arrays: no pickle anywhere, so opening a model file never runs code. Only classes decorated with
+:func:`register_model` can be saved and loaded.
+"""
+from ._atomic import atomic_write
+from ._model import (FORMAT_NAME, FORMAT_VERSION, MODEL_SIZE_MIN, MODEL_SIZE_RATIO, load_model, register_model,
+                     registered_models, save_fitted, save_model)
+from ._svmlight import (DECOMPRESS_MIN, DECOMPRESS_RATIO, MAX_FEATURES, MAX_LABELS, dump_svmlight,
+                        dump_svmlight_multilabel, load_svmlight, load_svmlight_multilabel)
+
+# private names that the command line and the tests use (kept here so that they keep working)
+from ._model import _MODEL_REGISTRY  # noqa: F401
+from ._schema import _schema_rules  # noqa: F401
+from ._svmlight import _cython_reader, _data_line_number, _decimal_point, _format_rows_py, _read_bytes  # noqa: F401
+
+__all__ = ["load_svmlight", "dump_svmlight", "load_svmlight_multilabel", "dump_svmlight_multilabel", "save_model",
+           "save_fitted", "load_model", "register_model"]

@@ -59,7 +59,6 @@ __all__ = [
     "disagreement_error",
     "domination_error",
     "dominated_error",
-    "label_ranking_error",
 ]
 
 TIES = ("pessimistic", "optimistic", "input", "average")
@@ -150,8 +149,10 @@ def _check_k(k):
     return 0 if k is None else k
 
 
-def _finish(name, per_query, empty, return_per_query):
-    """Apply the empty rule (the kernels mark undefined queries with NaN) and average."""
+def mean_over_queries(name, per_query, empty, return_per_query):
+    """Apply the empty rule to ``per_query`` (NaN marks the undefined queries) and average: the last step of every
+    metric here and of the label-ranking error (:func:`cyrank.labelrank.label_ranking_error`). ``name`` names the
+    metric in the warning when every query is dropped."""
     undefined = np.isnan(per_query)
     if empty == "zero":
         per_query[undefined] = 0.0
@@ -253,7 +254,7 @@ def ndcg_score(y_true, y_score, qid=None, *, k=10, gain="exponential", conventio
     g, ideal, s = _dcg_inputs(Q, gain, ties)
     out = Q.new_out()
     _metrics.ndcg_kernel(g, ideal, s, Q.offsets, k, convention == "letor4", False, ties == "average", out)
-    return _finish("ndcg_score", out, empty, return_per_query)
+    return mean_over_queries("ndcg_score", out, empty, return_per_query)
 
 
 @_fill_doc
@@ -290,7 +291,7 @@ def letor_mean_ndcg(y_true, y_score, qid=None, *, gain="exponential", ties=None,
     g, ideal, s = _dcg_inputs(Q, gain, ties)
     out = Q.new_out()
     _metrics.ndcg_kernel(g, ideal, s, Q.offsets, 0, True, True, ties == "average", out)
-    return _finish("letor_mean_ndcg", out, empty, return_per_query)
+    return mean_over_queries("letor_mean_ndcg", out, empty, return_per_query)
 
 
 @_fill_doc
@@ -323,7 +324,7 @@ def precision_at_k(y_true, y_score, qid=None, *, k=10, threshold=0.0, ties="pess
     rel, s = Q.ranked(_binary(Q.y, threshold), ties)
     out = Q.new_out()
     _metrics.precision_kernel(rel, s, Q.offsets, k, ties == "average", out)
-    return _finish("precision_at_k", out, empty, return_per_query)
+    return mean_over_queries("precision_at_k", out, empty, return_per_query)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,7 +359,7 @@ def average_precision(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimi
     rel, s = Q.ranked(_binary(Q.y, threshold), ties)
     out = Q.new_out()
     _metrics.average_precision_kernel(rel, s, Q.offsets, ties == "average", out)
-    return _finish("average_precision", out, empty, return_per_query)
+    return mean_over_queries("average_precision", out, empty, return_per_query)
 
 
 @_fill_doc
@@ -387,7 +388,7 @@ def reciprocal_rank(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimist
     rel, s = Q.ranked(_binary(Q.y, threshold), ties)
     out = Q.new_out()
     _metrics.reciprocal_rank_kernel(rel, s, Q.offsets, ties == "average", out)
-    return _finish("reciprocal_rank", out, empty, return_per_query)
+    return mean_over_queries("reciprocal_rank", out, empty, return_per_query)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -441,7 +442,7 @@ def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, ties="pessimisti
     out = Q.new_out()
     mu = np.empty(Q.max_size + 1, dtype=np.float64)
     _metrics.err_kernel(R_ranked, s, Q.offsets, k, ties == "average", out, mu)
-    return _finish("err_score", out, empty, return_per_query)
+    return mean_over_queries("err_score", out, empty, return_per_query)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -479,7 +480,7 @@ def pairwise_accuracy(y_true, y_score, qid=None, *, ties="pessimistic", empty="d
     """
     _check_common(ties, empty, return_per_query)
     Q = _Queries(y_true, y_score, qid)
-    return _finish("pairwise_accuracy", 1.0 - _disagreement(Q, Q.y, ties), empty, return_per_query)
+    return mean_over_queries("pairwise_accuracy", 1.0 - _disagreement(Q, Q.y, ties), empty, return_per_query)
 
 
 @_fill_doc
@@ -508,7 +509,7 @@ def auc_score(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimistic", e
     _check_common(ties, empty, return_per_query)
     Q = _Queries(y_true, y_score, qid)
     per_query = 1.0 - _disagreement(Q, _binary(Q.y, threshold), ties)
-    return _finish("auc_score", per_query, empty, return_per_query)
+    return mean_over_queries("auc_score", per_query, empty, return_per_query)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -529,7 +530,7 @@ def _label_ranking(name, kind, y_true, y_score, qid, ties, empty, return_per_que
     out = Q.new_out()
     suffix_max = np.empty(Q.max_size + 1, dtype=np.float64)
     _metrics.label_ranking_kernel(lab, s, Q.offsets, kind, ties == "average", out, suffix_max)
-    return _finish(name, out, empty, return_per_query)
+    return mean_over_queries(name, out, empty, return_per_query)
 
 
 _LR_TIES = """Ties: "pessimistic" (default) is the paper's definition (a tie violates an edge);
@@ -596,7 +597,7 @@ def disagreement_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="
     """
     _check_common(ties, empty, return_per_query)
     Q = _Queries(y_true, y_score, qid)
-    return _finish("disagreement_error", _disagreement(Q, Q.y, ties), empty, return_per_query)
+    return mean_over_queries("disagreement_error", _disagreement(Q, Q.y, ties), empty, return_per_query)
 
 
 @_lr_doc
@@ -655,52 +656,6 @@ def dominated_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="dro
     """
     return _label_ranking("dominated_error", _metrics.DOMINATED, y_true, y_score, qid, ties, empty,
                           return_per_query)
-
-
-def label_ranking_error(G, y_score, decomposition="disagreement", *, ties="pessimistic", empty="drop",
-                        return_per_instance=False):
-    """Generalised label-ranking error on preference graphs (Dekel, Manning & Singer, NIPS 2003, eq. (1)).
-
-    ``G``: :class:`cyrank.labelrank.PreferenceGraphs` (or a 0/1 multilabel indicator matrix: relevant labels
-    preferred to irrelevant ones); ``y_score``: label scores, (n_instances, n_labels), larger = ranked higher.
-    ``decomposition``: "zero_one", "disagreement", "domination", "dominated" or a callable (as
-    ``PreferenceGraphs.decompose``). Per instance with subgraphs G_i1 .. G_is_i::
-
-        eps_i = (1/s_i) sum_k [exists e in E_ik: score(init e) <= score(term e)]
-
-    and the result is the mean of eps_i over instances.
-
-    Ties: "pessimistic" (default; the paper's <=, a tie violates an edge) or "optimistic" (a tie does not).
-
-    Empty: an instance with no edge follows ``empty``: "drop" (default; left out of the mean, NaN per
-    instance), "zero" or "one".
-
-    On bipartite graphs (an indicator matrix) "disagreement" with empty="zero" is scikit-learn's
-    ``label_ranking_loss``. Vectorised, O(edges). Returns the mean, or (mean, per_instance) with
-    ``return_per_instance=True``.
-    """
-    from ._validation import check_label_matrix
-    from .labelrank.graphs import as_graphs
-
-    check_option("ties", ties, ("pessimistic", "optimistic"))
-    check_option("empty", empty, EMPTY)
-    S = check_label_matrix(y_score, "y_score")
-    G = as_graphs(G)
-    if S.shape != (G.n_instances, G.n_labels):
-        raise ValueError(f"y_score has shape {S.shape} but G has {G.n_instances} instances and {G.n_labels} labels")
-    inst = G.instance_of_edge()
-    hi, lo = S[inst, G.init], S[inst, G.term]
-    bad = (hi <= lo) if ties == "pessimistic" else (hi < lo)
-    sub = G.decompose(decomposition)
-    sizes = np.diff(sub.member_ptr)
-    violated = np.zeros(sizes.size)
-    if sizes.size:
-        violated = np.maximum.reduceat(bad[sub.members].astype(np.float64), sub.member_ptr[:-1])
-    s = sub.n_subgraphs
-    per = np.full(G.n_instances, np.nan)
-    has = s > 0
-    per[has] = np.bincount(sub.instance_of_subgraph(), weights=violated, minlength=G.n_instances)[has] / s[has]
-    return _finish("label_ranking_error", per, empty, return_per_instance)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -766,6 +721,16 @@ def metric_by_name(spec):
         "meanndcg": lambda y, s, q: letor_mean_ndcg(y, s, q),
     }
     return table[name]
+
+
+def __getattr__(name):
+    """``label_ranking_error`` (on preference graphs) lives in :mod:`cyrank.labelrank.metrics`; it stays importable
+    from here for compatibility, imported on first use (this module does not import cyrank.labelrank)."""
+    if name == "label_ranking_error":
+        from .labelrank.metrics import label_ranking_error
+
+        return label_ranking_error
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _TIES_TEXT = {

@@ -9,7 +9,7 @@ from .._base import LinearRankerMixin, RankerMixin, set_fitted, warm_start_coef
 from .._validation import check_X
 from ..io import register_model
 from . import solver
-from .kernels import _MB, kernel_matrix, row_sqnorm
+from .kernels import MB, kernel_matrix, row_sqnorm
 
 
 # ------------------------------------------------------------------------------------------------ estimator
@@ -180,7 +180,7 @@ class RankSVM(RankerMixin, BaseEstimator):
         out = np.zeros(n)
         if m == 0:
             return out
-        block = max(1, int(self.kernel_memory_mb * _MB) // (8 * m))
+        block = max(1, int(self.kernel_memory_mb * MB) // (8 * m))
         sq = row_sqnorm(self.support_vectors_) if self.kernel == "rbf" else None
         for start in range(0, n, block):
             stop = min(n, start + block)

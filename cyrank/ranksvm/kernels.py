@@ -11,7 +11,8 @@ from .._memory import check_memory
 from .._validation import max_abs
 from . import _kernel
 
-_MB = 1 << 20
+MB = 1 << 20  # bytes in one of kernel_memory_mb's megabytes (MiB)
+_MB = MB  # the former private name (ranksvm/solver.py)
 
 
 # ------------------------------------------------------------------------------------------------- kernels
@@ -113,27 +114,27 @@ def kernel_operator(Xk, kernel, gamma, degree, coef0, memory_mb, verbose, *, max
     options; above ``warn_seconds`` the estimate is given in a warning.
     """
     n = Xk.shape[0]
-    budget = memory_mb * _MB
+    budget = memory_mb * MB
     need = n * n * 8
     row_bytes = n * 8
     if row_bytes > budget:
         raise ValueError(
             f"kernel_memory_mb leaves {memory_mb:.3g} MB after the training rows, not even one row of the {n} x {n} "
-            f"kernel matrix ({row_bytes / _MB:.3g} MB per row); increase kernel_memory_mb")
+            f"kernel matrix ({row_bytes / MB:.3g} MB per row); increase kernel_memory_mb")
     if need <= budget:
         check_memory(need, f"the {n} x {n} kernel matrix",
                      "lower kernel_memory_mb to recompute it block-wise instead")
         Q = np.empty((n, n))
         kernel_matrix(Xk, Xk, kernel, gamma, degree, coef0, out=Q)
         if verbose:
-            print(f"RankSVM: kernel matrix {n} x {n} stored ({need / _MB:.0f} MB)")
+            print(f"RankSVM: kernel matrix {n} x {n} stored ({need / MB:.0f} MB)")
         return StoredKernel(Q)
     block = int(max(1, budget // row_bytes))
     op = BlockedKernel(Xk, kernel, gamma, degree, coef0, block)
     t0 = time.perf_counter()
     op.block_product(0, np.zeros(n))
     per_product = (time.perf_counter() - t0) * -(-n // block)
-    estimate = (f"the {n} x {n} kernel matrix ({need / _MB:.3g} MB) exceeds the kernel memory left "
+    estimate = (f"the {n} x {n} kernel matrix ({need / MB:.3g} MB) exceeds the kernel memory left "
                 f"({memory_mb:.3g} MB), so it is recomputed in {-(-n // block)} blocks at every product: about "
                 f"{per_product:.3g} s per product, and a fit takes tens to hundreds of products")
     options = ("raise kernel_memory_mb (to at least the matrix size, if the machine has it), fit on a subsample "

@@ -1,16 +1,20 @@
-"""Shared test data: the graded-label ranking problems the solver tests are built on."""
+"""Shared fixtures. Data come from the public generator ``cyrank.datasets.make_ranking``; a test that needs its
+own draw calls it with its own seed (a Generator can be passed to keep drawing after it)."""
 import numpy as np
+import pytest
+
+from cyrank.datasets import make_ranking
 
 
-def graded_problem(seed, n, d, n_queries, levels, *, noise, qid_stride, qid_shift, density=1.0):
-    """``(rng, X, y, qid)``: Gaussian X (entries kept with probability ``density``), labels = ``levels`` quantile
-    bins of a noisy linear score (ties inside bins), and unsorted, non-contiguous query ids
-    ``qid_stride * q + qid_shift``. ``rng`` is returned for any further draws of the caller."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    if density < 1.0:
-        X *= rng.random((n, d)) < density
-    score = X @ rng.normal(size=d) + noise * rng.normal(size=n)
-    y = np.digitize(score, np.quantile(score, np.linspace(0, 1, levels + 1)[1:-1])).astype(float)
-    qid = rng.integers(0, n_queries, size=n) * qid_stride + qid_shift
-    return rng, X, y, qid
+@pytest.fixture
+def rng():
+    """A fresh seeded ``numpy.random.Generator`` (seed 0) for each test."""
+    return np.random.default_rng(0)
+
+
+@pytest.fixture
+def ranking_data():
+    """``(X, y, qid)``: 90 rows, 5 Gaussian features, grades 0..2 (global quantile bins of a noisy linear score,
+    ties inside bins), 6 queries of various sizes with unsorted, non-contiguous ids ``3 q + 1``."""
+    X, y, qid = make_ranking(6, 90, 5, 3, binning="global", shuffle=True, random_state=5)
+    return X, y, qid * 3 + 1

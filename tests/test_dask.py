@@ -10,9 +10,9 @@ import pytest
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
-from conftest import graded_problem  # noqa: E402
 from cyrank import DominationRank, RankNet, RankSVM  # noqa: E402
 from cyrank.dask import DaskDominationRank, DaskRankNet, DaskRankSVM, query_partitions  # noqa: E402
+from cyrank.datasets import make_ranking  # noqa: E402
 from cyrank.io import load_model, save_model  # noqa: E402
 
 
@@ -30,11 +30,7 @@ def client():
 
 def data(scattered, seed=0):
     """400 rows, 10 queries of various sizes: contiguous (LETOR files) or scattered over the rows."""
-    _, X, y, qid = graded_problem(seed, 400, 6, 10, 3, noise=1.0, qid_stride=1, qid_shift=0)
-    if not scattered:
-        order = np.argsort(qid, kind="stable")
-        X, y, qid = X[order], y[order], qid[order]
-    return X, y, qid
+    return make_ranking(10, 400, 6, 3, binning="global", shuffle=scattered, random_state=seed)
 
 
 def chunked(X, y, qid, rows=37):

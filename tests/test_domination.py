@@ -16,10 +16,10 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from conftest import graded_problem
 from cyrank import RankingDataWarning
 from cyrank.domination import DominationRank, Options, _cd, _model_cd, _smooth, path, solve
 from cyrank.domination.solver import _columns, _layout, _NewtonProblem, _rows_of, _ScoreModel
+from cyrank.datasets import make_ranking
 from cyrank.io import load_model, save_model
 from cyrank.optim._quadratic_l1 import minimise_quadratic_l1, model_violation
 from cyrank.metrics import ndcg_score
@@ -30,8 +30,10 @@ TOL = 1e-9  # solver tolerance used against the reference (relative KKT violatio
 
 def make_problem(seed=0, n=48, d=5, n_queries=4, levels=4, density=1.0, offset=False):
     """Noisy graded labels (with ties) in shuffled queries; optional sparsity and offsets."""
-    rng, X, y, qid = graded_problem(seed, n, d, n_queries, levels, noise=1.5, qid_stride=7, qid_shift=3,
-                                    density=density)
+    rng = np.random.default_rng(seed)
+    X, y, qid = make_ranking(n_queries, n, d, levels, density=density, noise=1.5, binning="global", shuffle=True,
+                             random_state=rng)
+    qid = qid * 7 + 3
     o = rng.uniform(0.0, 1.0, size=n) * (y > 0) if offset else None
     return X, y, qid, o
 

@@ -12,8 +12,7 @@ from cyrank.metrics import label_ranking_error
 
 
 @pytest.mark.parametrize("zero_based", [False, True])
-def test_round_trip_and_equality_with_sklearn(tmp_path, zero_based):
-    rng = np.random.default_rng(0)
+def test_round_trip_and_equality_with_sklearn(tmp_path, zero_based, rng):
     X = sp.random(40, 9, density=0.3, random_state=1, format="lil")
     Y = (rng.random((40, 6)) < 0.3).astype(int)
     Y[3], X[3] = 0, 0  # neither label nor feature

@@ -11,8 +11,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from conftest import graded_problem
 from cyrank import metrics
+from cyrank.datasets import make_ranking
 from cyrank.io import load_model, save_model
 from cyrank.lambdarank import LambdaRank, RankNet, lambdas, objective, parse_metric, solve, solve_lambdarank
 from cyrank.lambdarank.solver import _Pairs, resolve_ties, solve_weighted_ranknet
@@ -270,8 +270,8 @@ def test_lambdas_reject_bad_input():
 
 # ----------------------------------------------------------------------------------------------- linear RankNet
 def make_problem(seed=0, n=72, d=5, density=1.0):
-    _, X, y, qid = graded_problem(seed, n, d, 6, 4, noise=1.0, qid_stride=3, qid_shift=1, density=density)
-    return X, y, qid
+    X, y, qid = make_ranking(6, n, d, 4, density=density, binning="global", shuffle=True, random_state=seed)
+    return X, y, qid * 3 + 1
 
 
 @pytest.mark.parametrize("fmt", ["dense", "csr", "csr32"])
@@ -354,8 +354,8 @@ def brute_weights_of_reference_pairs(metric, X_or_scores, y, qid, coef=None):
 
 
 def small_problem(seed, n=48, d=4, n_queries=5):
-    _, X, y, qid = graded_problem(seed, n, d, n_queries, 4, noise=1.0, qid_stride=3, qid_shift=1)
-    return X, y, qid
+    X, y, qid = make_ranking(n_queries, n, d, 4, binning="global", shuffle=True, random_state=seed)
+    return X, y, qid * 3 + 1
 
 
 def test_weighted_loss_gradient_and_hessian_products():

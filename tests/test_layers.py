@@ -12,7 +12,6 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import cyrank
-from conftest import graded_problem
 from cyrank import domination, lambdarank, mlr, ranksvm
 
 PACKAGE = pathlib.Path(cyrank.__file__).parent
@@ -95,11 +94,6 @@ def test_functional_layer_runs_without_sklearn(tmp_path):
     assert res.stdout.strip() == "clean"
 
 
-def _problem():
-    _, X, y, qid = graded_problem(5, 90, 5, 6, 3, noise=1.0, qid_stride=3, qid_shift=1)
-    return X, y, qid
-
-
 CASES = [
     (lambdarank.solve, cyrank.RankNet, {"alpha": 0.5}),
     (domination.solve, cyrank.DominationRank, {"penalty": "l1", "alpha": 0.5}),
@@ -111,8 +105,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("solve, Estimator, params", CASES)
-def test_estimator_attributes_are_the_functional_result(solve, Estimator, params):
-    X, y, qid = _problem()
+def test_estimator_attributes_are_the_functional_result(solve, Estimator, params, ranking_data):
+    X, y, qid = ranking_data
     if Estimator is cyrank.MLR:
         result, est = solve(X, y.astype(int), **params), Estimator(**params).fit(X, y.astype(int))
         result.oracle_time = est.oracle_time_ = result.inner_time = est.inner_time_ = 0.0  # timings differ
@@ -137,8 +131,8 @@ def test_estimator_attributes_are_the_functional_result(solve, Estimator, params
     (ranksvm.solve, cyrank.RankSVM, {"max_iter": 1, "tol": 1e-12}),
     (ranksvm.solve, cyrank.RankSVM, {"loss": "hinge", "max_iter": 2, "tol": 1e-9}),
 ])
-def test_the_estimator_warns_what_the_functional_layer_reports(solve, Estimator, params):
-    X, y, qid = _problem()
+def test_the_estimator_warns_what_the_functional_layer_reports(solve, Estimator, params, ranking_data):
+    X, y, qid = ranking_data
     result = solve(X, y, qid, **params)
     assert not result.converged and "max_iter" in result.message
     with pytest.warns(ConvergenceWarning) as record:
@@ -146,11 +140,11 @@ def test_the_estimator_warns_what_the_functional_layer_reports(solve, Estimator,
     assert [str(w.message) for w in record if w.category is ConvergenceWarning] == [result.message]
 
 
-def test_label_ranking_estimator_attributes_are_the_functional_result():
+def test_label_ranking_estimator_attributes_are_the_functional_result(ranking_data, rng):
     from cyrank import labelrank
 
-    X, _, _ = _problem()
-    G = labelrank.PreferenceGraphs.from_relevance(np.random.default_rng(0).integers(0, 3, size=(X.shape[0], 4)))
+    X, _, _ = ranking_data
+    G = labelrank.PreferenceGraphs.from_relevance(rng.integers(0, 3, size=(X.shape[0], 4)))
     for params in ({"alpha": 0.2}, {"solver": "boost", "max_iter": 3}):
         result = labelrank.solve(X, G, **params)
         if result.converged:

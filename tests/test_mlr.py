@@ -142,9 +142,8 @@ def test_warns_on_max_iter():
 
 
 # ---------------------------------------------------------------------------------------- behaviour
-def test_learns_the_informative_direction():
+def test_learns_the_informative_direction(rng):
     """Seed Figure 1: a large noisy feature hides the informative one; MLR must find the latter."""
-    rng = np.random.default_rng(0)
     n = 80
     y = rng.integers(0, 2, size=n)
     X = np.column_stack([rng.normal(size=n) * 10, y + 0.15 * rng.normal(size=n)])

@@ -12,7 +12,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from conftest import graded_problem
+from cyrank.datasets import make_ranking
 from cyrank.io import load_model, save_model
 from cyrank.metrics import ndcg_score
 from cyrank.ranksvm import RankSVM
@@ -26,7 +26,8 @@ HINGE_TOL = 1e-7      # hinge: cutting-plane epsilon (mean hinge loss per pair)
 
 def make_problem(seed=0, n=40, d=5, n_queries=4, levels=3):
     """Noisy graded labels in shuffled queries, plus a one-document query and a single-level query."""
-    _, X, y, qid = graded_problem(seed, n, d, n_queries, levels, noise=1.0, qid_stride=5, qid_shift=2)
+    X, y, qid = make_ranking(n_queries, n, d, levels, binning="global", shuffle=True, random_state=seed)
+    qid = qid * 5 + 2
     qid[0] = 999                                         # a one-document query
     qid[1:4] = 777
     y[1:4] = 1.0                                         # a query with one label level

@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 
-from conftest import graded_problem
 from cyrank import DominationRank, LabelRankBoost, PreferenceGraphs, RankNet, RankSVM
+from cyrank.datasets import make_ranking
 from reference import ReferenceSolverError
 from reference import domination as ref_dom
 from reference import labelrank as ref_lab
@@ -50,8 +50,8 @@ FORMATS = ["dense-float64", "csr-float64", "dense-float32", "csr-float32"]
 @functools.lru_cache(maxsize=None)
 def ranking_data():
     """240 rows in 12 (unsorted, non-contiguous) queries, 6 Gaussian features, graded labels 0..3 with ties."""
-    _, X, y, qid = graded_problem(25, 240, N_FEATURES, 12, 4, noise=1.0, qid_stride=3, qid_shift=2)
-    return X, y, qid
+    X, y, qid = make_ranking(12, 240, N_FEATURES, 4, binning="global", shuffle=True, random_state=25)
+    return X, y, qid * 3 + 2
 
 
 @functools.lru_cache(maxsize=None)

@@ -15,9 +15,11 @@ import numpy as np
 
 from ..io import load_svmlight
 
+from ._generate import make_ranking
 from .label_ranking import label_ranking_dataset, multilabel_dataset
 
-__all__ = ["load_lightgbm_rank", "lightgbm_rank_provenance", "label_ranking_dataset", "multilabel_dataset"]
+__all__ = ["load_lightgbm_rank", "lightgbm_rank_provenance", "label_ranking_dataset", "multilabel_dataset",
+           "make_ranking"]
 
 _LIGHTGBM_FILES = {"train": "rank.train.qid.svm.gz", "test": "rank.test.qid.svm.gz"}
 _LIGHTGBM_N_FEATURES = 300

@@ -5,13 +5,10 @@ import re
 import subprocess
 import sys
 import textwrap
-import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 lgb = pytest.importorskip("lightgbm")
 
@@ -172,22 +169,6 @@ def test_lambdamart_at_its_defaults_trains_on_a_small_set():
     with pytest.warns(RankingDataWarning, match="no split"):
         flat = LambdaMART(n_estimators=5, min_child_samples=5, n_jobs=1).fit(rare, y, qid)
     assert flat.n_iter_ == 1 and np.all(flat.predict(rare) == 0.0)
-
-
-@pytest.fixture
-def one_openmp_thread():
-    """The checks fit 40 models of a few dozen rows; LightGBM's default thread count only adds overhead there."""
-    threadpoolctl = pytest.importorskip("threadpoolctl")
-    with threadpoolctl.threadpool_limits(1, user_api="openmp"):
-        yield
-
-
-@parametrize_with_checks([LambdaMART()], expected_failed_checks=lambda e: {
-    "check_dtype_object": "cyrank._validation refuses object arrays instead of casting them, by design"})
-def test_lambdamart_at_its_defaults_passes_sklearn_checks(estimator, check, one_openmp_thread):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
 
 
 @pytest.mark.parametrize("bad", [1.5, "a", True, -1, 2**31])

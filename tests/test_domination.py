@@ -7,14 +7,12 @@ enough that the l1 optimum is attained (checked by the reference solver's "optim
 import itertools
 import pickle
 import types
-import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cyrank import RankingDataWarning
 from cyrank.domination import DominationRank, Options, _cd, _model_cd, _smooth, path, solve
@@ -565,21 +563,6 @@ def test_no_pairs_warns_and_gives_zero_model():
     with pytest.warns(RankingDataWarning):
         est = DominationRank().fit(X, np.ones(X.shape[0]), qid)
     assert np.all(est.coef_ == 0) and est.objective_ == 0.0 and est.converged_
-
-
-EXPECTED_FAILED = {
-    "check_dtype_object": "cyrank._validation refuses object arrays instead of casting them, by design",
-}
-
-
-@parametrize_with_checks([DominationRank(max_iter=200, tol=1e-4), DominationRank(solver="cd", max_iter=200, tol=1e-4),
-                          DominationRank(penalty="l1", max_iter=200, tol=1e-4)],
-                         expected_failed_checks=lambda e: EXPECTED_FAILED)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", RankingDataWarning)
-        check(estimator)
 
 
 def test_clone_keeps_parameters():

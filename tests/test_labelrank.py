@@ -8,7 +8,6 @@ import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cyrank.io import load_model, save_model
 from cyrank.labelrank import DECOMPOSITIONS, LabelRankBoost, PreferenceGraphs, objective, solve
@@ -327,23 +326,6 @@ def test_warm_start_free_refit_and_clone():
     assert clone(est).get_params() == est.get_params()
     a = est.fit(X, G).coef_.copy()
     np.testing.assert_array_equal(est.fit(X, G).coef_, a)
-
-
-EXPECTED_FAILED = {
-    "check_dtype_object": "cyrank._validation refuses object arrays instead of casting them, by design",
-    "check_estimator_sparse_array": "it fits sparse X; the check then expects one prediction per row, while "
-                                    "predict returns a score per label (n_instances, n_labels), by design",
-    "check_estimator_sparse_matrix": "as check_estimator_sparse_array",
-}
-
-
-@parametrize_with_checks([LabelRankBoost(alpha=0.1, max_iter=100, tol=1e-4),
-                          LabelRankBoost(solver="boost", alpha=0.1, max_iter=50, tol=1e-4)],
-                         expected_failed_checks=lambda e: EXPECTED_FAILED)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
 
 
 def test_graphs_without_any_edge_warn_and_leave_the_model_at_zero():

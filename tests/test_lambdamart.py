@@ -1,12 +1,9 @@
 """LambdaMART: LightGBM trees grown on cyrank's lambdas (needs the extra lightgbm, part of the test extra)."""
 import pickle
 import sys
-import warnings
 
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 lgb = pytest.importorskip("lightgbm")
 
@@ -129,16 +126,3 @@ def test_a_metric_constant_or_undefined_on_the_data_is_refused(data):
         LambdaMART(n_estimators=2).fit(X, y, qid, eval_set=(X, np.zeros(len(y)), qid))
     with pytest.raises(ValueError, match="no closed form for ERR"):
         LambdaMART(metric="err@5", ties="average").fit(X, y, qid)
-
-
-EXPECTED_FAILED = {
-    "check_dtype_object": "cyrank._validation refuses object arrays instead of casting them, by design",
-}
-
-
-@parametrize_with_checks([LambdaMART(n_estimators=3, n_jobs=1, min_child_samples=2)],
-                         expected_failed_checks=lambda e: EXPECTED_FAILED)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)

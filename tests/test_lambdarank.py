@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cyrank import metrics
 from cyrank.datasets import make_ranking
@@ -320,18 +319,6 @@ def test_ranknet_unsorted_qid_is_the_same_problem():
     np.testing.assert_allclose(a.coef, b.coef, rtol=1e-8, atol=1e-10)
 
 
-EXPECTED_FAILED = {
-    "check_dtype_object": "cyrank._validation refuses object arrays instead of casting them, by design",
-}
-
-
-@parametrize_with_checks([RankNet(max_iter=50, tol=1e-4)], expected_failed_checks=lambda e: EXPECTED_FAILED)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
-
-
 # ----------------------------------------------------------------------------------------------- linear LambdaRank
 def brute_weights_of_reference_pairs(metric, X_or_scores, y, qid, coef=None):
     """|dZ_ij| of the ranking by the reference scores (X @ coef, or the scores given) for every pair of
@@ -551,13 +538,6 @@ def test_lambdarank_on_the_embedded_data_beats_ranknet():
     a = metrics.ndcg_score(yt, lam.predict(Xt), qt, k=10)
     b = metrics.ndcg_score(yt, net.predict(Xt), qt, k=10)
     assert a >= b - 0.005 and a > 0.74
-
-
-@parametrize_with_checks([LambdaRank(max_iter=20)], expected_failed_checks=lambda e: EXPECTED_FAILED)
-def test_lambdarank_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
 
 
 def test_huge_labels_are_refused_for_ndcg_and_exact_for_err():

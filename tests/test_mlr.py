@@ -1,12 +1,10 @@
 """MLR (cyrank.mlr.MLR): the whole algorithm and its inner solver against the exact SDP optimum (reference.mlr),
 the metric-learn / scikit-learn API, input checks and convergence reporting."""
-import warnings
 
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import reference.mlr as rm
 from cyrank.io import load_model, save_model
@@ -279,19 +277,6 @@ def test_bad_data():
     import scipy.sparse as sp
     with pytest.raises(TypeError, match="sparse"):
         MLR().fit(sp.csr_matrix(X), y)
-
-
-# ---------------------------------------------------------------------------------------- scikit-learn
-EXPECTED_FAILED_CHECKS = {
-    "check_dtype_object": "cyrank's shared check_X refuses object arrays by design (never cast silently)",
-}
-
-
-@parametrize_with_checks([MLR(C=1.0)], expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
 
 
 def test_epsilon_is_a_deprecated_name_of_tol():

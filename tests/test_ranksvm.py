@@ -3,14 +3,12 @@
 Problems are small and seeded (a few hundred pairs), with shuffled non-contiguous query ids, ties in the labels,
 a one-document query and a query with a single label level.
 """
-import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from cyrank.datasets import make_ranking
 from cyrank.io import load_model, save_model
@@ -403,21 +401,6 @@ def test_learns_the_embedded_real_data():
     est = RankSVM(C=0.01).fit(Xtr, ytr, qtr)
     rand = ndcg_score(yte, np.random.default_rng(0).random(len(yte)), qte, k=10)
     assert est.converged_ and est.score(Xte, yte, qte) > rand + 0.1
-
-
-# --------------------------------------------------------------------------------------- scikit-learn
-EXPECTED_FAILED = {
-    "check_dtype_object": "cyrank._validation refuses object arrays instead of casting them, by design",
-}
-
-
-@parametrize_with_checks([RankSVM(max_iter=50), RankSVM(loss="hinge", max_iter=50, tol=1e-2),
-                          RankSVM(kernel="rbf", max_iter=50), RankSVM(kernel="precomputed", max_iter=50)],
-                         expected_failed_checks=lambda e: EXPECTED_FAILED)
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
 
 
 def test_clone_keeps_parameters():

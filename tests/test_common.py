@@ -1,0 +1,65 @@
+"""scikit-learn's estimator checks (``parametrize_with_checks``) for every cyrank estimator, in one place."""
+import contextlib
+import importlib.util
+import warnings
+
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from cyrank import RankingDataWarning
+from cyrank.domination import DominationRank
+from cyrank.labelrank import LabelRankBoost
+from cyrank.lambdarank import LambdaRank, RankNet
+from cyrank.mlr import MLR
+from cyrank.ranksvm import RankSVM
+
+DTYPE_OBJECT = {
+    "check_dtype_object": "cyrank._validation refuses object arrays instead of casting them, by design",
+}
+LABEL_RANKING_FAILED = {
+    **DTYPE_OBJECT,
+    "check_estimator_sparse_array": "it fits sparse X; the check then expects one prediction per row, while "
+                                    "predict returns a score per label (n_instances, n_labels), by design",
+    "check_estimator_sparse_matrix": "as check_estimator_sparse_array",
+}
+
+ESTIMATORS = [
+    DominationRank(max_iter=200, tol=1e-4),
+    DominationRank(solver="cd", max_iter=200, tol=1e-4),
+    DominationRank(penalty="l1", max_iter=200, tol=1e-4),
+    LabelRankBoost(alpha=0.1, max_iter=100, tol=1e-4),
+    LabelRankBoost(solver="boost", alpha=0.1, max_iter=50, tol=1e-4),
+    RankNet(max_iter=50, tol=1e-4),
+    LambdaRank(max_iter=20),
+    RankSVM(max_iter=50),
+    RankSVM(loss="hinge", max_iter=50, tol=1e-2),
+    RankSVM(kernel="rbf", max_iter=50),
+    RankSVM(kernel="precomputed", max_iter=50),
+    MLR(C=1.0),
+]
+if importlib.util.find_spec("lightgbm") is not None:
+    from cyrank import LambdaMART
+
+    ESTIMATORS += [LambdaMART(n_estimators=3, n_jobs=1, min_child_samples=2), LambdaMART()]
+
+
+def expected_failed_checks(estimator):
+    return LABEL_RANKING_FAILED if isinstance(estimator, LabelRankBoost) else DTYPE_OBJECT
+
+
+def one_openmp_thread(estimator):
+    """LambdaMART: the checks fit 40 models of a few dozen rows; LightGBM's default thread count only adds overhead
+    there."""
+    if type(estimator).__name__ != "LambdaMART":
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+    return threadpool_limits(1, user_api="openmp")
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failed_checks)
+def test_sklearn_compatible(estimator, check):
+    with one_openmp_thread(estimator), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if isinstance(estimator, DominationRank):
+            warnings.simplefilter("ignore", RankingDataWarning)
+        check(estimator)

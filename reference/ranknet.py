@@ -3,7 +3,8 @@
 
     F(w) = sum_{(i, j) in P} log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
 
-(the cross-entropy of RankNet with target probability 1). Written independently of cyrank: pairs are enumerated
+(the cross-entropy of RankNet with target probability 1). ``penalty``: "l2" (alpha ||w||^2, above), "l1"
+(alpha ||w||_1) or "elasticnet" (alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2)). Written independently of cyrank: pairs are enumerated
 with plain loops (reference.ranksvm.preference_pairs); one vectorised logistic atom over all pairs.
 
 ``pair_weight`` (optional, one non-negative number per pair, aligned with preference_pairs(y, qid)'s (i, j)
@@ -27,22 +28,37 @@ def _pair_weight(pair_weight, n_pairs):
     return c
 
 
-def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0, pair_weight=None):
+def _penalty_weights(penalty, alpha, l1_ratio):
+    """(lam1, lam2) of lam1 ||w||_1 + lam2 ||w||^2."""
+    if penalty == "l2":
+        return 0.0, alpha
+    if penalty == "l1":
+        return alpha, 0.0
+    if penalty == "elasticnet":
+        return alpha * l1_ratio, alpha * (1.0 - l1_ratio)
+    raise ValueError(f"penalty must be 'l2', 'l1' or 'elasticnet', got {penalty!r}")
+
+
+def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0, pair_weight=None, penalty="l2", l1_ratio=0.5):
     """F(w) in plain numpy (weighted by ``pair_weight`` if given)."""
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     i, j = pairs(y, qid)
     c = _pair_weight(pair_weight, i.size)
     u = sigma * (X[i] - X[j]) @ np.asarray(w, dtype=np.float64)
     losses = np.logaddexp(0.0, -u)
-    return float(np.sum(losses if c is None else c * losses) + alpha * np.dot(w, w))
+    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
+    w = np.asarray(w, dtype=np.float64)
+    return float(np.sum(losses if c is None else c * losses) + lam1 * np.abs(w).sum() + lam2 * np.dot(w, w))
 
 
-def solve(X, y, qid=None, sigma=1.0, alpha=1.0, feature_scale=None, pair_weight=None, **solver_options):
+def solve(X, y, qid=None, sigma=1.0, alpha=1.0, feature_scale=None, pair_weight=None, penalty="l2", l1_ratio=0.5,
+          **solver_options):
     """Exact minimiser; returns a :class:`reference.Solution` with variable ``"w"``.
 
     ``feature_scale``: positive vector s (n_features); cvxpy then solves the same problem in v = s * w on the
     columns X / s (penalty alpha ||v / s||^2), for columns on far-off scales; "w" is v / s.
-    ``pair_weight``: the weighted loss (module docstring)."""
+    ``pair_weight``: the weighted loss; ``penalty``, ``l1_ratio``: the penalty (module docstring)."""
+    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     s = feature_scale_vector(feature_scale, X.shape[1])
     if s is not None:
@@ -55,5 +71,10 @@ def solve(X, y, qid=None, sigma=1.0, alpha=1.0, feature_scale=None, pair_weight=
     logistic = cp.logistic(-sigma * ((X[i] - X[j]) @ w)) if i.size else None
     loss = 0.0 if logistic is None else (cp.sum(logistic) if c is None else c @ logistic)
     w_pen = w if s is None else cp.multiply(1.0 / s, w)   # with feature_scale, w holds v = s * w: penalise v / s
-    problem = cp.Problem(cp.Minimize(loss + alpha * cp.sum_squares(w_pen)))
+    pen = 0.0
+    if lam1 > 0:
+        pen = pen + lam1 * cp.norm1(w_pen)
+    if lam2 > 0 or lam1 == 0:
+        pen = pen + lam2 * cp.sum_squares(w_pen)
+    problem = cp.Problem(cp.Minimize(loss + pen))
     return unscale(solve_problem(problem, {"w": w}, **solver_options), s, "w")

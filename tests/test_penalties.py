@@ -117,3 +117,95 @@ def test_names_and_weights():
     with pytest.raises(ValueError, match="lam1"):
         Penalty(np.array([1.0, -1.0]))
     assert np.array_equal(kkt_excess(np.array([0.5, -2.0]), np.zeros(2), 1.0), [0.0, 1.0])
+
+
+# ------------------------------------------------------------------------------- RankNet with the shared penalties
+def _ranknet_data(seed=0, n_queries=8, rows=15, d=12):
+    rng = np.random.default_rng(seed)
+    n = n_queries * rows
+    X = rng.standard_normal((n, d))
+    w_true = np.r_[rng.standard_normal(3), np.zeros(d - 3)]
+    y = np.clip(np.round(X @ w_true + 0.7 * rng.standard_normal(n)), -1, 2) + 1
+    return X, y, np.repeat(np.arange(n_queries), rows)
+
+
+def _alpha_max(X, y, qid):
+    """max_r |dL/dw_r| at w = 0 for sigma = 1, by the plain pair loop of reference.ranksvm: sum_P -(x_i - x_j) / 2."""
+    from reference.ranksvm import preference_pairs
+
+    i, j = preference_pairs(y, qid)
+    Xd = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
+    return float(np.max(np.abs(0.5 * (Xd[i] - Xd[j]).sum(axis=0))))
+
+
+@pytest.mark.parametrize("penalty,share,l1_ratio", [("l1", 0.3, 0.5), ("l1", 0.02, 0.5), ("elasticnet", 0.3, 0.7),
+                                                     ("elasticnet", 0.05, 0.2)])
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_ranknet_penalties_match_cvxpy(penalty, share, l1_ratio, storage, dtype):
+    """RankNet's objective with an l1 / elastic-net penalty reaches cvxpy's optimum to 1e-6 (relative), with exact
+    zeros where the reference is (numerically) zero, and says its gap was measured."""
+    import scipy.sparse as sp
+
+    ref = pytest.importorskip("reference.ranknet")
+    from cyrank import RankNet
+
+    X, y, qid = _ranknet_data(seed=3)
+    if storage == "sparse":
+        X = sp.csr_matrix(X * (np.random.default_rng(4).random(X.shape) < 0.5))
+    X = X.astype(dtype)
+    alpha = share * _alpha_max(X, y, qid) / (l1_ratio if penalty == "elasticnet" else 1.0)
+    params = dict(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio)
+    est = RankNet(tol=1e-10, **params).fit(X, y, qid)
+    sol = ref.solve(X, y, qid, **params)
+    F_ref = ref.objective(X, y, qid, sol["w"], **params)
+    F = ref.objective(X, y, qid, est.coef_, **params)
+    assert (F - F_ref) / max(1.0, abs(F_ref)) <= 1e-6
+    assert est.objective_ == pytest.approx(F, rel=1e-10)
+    assert est.objective(X, y, qid) == pytest.approx(F, rel=1e-10)
+    assert est.converged_ and est.gap_ is not None and est.gap_ <= 1e-10 * max(1.0, abs(F))
+    zeros = est.coef_ == 0
+    if share >= 0.3:
+        assert zeros.any()  # a strong l1 term: exact zeros
+    assert np.all(np.abs(sol["w"][zeros]) <= 1e-5)
+
+
+def test_ranknet_l2_penalty_is_the_old_objective():
+    """penalty="l2" (the default) and "elasticnet" with l1_ratio=0 are the ridge RankNet, TRON path, same model."""
+    from cyrank import RankNet
+
+    X, y, qid = _ranknet_data(seed=5)
+    a = RankNet(alpha=0.7).fit(X, y, qid)
+    b = RankNet(alpha=0.7, penalty="elasticnet", l1_ratio=0.0).fit(X, y, qid)
+    assert np.array_equal(a.coef_, b.coef_) and a.n_cg_iter_ == b.n_cg_iter_
+
+
+def test_ranknet_l1_zero_at_alpha_max_and_warm_start():
+    """At alpha >= max_r |grad_r at 0| the l1 optimum is w = 0 (KKT at 0); below it, not; coef0 warm-starts."""
+    from cyrank.lambdarank.solver import solve
+
+    X, y, qid = _ranknet_data(seed=6)
+    top = _alpha_max(X, y, qid)
+    assert not np.any(solve(X, y, qid, penalty="l1", alpha=1.0001 * top).coef)
+    res = solve(X, y, qid, penalty="l1", alpha=0.5 * top, tol=1e-10)
+    assert np.any(res.coef) and res.converged
+    warm = solve(X, y, qid, penalty="l1", alpha=0.5 * top, tol=1e-10, coef0=res.coef)
+    assert warm.n_iter <= 1 and warm.objective <= res.objective + 1e-12 * abs(res.objective)
+
+
+def test_ranknet_penalty_errors():
+    from cyrank import RankNet
+
+    X, y, qid = _ranknet_data()
+    with pytest.raises(ValueError, match="penalty"):
+        RankNet(penalty="l0").fit(X, y, qid)
+    with pytest.raises(ValueError, match="l1_ratio"):
+        RankNet(penalty="elasticnet", l1_ratio=2.0).fit(X, y, qid)
+
+
+def test_dask_ranknet_refuses_l1():
+    pytest.importorskip("dask")
+    from cyrank.dask import DaskRankNet
+
+    with pytest.raises(ValueError, match="smooth objective only"):
+        DaskRankNet(penalty="l1")._check_params()

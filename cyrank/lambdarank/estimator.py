@@ -4,6 +4,7 @@ from sklearn.base import BaseEstimator
 
 from .._base import LinearRankerMixin, set_fitted
 from ..io import register_model
+from ..optim.penalties import penalty_weights
 from . import solver
 
 
@@ -11,9 +12,12 @@ from . import solver
 class RankNet(LinearRankerMixin, BaseEstimator):
     """Linear RankNet: f(x) = w . x trained on the pairwise cross-entropy (Burges 2010, section 1)::
 
-        sum_{(i, j): same query, y_i > y_j} log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
+        sum_{(i, j): same query, y_i > y_j} log(1 + exp(-sigma (f_i - f_j))) + penalty(w)
 
-    a convex objective, minimised by trust-region Newton-CG with exact Hessian products (O(nnz + pairs) each).
+    penalty: alpha ||w||_2^2 ("l2", not halved), alpha ||w||_1 ("l1") or
+    alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"), as DominationRank's. A convex objective,
+    minimised by trust-region Newton-CG with exact Hessian products (O(nnz + pairs) each) when smooth, else by
+    proximal Newton with working sets (Yuan, Ho & Lin, JMLR 2012; cyrank.optim.prox_newton).
 
     Parameters
     ----------
@@ -21,13 +25,18 @@ class RankNet(LinearRankerMixin, BaseEstimator):
         Shape of the sigmoid (the gradients grow as sigma, the Hessian as sigma^2: larger values would
         overflow float64).
     alpha : float >= 0, default=1.0
-        Weight of ||w||^2 (0: none; the optimum is then finite only on non-separable data).
+        Penalty weight (0: none; the optimum is then finite only on non-separable data).
+    penalty : {"l2", "l1", "elasticnet"}, default="l2"
+    l1_ratio : float in [0, 1], default=0.5
+        Share of the l1 term for "elasticnet".
     max_iter : int >= 1, default=1000
         Newton iterations; ConvergenceWarning when reached.
     tol : float > 0, default=1e-6
-        Stop when ||grad|| <= tol ||grad at w = 0|| (``grad_norm_``) and the objective is within
-        tol * max(1, |objective|) of the optimum (``gap_``: ||grad||^2 / (4 alpha), certified, or the Newton
-        decrement); TRON runs preconditioned by the within-query column scales when they are far apart.
+        Stop when ||grad|| <= tol ||grad at w = 0|| (``grad_norm_``; with an l1 term the KKT violation
+        max_r |p_r| / max_r |grad_r at 0|, p the minimum-norm subgradient) and the objective is within
+        tol * max(1, |objective|) of the optimum (``gap_``: ||p||^2 / (2 mu), mu = 2 alpha (1 - l1_ratio) the
+        strong convexity, certified, or the Newton decrement); TRON runs preconditioned by the within-query column
+        scales when they are far apart.
     verbose : int, default=0
 
     Attributes
@@ -35,8 +44,9 @@ class RankNet(LinearRankerMixin, BaseEstimator):
     coef_ : ndarray of shape (n_features,)
     objective_ : float
     grad_norm_ : float
-        Relative: ||grad|| / ||grad at w = 0||.
+        Relative: ||grad|| / ||grad at w = 0|| (with an l1 term: the relative KKT violation, see ``tol``).
     n_iter_, n_cg_iter_ : int
+        Newton iterations and CG steps (with an l1 term: proximal Newton iterations and the inner sweeps).
     converged_ : bool
     n_features_in_ : int
     gap_, gap_kind_ : float or None, str
@@ -50,14 +60,22 @@ class RankNet(LinearRankerMixin, BaseEstimator):
         "gap_": "float>=0|None", "gap_kind_": "str",
     }
 
-    def __init__(self, sigma=1.0, alpha=1.0, max_iter=1000, tol=1e-6, verbose=0):
+    def __init__(self, sigma=1.0, alpha=1.0, penalty="l2", l1_ratio=0.5, max_iter=1000, tol=1e-6, verbose=0):
         self.sigma = sigma
         self.alpha = alpha
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.max_iter = max_iter
         self.tol = tol
         self.verbose = verbose
 
     def _check_params(self):
+        """(sigma, alpha, max_iter, tol), the penalty checked too."""
+        lam1, _ = penalty_weights(self.penalty, self.alpha, self.l1_ratio)
+        if lam1 > 0 and type(self).fit is not RankNet.fit:
+            # a subclass with its own fit (cyrank.dask.DaskRankNet: distributed TRON) minimises the smooth objective
+            raise ValueError(f"{type(self).__name__} minimises the smooth objective only: use penalty='l2' (or "
+                             f"cyrank.RankNet for penalty={self.penalty!r})")
         return solver.check_params(sigma=self.sigma, alpha=self.alpha, max_iter=self.max_iter, tol=self.tol)
 
     def fit(self, X, y, qid=None):
@@ -69,7 +87,8 @@ class RankNet(LinearRankerMixin, BaseEstimator):
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "coef_")
-        return solver.objective(X, y, qid, coef=self.coef_, sigma=self.sigma, alpha=self.alpha)
+        return solver.objective(X, y, qid, coef=self.coef_, sigma=self.sigma, alpha=self.alpha, penalty=self.penalty,
+                                l1_ratio=self.l1_ratio)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

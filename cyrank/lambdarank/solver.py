@@ -31,7 +31,9 @@ from .._threads import one_blas_thread
 from .._validation import (check_gain_labels, check_option, check_param, check_ranking_data, check_scores,
                            warn_if_no_pairs)
 from ..metrics import parse_metric_name
-from ..optim.certificate import group_column_squares, jacobi_preconditioner
+from ..optim.certificate import certify, group_column_squares, jacobi_diagonal, jacobi_preconditioner
+from ..optim.penalties import Penalty, penalty_weights
+from ..optim.prox_newton import GramModel, prox_newton
 from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
 from . import _lambdas
@@ -286,34 +288,84 @@ def check_coef(coef, d, name="coef"):
     return np.ascontiguousarray(w)
 
 
-def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0):
-    """F(coef) (module docstring) on (X, y, qid), in float64."""
-    alpha = check_param("alpha", alpha, low=0.0)
+def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0, penalty="l2", l1_ratio=0.5):
+    """F(coef) (module docstring; ``penalty`` as :func:`solve`'s) on (X, y, qid), in float64."""
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     X, y, qid = check_ranking_data(X, y, qid)
     coef = check_coef(coef, X.shape[1])
     pairs = _Pairs(y, qid, sigma=sigma)
     Xs = X.tocsr()[pairs.order] if sp.issparse(X) else X[pairs.order]
     n = X.shape[0]
     s = np.ascontiguousarray(Xs @ coef, dtype=np.float64)
-    return pairs.lambdas(s, np.empty(n), np.empty(n)) + alpha * float(coef @ coef)
+    return pairs.lambdas(s, np.empty(n), np.empty(n)) + Penalty(lam1, lam2).value(coef)
 
 
-def solve(X, y, qid=None, *, sigma=1.0, alpha=1.0, max_iter=1000, tol=1e-6, coef0=None, verbose=0):
-    """Linear RankNet by TRON (module docstring): stops when ||grad|| <= tol ||grad at 0|| and the gap
-    (cyrank.optim.result) is <= tol max(1, |F|). Returns a SolveResult with coef, objective, grad_norm
-    (||grad|| / ||grad at 0||), gap, gap_kind, n_iter, n_cg_iter, converged, n_features_in."""
+def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, max_iter=1000, tol=1e-6, coef0=None,
+          verbose=0):
+    """Linear RankNet (module docstring) with the penalty ``penalty`` (cyrank.optim.penalties: "l2"
+    alpha ||w||^2, "l1" alpha ||w||_1, "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2)).
+
+    Smooth (no l1 term): TRON, stopping when ||grad|| <= tol ||grad at 0|| and the gap (cyrank.optim.result) is
+    <= tol max(1, |F|). With an l1 term: proximal Newton with working sets (cyrank.optim.prox_newton; Yuan, Ho &
+    Lin 2012), the model's Hessian formed on the working set by Hessian products, stopping when the KKT violation
+    max_r |p_r| (p the minimum-norm subgradient) is <= tol max_r |grad_r at 0| and the gap (certified by the strong
+    convexity 2 lam2, or the Newton decrement on the orthant) is <= tol max(1, |F|). Returns a SolveResult with
+    coef, objective, grad_norm (||grad|| / ||grad at 0||; with an l1 term the relative KKT violation), gap,
+    gap_kind, n_iter, n_cg_iter (CG steps; with an l1 term the model's inner sweeps), converged, n_features_in."""
     sigma, alpha, max_iter, tol = check_params(sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol)
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     X, y, qid = check_ranking_data(X, y, qid)
     pairs = _Pairs(y, qid, sigma=sigma, X=X)
     warn_if_no_pairs(pairs.groups)
     Xs = _sorted_X(X, pairs)
     w = _check_coef0(coef0, X.shape[1])
     with one_blas_thread():
-        res, g0 = _tron(_RankNetProblem(Xs, pairs, alpha), w, alpha=alpha, tol=tol, max_iter=max_iter,
+        if lam1 > 0:
+            return _solve_l1(_RankNetProblem(Xs, pairs, lam2), Penalty(lam1, lam2), w, tol=tol, max_iter=max_iter,
+                             verbose=verbose, name="RankNet prox_newton")
+        res, g0 = _tron(_RankNetProblem(Xs, pairs, lam2), w, alpha=lam2, tol=tol, max_iter=max_iter,
                         verbose=verbose, name="RankNet")
     return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=X.shape[1],
                        optimality_name="grad_norm", message="" if res.converged else res.message,
                        **_tron_values(res, g0))
+
+
+def _solve_l1(problem, penalty, w, *, tol, max_iter, verbose, name):
+    """Proximal Newton (cyrank.optim.prox_newton) from w on problem (the loss + penalty.ridge) + penalty's l1 term:
+    KKT relative to max_r |grad_r at 0|; gap certified by the strong convexity 2 lam2 or the Newton decrement,
+    preconditioned by the Jacobi diagonal of the within-query column scales at the start (also each model's floor
+    of curvature); the model on the working set formed by Hessian products. Returns the SolveResult of
+    :func:`solve`."""
+    d = w.shape[0]
+    zero = np.zeros(d)
+    f0 = problem.fun(zero)
+    scale = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
+    if scale == 0.0:  # every pair ties at every w (or there is none): w = 0 is the optimum
+        return SolveResult(coef=zero, objective=float(f0), n_features_in=d, optimality_name="grad_norm",
+                           grad_norm=0.0, n_iter=0, n_cg_iter=0, converged=True, gap=0.0, gap_kind="exact")
+    f = problem.fun(w) + penalty.l1_value(w)
+    G = problem.grad(w)  # the Hessian state at w
+    floor = jacobi_diagonal(problem.hess_vec, group_column_squares(problem.X, problem.pairs.offsets),
+                            penalty.strong_convexity, always=True)
+
+    def certify_at(x, g, F):
+        gap, kind, _ = certify(problem.hess_vec, x, g, F, tol, lam1=penalty.lam1,
+                               strong_convexity=penalty.strong_convexity, precond=floor, trust=True)
+        return gap, kind
+
+    res = prox_newton(problem, penalty, w, tol=tol, max_iter=max_iter, scale=scale,
+                      make_model=lambda ws: GramModel.from_products(problem, ws, d, floor[ws]), certify=certify_at,
+                      verbose=verbose, name=name, f=f, G=G)
+    if res.converged:
+        message = ""
+    else:
+        why = ("no step decreases the objective in floating point any more" if res.info["stalled"] else
+               f"max_iter={max_iter} iterations were reached; increase max_iter or tol")
+        message = (f"{name} stopped after {res.n_iter} iterations with KKT violation {res.optimality:.3g} and "
+                   f"objective gap {res.gap:.3g} ({res.gap_kind or 'not measured'}): {why}")
+    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=d, optimality_name="grad_norm",
+                       grad_norm=float(res.optimality), n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner),
+                       converged=bool(res.converged), gap=float(res.gap), gap_kind=res.gap_kind, message=message)
 
 
 def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10", sigma=1.0, alpha=1e-3,

@@ -209,3 +209,25 @@ def test_dask_ranknet_refuses_l1():
 
     with pytest.raises(ValueError, match="smooth objective only"):
         DaskRankNet(penalty="l1")._check_params()
+
+
+@pytest.mark.parametrize("penalty,l1_ratio", [("l1", 0.5), ("elasticnet", 0.6)])
+def test_ranknet_path_matches_cvxpy_and_starts_at_alpha_max(penalty, l1_ratio):
+    """RankNet's path: alpha_max is exact (w = 0 there, not just below), and every point is cvxpy's optimum."""
+    ref = pytest.importorskip("reference.ranknet")
+    from cyrank.lambdarank.solver import path, solve
+
+    X, y, qid = _ranknet_data(seed=7)
+    p = path(X, y, qid, penalty=penalty, l1_ratio=l1_ratio, n_alphas=4, eps=0.01, tol=1e-10)
+    top = _alpha_max(X, y, qid) / (l1_ratio if penalty == "elasticnet" else 1.0)
+    assert p.alpha_max == pytest.approx(top, rel=1e-12) and p.alphas[0] == p.alpha_max
+    assert p.coefs[:, 0].nnz == 0 and p.converged.all()
+    assert np.any(solve(X, y, qid, penalty=penalty, l1_ratio=l1_ratio, alpha=0.99 * p.alpha_max).coef)
+    for k, alpha in enumerate(p.alphas[1:], start=1):
+        params = dict(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio)
+        F_ref = ref.objective(X, y, qid, ref.solve(X, y, qid, **params)["w"], **params)
+        F = ref.objective(X, y, qid, p.coefs[:, k].toarray().ravel(), **params)
+        assert (F - F_ref) / max(1.0, abs(F_ref)) <= 1e-6
+        assert p.objectives[k] == pytest.approx(F, rel=1e-10)
+    with pytest.raises(ValueError, match="alphas"):
+        path(X, y, qid, penalty="l2")

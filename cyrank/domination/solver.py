@@ -48,7 +48,8 @@ from .._validation import (check_feature_scale, check_n_jobs, check_option, chec
                            warn_if_no_pairs)
 from ..optim.certificate import certify, group_column_squares, jacobi_preconditioner
 from ..optim.owlqn import owlqn_penalized
-from ..optim.penalties import PENALTIES, penalty_weights
+from ..optim.path import PathResult, alpha_grid, check_path_params, run_path  # noqa: F401 (PathResult: public)
+from ..optim.penalties import penalty_weights
 from ..optim.penalties import Penalty
 from ..optim.prox_newton import RIDGE, GramModel, prox_newton
 from ..optim.result import OptimResult, gap_target
@@ -711,34 +712,6 @@ def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_
 
 
 # ------------------------------------------------------------------------------------------ regularisation path
-class PathResult:
-    """A regularisation path: for each alpha (decreasing) the coefficients (column j of the sparse
-    ``coefs``, n_features x n_alphas), objective, KKT violation, iterations, convergence and solver message."""
-
-    def __init__(self, alphas, coefs, objectives, kkt_violations, n_iters, converged, messages, alpha_max):
-        self.alphas, self.coefs, self.objectives = alphas, coefs, objectives
-        self.kkt_violations, self.n_iters, self.converged, self.messages = kkt_violations, n_iters, converged, messages
-        self.alpha_max = alpha_max
-
-    def __repr__(self):
-        return (f"PathResult({self.alphas.size} alphas from {self.alphas[0]:.4g} to {self.alphas[-1]:.4g}, "
-                f"{int(np.sum(self.converged))} converged, non-zeros {np.diff(self.coefs.indptr).tolist()})")
-
-
-def _alpha_max(X, layout, penalty, l1_ratio, options):
-    """The smallest alpha at which w = 0 is optimal: at w = 0 the loss gradient is g0 = X'dL/du and w = 0 is optimal
-    iff max_r |g0_r| <= lam1 (the l2 term has no gradient at 0), lam1 = alpha ("l1") or alpha l1_ratio
-    ("elasticnet"). A gradient below its rounding error counts as 0 (alpha_max = 0)."""
-    _, _, top, noise, _, _ = _smooth_problem(X, layout, 0.0, options)
-    if top <= noise:
-        return 0.0
-    if penalty == "l1":
-        return top
-    if l1_ratio <= 0:
-        raise ValueError("the path needs alphas=... for l1_ratio=0 (no finite alpha makes w = 0 optimal)")
-    return top / l1_ratio
-
-
 def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5,
          binary=False, group_by_query=True, solver="auto", feature_induction=None, max_iter=1000, tol=1e-6,
          n_jobs=None, verbose=0, options=None):
@@ -764,38 +737,25 @@ def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, pen
         Per alpha: coefficients (sparse columns), objective, KKT violation, iterations, convergence and the
         solver's message (nothing is warned here).
     """
-    check_option("penalty", penalty, PENALTIES)
-    n_alphas = check_param("n_alphas", n_alphas, low=1, integer=True)
-    eps = check_param("eps", eps, low=0.0, high=1.0, low_open=True, high_open=True)
+    n_alphas, eps = check_path_params(penalty, n_alphas, eps)
     X, y, qid, offset, x_max = _check_data(X, y, qid, offset)
     layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
     layout.x_max = x_max
     options = check_options(options, Options, "cyrank.domination.path")
-    alpha_max = None
-    if alphas is None:
-        if penalty == "l2":
-            raise ValueError("penalty='l2' never gives w = 0: pass alphas=...")
-        alpha_max = _alpha_max(X, layout, penalty, check_param("l1_ratio", l1_ratio, low=0.0, high=1.0), options)
-        alphas = alpha_max * np.geomspace(1.0, eps, n_alphas) if alpha_max > 0 else np.zeros(1)
-    alphas = np.sort(np.asarray(alphas, dtype=np.float64).ravel())[::-1]
-    if alphas.size == 0 or not np.all(np.isfinite(alphas)) or alphas[-1] < 0:
-        raise ValueError("alphas must be a non-empty sequence of finite numbers >= 0")
-    coefs, objectives, kkt, n_iters, converged, messages = [], [], [], [], [], []
-    coef = None
-    for alpha in alphas:
+
+    def top():
+        _, _, g_max, noise, _, _ = _smooth_problem(X, layout, 0.0, options)
+        return g_max, noise
+
+    alphas, alpha_max = alpha_grid(alphas, n_alphas, eps, penalty, l1_ratio, top)
+
+    def fit(alpha, coef):
         lam1, lam2, chosen = check_params(
             penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, binary=binary, group_by_query=group_by_query,
             feature_induction=feature_induction, neg_sample=None, solver=solver, hessian_bound="popoviciu",
             max_iter=max_iter, tol=tol, random_state=None, n_jobs=n_jobs, verbose=verbose)
-        res = _run(X, layout, lam1, lam2, chosen, coef, tol=float(tol), max_iter=int(max_iter),
-                   feature_induction=feature_induction, hessian_bound="popoviciu", n_jobs=check_n_jobs(n_jobs),
-                   verbose=check_verbose(verbose), options=options)
-        coef = res.coef
-        coefs.append(sp.csc_matrix(coef.reshape(-1, 1)))
-        objectives.append(res.objective)
-        kkt.append(res.kkt_violation)
-        n_iters.append(res.n_iter)
-        converged.append(res.converged)
-        messages.append(res.message)
-    return PathResult(alphas, sp.hstack(coefs, format="csc"), np.array(objectives), np.array(kkt),
-                      np.array(n_iters, dtype=np.int64), np.array(converged, dtype=bool), messages, alpha_max)
+        return _run(X, layout, lam1, lam2, chosen, coef, tol=float(tol), max_iter=int(max_iter),
+                    feature_induction=feature_induction, hessian_bound="popoviciu", n_jobs=check_n_jobs(n_jobs),
+                    verbose=check_verbose(verbose), options=options)
+
+    return run_path(alphas, alpha_max, fit)

@@ -32,6 +32,7 @@ from .._validation import (check_gain_labels, check_option, check_param, check_r
                            warn_if_no_pairs)
 from ..metrics import parse_metric_name
 from ..optim.certificate import certify, group_column_squares, jacobi_diagonal, jacobi_preconditioner
+from ..optim.path import alpha_grid, check_path_params, run_path
 from ..optim.penalties import Penalty, penalty_weights
 from ..optim.prox_newton import GramModel, prox_newton
 from ..optim.smooth import SmoothProblem
@@ -317,17 +318,68 @@ def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, m
     X, y, qid = check_ranking_data(X, y, qid)
     pairs = _Pairs(y, qid, sigma=sigma, X=X)
     warn_if_no_pairs(pairs.groups)
-    Xs = _sorted_X(X, pairs)
-    w = _check_coef0(coef0, X.shape[1])
+    return _solve_sorted(_sorted_X(X, pairs), pairs, lam1, lam2, _check_coef0(coef0, X.shape[1]), tol=tol,
+                         max_iter=max_iter, verbose=verbose)
+
+
+def _solve_sorted(Xs, pairs, lam1, lam2, w, *, tol, max_iter, verbose):
+    """:func:`solve` on checked data in (query, label) order: TRON without an l1 term, else :func:`_solve_l1`."""
     with one_blas_thread():
         if lam1 > 0:
             return _solve_l1(_RankNetProblem(Xs, pairs, lam2), Penalty(lam1, lam2), w, tol=tol, max_iter=max_iter,
                              verbose=verbose, name="RankNet prox_newton")
         res, g0 = _tron(_RankNetProblem(Xs, pairs, lam2), w, alpha=lam2, tol=tol, max_iter=max_iter,
                         verbose=verbose, name="RankNet")
-    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=X.shape[1],
+    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=Xs.shape[1],
                        optimality_name="grad_norm", message="" if res.converged else res.message,
                        **_tron_values(res, g0))
+
+
+def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5, sigma=1.0,
+         max_iter=1000, tol=1e-6, verbose=0):
+    """The regularisation path of linear RankNet (cyrank.optim.path): one :func:`solve` per alpha, decreasing, each
+    warm-started from the previous solution, on data checked and sorted once.
+
+    Parameters
+    ----------
+    X, y, qid : arrays
+        The data, as for :func:`solve`.
+    alphas : sequence of float >= 0 or None, default=None
+        The alphas (sorted decreasing). None: ``n_alphas`` values from alpha_max down to ``eps`` * alpha_max,
+        geometrically spaced, alpha_max = max_r |dL/dw_r at 0| (/ l1_ratio for "elasticnet"), the smallest alpha
+        with w = 0 optimal ("l2" needs ``alphas``).
+    n_alphas : int >= 1, default=20
+    eps : float in (0, 1), default=1e-3
+    penalty, l1_ratio, sigma, max_iter, tol, verbose : any
+        As for :func:`solve`.
+
+    Returns
+    -------
+    PathResult
+        Per alpha: coefficients (sparse columns), objective, optimality measure (``kkt_violations``: the
+        ``grad_norm`` of :func:`solve`), iterations, convergence and the solver's message (nothing is warned here).
+    """
+    n_alphas, eps = check_path_params(penalty, n_alphas, eps)
+    sigma, _, max_iter, tol = check_params(sigma=sigma, alpha=0.0, max_iter=max_iter, tol=tol)
+    X, y, qid = check_ranking_data(X, y, qid)
+    pairs = _Pairs(y, qid, sigma=sigma, X=X)
+    warn_if_no_pairs(pairs.groups)
+    Xs = _sorted_X(X, pairs)
+    d = X.shape[1]
+
+    def top():
+        problem = _RankNetProblem(Xs, pairs, 0.0)
+        with one_blas_thread():
+            return float(np.max(np.abs(problem.grad(np.zeros(d))), initial=0.0)), 0.0
+
+    alphas, a_max = alpha_grid(alphas, n_alphas, eps, penalty, l1_ratio, top)
+
+    def fit(alpha, coef):
+        lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
+        w = np.zeros(d) if coef is None else coef.copy()
+        return _solve_sorted(Xs, pairs, lam1, lam2, w, tol=tol, max_iter=max_iter, verbose=verbose)
+
+    return run_path(alphas, a_max, fit)
 
 
 def _solve_l1(problem, penalty, w, *, tol, max_iter, verbose, name):

@@ -72,7 +72,7 @@ CHILD = textwrap.dedent("""
     from cyrank import LambdaMART
     from cyrank.io import load_model, save_model
     sys.path.insert(0, {tests!r})
-    from test_audit_lambdamart import RAW_TAMPERS, FIXED_TAMPERS, small_set
+    from test_lambdamart_inputs import RAW_TAMPERS, FIXED_TAMPERS, small_set
     X, y, qid = small_set(3, 30, 5)
     m = LambdaMART(n_estimators=3, num_leaves=4, min_child_samples=3, n_jobs=1).fit(X, y, qid)
     for name, tamper in {{**RAW_TAMPERS, **FIXED_TAMPERS}}.items():

@@ -17,7 +17,8 @@ from ._schema import _check_against_schema
 
 
 def _setting(name):
-    """``name`` as currently set on the cyrank.io package: the public limits (cyrank.io.MODEL_SIZE_MIN etc.) may be changed there."""
+    """``name`` as currently set on the cyrank.io package: the public limits (cyrank.io.MODEL_SIZE_MIN etc.) may be
+    changed there."""
     return getattr(sys.modules[__package__], name)
 
 

@@ -18,7 +18,8 @@ from ._atomic import atomic_write
 
 
 def _setting(name):
-    """``name`` as currently set on the cyrank.io package: the public limits (cyrank.io.DECOMPRESS_MIN etc.) may be changed there."""
+    """``name`` as currently set on the cyrank.io package: the public limits (cyrank.io.DECOMPRESS_MIN etc.) may be
+    changed there."""
     return getattr(sys.modules[__package__], name)
 
 

@@ -1,0 +1,120 @@
+"""DominationRank's data layout (cyrank.domination.solver): rows sorted by (query, label) into the arrays the
+kernels read, column by column for coordinate descent (_cd.pyx) and row by row for the Newton products
+(_smooth.pyx), and the rounding error of the loss gradient."""
+import numpy as np
+import scipy.sparse as sp
+
+from .._dense import should_densify
+from .._queries import QueryGroups
+from .._validation import check_random_state, max_abs, warn_if_no_pairs
+
+
+class _Layout:
+    """Rows sorted by (query, label): the arrays the kernel reads (see cyrank/domination/_cd.pyx).
+
+    rows      original index of each sorted row (rows of single-level queries and unsampled rows are absent)
+    q_ptr     query q owns query-layers q_ptr[q]:q_ptr[q+1]
+    lay_ptr   query-layer k owns sorted rows lay_ptr[k]:lay_ptr[k+1]
+    row_qk    query-layer of each sorted row;  qk_q: query of each query-layer;  offset: sorted offsets
+    """
+
+    def __init__(self, rows, q_ptr, lay_ptr, row_qk, qk_q, offset):
+        self.rows, self.q_ptr, self.lay_ptr, self.row_qk, self.qk_q, self.offset = (
+            rows, q_ptr, lay_ptr, row_qk, qk_q, offset)
+        self.x_max = None  # the largest |x| of X, when the caller knows it (one O(nnz) pass less)
+        self.squares = None  # the within-query column squares of X (_preconditioner), made on first need
+
+
+def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_state=None):
+    """Rows sorted by (query, label) (QueryGroups' label runs), queries with one label level dropped,
+    optionally the bottom layers sampled.
+
+    Negative sampling (the "Sampled" variant, section 8.2): in every query, ceil(neg_sample * n_0) of the n_0
+    rows of the lowest layer (the rows that dominate nothing) are kept, uniformly without replacement.
+    Returns the layout and the boolean mask (input order) of the rows negative sampling kept.
+    """
+    n = y.shape[0]
+    labels = (y > 0).astype(np.float64) if binary else y
+    groups = QueryGroups(qid if group_by_query else np.zeros(n, np.int64), labels)
+    warn_if_no_pairs(groups)
+    order, run_ptr, run_q = groups.label_order, groups.label_runs, groups.run_query
+    run_size = np.diff(run_ptr)
+    run = np.repeat(np.arange(run_size.size), run_size)  # run of each position
+    kept_runs = groups.n_levels[run_q] >= 2
+    keep = kept_runs[run]
+    mask = np.ones(n, dtype=bool)
+    if neg_sample is not None and neg_sample < 1.0:
+        bottom = np.r_[True, run_q[1:] != run_q[:-1]][run]  # rows of the lowest layer of their query
+        rng = check_random_state(random_state)
+        by_run = np.lexsort((rng.random_sample(n), run))  # random order inside each run
+        rank = np.empty(n, np.int64)
+        rank[by_run] = np.arange(n) - run_ptr[run[by_run]]
+        quota = np.ceil(neg_sample * run_size - 1e-12).astype(np.int64)  # >= 1: no run disappears
+        sampled_out = bottom & (rank >= quota[run])
+        mask[order[sampled_out]] = False
+        keep &= ~sampled_out
+    lay_size = np.bincount(run[keep], minlength=run_size.size)[kept_runs]
+    lay_q = run_q[kept_runs]
+    q_start = np.r_[True, lay_q[1:] != lay_q[:-1]] if lay_q.size else np.zeros(0, bool)
+    layout = _Layout(rows=order[keep].astype(np.intp),
+                     q_ptr=np.r_[np.flatnonzero(q_start), lay_q.size].astype(np.intp),
+                     lay_ptr=np.r_[0, np.cumsum(lay_size)].astype(np.intp),
+                     row_qk=np.repeat(np.arange(lay_size.size), lay_size).astype(np.intp),
+                     qk_q=(np.cumsum(q_start) - 1).astype(np.intp),
+                     offset=np.ascontiguousarray(offset[order[keep]], dtype=np.float64))
+    return layout, mask
+
+
+def _gradient_rounding(X, layout, scale):
+    """Bound on the rounding error of the computed loss gradient X'c: eps * max_r sum_i |x_ir| * max |c_i|, with
+    |c_i| = |dL/dm_i| <= the rows of the largest query (each dominating row adds at most 1). A gradient below it
+    is indistinguishable from 0 (measured: the computed gradient of a loss that does not depend on w stays
+    50-200 times below it). Returns 0 without the O(nnz) column sums when even the cruder bound with
+    n max|x| in place of the column sums lies below ``scale``, the gradient norm at 0 (the usual case)."""
+    if layout.q_ptr.shape[0] < 2:
+        return 0.0
+    q_rows = float(np.max(np.diff(layout.lay_ptr[layout.q_ptr])))
+    eps = np.finfo(np.float64).eps
+    x_max = max_abs(X) if layout.x_max is None else layout.x_max
+    if eps * X.shape[0] * x_max * q_rows < scale:
+        return 0.0
+    return float(eps * np.max(abs(X).sum(axis=0)) * q_rows)
+
+
+def _columns(X, rows):
+    """The sorted rows of X column by column: (data, indices, indptr, dense) for the kernel.
+
+    Sparse X becomes CSC (CSR is converted once) keeping its index width; dense X becomes Fortran-ordered
+    and is read through indices = arange(n), indptr = arange(d + 1) * n.
+    """
+    if sp.issparse(X):
+        Xs = X[rows] if X.format == "csr" else X.tocsr()[rows]
+        Xs = sp.csc_matrix(Xs)
+        Xs.sort_indices()
+        itype = np.promote_types(Xs.indices.dtype, Xs.indptr.dtype)
+        return (np.ascontiguousarray(Xs.data), Xs.indices.astype(itype, copy=False),
+                Xs.indptr.astype(itype, copy=False), False)
+    identity = rows.shape[0] == X.shape[0] and np.array_equal(rows, np.arange(X.shape[0]))
+    Xs = np.asfortranarray(X if identity else X[rows])
+    n, d = Xs.shape
+    return (Xs.ravel(order="F"), np.arange(n, dtype=np.int64), np.arange(d + 1, dtype=np.int64) * n, True)
+
+
+def _rows_of(X, rows, options=None):
+    """The sorted rows X[rows] for the Newton products (_smooth.pyx): (data, indices, indptr, dense).
+
+    Dense X becomes C-ordered (indices and indptr unused). Sparse X becomes CSR, or dense by the shared rule
+    (cyrank/_dense.py) with ``options.densify_share`` and ``options.densify_max_bytes``.
+    """
+    if options is None:
+        from .solver import Options  # (the defaults; solver.py imports this module)
+
+        options = Options()
+    if sp.issparse(X):
+        Xr = X.tocsr()[rows]
+        if should_densify(Xr, min_share=options.densify_share, max_bytes=options.densify_max_bytes):
+            return np.ascontiguousarray(Xr.toarray()).ravel(), np.zeros(1, np.int64), np.zeros(1, np.int64), True
+        itype = np.promote_types(Xr.indices.dtype, Xr.indptr.dtype)
+        return (np.ascontiguousarray(Xr.data), Xr.indices.astype(itype, copy=False),
+                Xr.indptr.astype(itype, copy=False), False)
+    return np.ascontiguousarray(X[rows]).ravel(), np.zeros(1, np.int64), np.zeros(1, np.int64), True

@@ -7,6 +7,7 @@
 * :mod:`~cyrank.optim.penalties`: l2, l1 and elastic net as penalty objects (value, prox, subdifferential distance);
 * :mod:`~cyrank.optim.prox_newton`: proximal Newton with working sets for a smooth problem plus an l1 term (Yuan,
   Ho & Lin 2012), its inner problem solved by coordinate descent in ``_quadratic_l1``;
+* :mod:`~cyrank.optim.path`: regularisation paths (the exact alpha_max, the alpha grid, warm starts, ``PathResult``);
 * :mod:`~cyrank.optim.cutting_plane`: the 1-slack cutting-plane method (Joachims 2006), its restricted dual QP in
   ``_simplex_qp``;
 * :mod:`~cyrank.optim.result`: ``OptimResult``, the one result they return;

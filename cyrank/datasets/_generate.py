@@ -49,7 +49,7 @@ def make_ranking(n_queries=10, n_docs=100, n_features=5, n_levels=3, *, density=
         Scale of the noise added to the linear score (0: the labels are a function of ``X @ w``).
     binning : "query" or "global"
         Where the quantiles of the grades are taken.
-    feature_scales : None or array of n_features floats
+    feature_scales : None or array-like of shape (n_features,)
         Multiplies column j of X by ``feature_scales[j]`` after the labels are drawn (badly scaled columns: the
         labels depend on the scaled column as they did on the unscaled one).
     string_qid : bool

@@ -1,10 +1,13 @@
-"""cyrank.optim.penalties: value, prox and subdifferential distance against their definitions, by brute force."""
+"""cyrank.optim.penalties: value, prox and subdifferential distance against their definitions, by brute force;
+the shared optimisers (proximal Newton, OWL-QN, the path) over a SmoothProblem plus a penalty, and RankNet's
+l1 / elastic-net penalties, against cvxpy."""
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
 from cyrank.optim.penalties import (ElasticNet, L1, L2, Penalty, kkt_excess, l1_change, make_penalty,
                                     penalty_weights)
+from cyrank.optim.smooth import SmoothProblem
 
 PENALTIES = [L2(0.7), L1(1.3), ElasticNet(2.0, 0.3), L1(0.5, weights=np.linspace(0.0, 2.0, 12)),
              Penalty(np.linspace(0.1, 1.0, 12), 0.4)]
@@ -231,3 +234,70 @@ def test_ranknet_path_matches_cvxpy_and_starts_at_alpha_max(penalty, l1_ratio):
         assert p.objectives[k] == pytest.approx(F, rel=1e-10)
     with pytest.raises(ValueError, match="alphas"):
         path(X, y, qid, penalty="l2")
+
+
+# ------------------------------------------------------------------ the shared optimisers on any SmoothProblem
+class _LeastSquares(SmoothProblem):
+    """0.5 ||A w - b||^2 + lam2 ||w||^2 as a SmoothProblem (the smallest datafit: a test of the optimisers alone)."""
+
+    def __init__(self, A, b, lam2):
+        self.A, self.b, self.lam2 = A, b, lam2
+        super().__init__()
+
+    def new_state(self):
+        return None
+
+    def evaluate(self, w, Mw, state):
+        r = self.A @ w - self.b
+        return 0.5 * float(r @ r) + self.lam2 * float(w @ w), self.A.T @ r + 2 * self.lam2 * w
+
+    def hessian_product(self, state, v, Mv):
+        return self.A.T @ (self.A @ v) + 2 * self.lam2 * v
+
+
+def _lasso_reference(A, b, lam1, lam2):
+    cp = pytest.importorskip("cvxpy")
+    w = cp.Variable(A.shape[1])
+    cp.Problem(cp.Minimize(0.5 * cp.sum_squares(A @ w - b) + cp.sum(cp.multiply(lam1, cp.abs(w)))
+                           + lam2 * cp.sum_squares(w))).solve(solver="CLARABEL")
+    return w.value
+
+
+@pytest.mark.parametrize("lam2", [0.0, 0.5])
+def test_prox_newton_and_owlqn_on_any_smooth_problem(lam2):
+    """cyrank.optim.prox_newton (model formed by Hessian products) and owlqn_penalized (per-coordinate l1 weights)
+    minimise a least-squares SmoothProblem plus a penalty: cvxpy's optimum to 1e-8 (relative)."""
+    from cyrank.optim.certificate import certify
+    from cyrank.optim.owlqn import owlqn_penalized
+    from cyrank.optim.prox_newton import GramModel, prox_newton
+
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((60, 15))
+    b = A @ np.r_[rng.standard_normal(4), np.zeros(11)] + 0.1 * rng.standard_normal(60)
+    top = float(np.max(np.abs(A.T @ b)))
+    pen = Penalty(0.2 * top, lam2)
+    problem = _LeastSquares(A, b, lam2)
+
+    def certify_at(x, g, F):
+        return certify(problem.hess_vec, x, g, F, 1e-12, lam1=pen.lam1, strong_convexity=pen.strong_convexity)[:2]
+
+    def F(w):
+        return 0.5 * float(np.sum((A @ w - b) ** 2)) + pen.value(w)
+
+    w_ref = _lasso_reference(A, b, np.full(15, pen.lam1), lam2)
+    w = np.zeros(15)
+    problem.grad(w)  # the Hessian state at w
+    res = prox_newton(problem, pen, w, tol=1e-12, max_iter=100, scale=top, certify=certify_at,
+                      make_model=lambda ws: GramModel.from_products(problem, ws, 15, np.zeros(ws.size)))
+    assert res.converged and (F(res.x) - F(w_ref)) / max(1, F(w_ref)) <= 1e-8
+    assert np.max(pen.subdiff_distance(A.T @ (A @ res.x - b), res.x)) <= 1e-9 * top
+    # per-coordinate weights: OWL-QN over the same SmoothProblem
+    weights = np.linspace(0.05, 0.4, 15) * top
+    wpen = Penalty(weights, lam2)
+    res = owlqn_penalized(problem, wpen, np.zeros(15), tol_abs=1e-10 * top, max_iter=1000)
+    w_ref = _lasso_reference(A, b, weights, lam2)
+    Fw = lambda w: 0.5 * float(np.sum((A @ w - b) ** 2)) + wpen.value(w)  # noqa: E731
+    assert res.converged and (Fw(res.x) - Fw(w_ref)) / max(1, Fw(w_ref)) <= 1e-8
+    with pytest.raises(ValueError, match="one l1 weight"):
+        prox_newton(problem, wpen, np.zeros(15), tol=1e-6, max_iter=5, scale=top, certify=certify_at,
+                    make_model=None)

@@ -97,6 +97,7 @@ def test_fit_predict_eval_verify(files, tmp_path, capsys, solver):
     assert "reference (cvxpy)" in out and "relative objective gap" in out
 
 
+@pytest.mark.slow
 def test_module_entry_point(tmp_path):
     # the package these tests import (installed, or built in place), not whatever the working directory holds
     env = {**os.environ, "PYTHONPATH": str(Path(cyrank.__file__).resolve().parents[1])}
@@ -104,6 +105,7 @@ def test_module_entry_point(tmp_path):
     assert r.returncode == 0 and "demo" in r.stdout and "verify" in r.stdout
 
 
+@pytest.mark.slow
 def test_demo_trains_every_solver_and_matches_the_reference(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
@@ -128,6 +130,7 @@ def test_demo_trains_every_solver_and_matches_the_reference(capsys):
     assert len(mlr) == 3 and max(mlr) < euclid  # the learned metric beats the Euclidean one on Wine
 
 
+@pytest.mark.slow
 def test_demo_without_cvxpy_skips_the_reference(monkeypatch, capsys):
     import importlib.util
 
@@ -156,10 +159,12 @@ def _run_clean(code, tmp_path):
     return r.stdout.strip().splitlines()
 
 
+@pytest.mark.slow
 def test_importing_cyrank_and_its_cli_leaves_sklearn_and_cvxpy_out(tmp_path):
     assert _run_clean(CLEAN_IMPORT, tmp_path)[-1] == "[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", ["ranksvm", "domination", "ranknet", "lambdarank"])
 def test_fit_runs_the_functional_layer_without_sklearn(files, tmp_path, solver):
     _, data, _ = files
@@ -169,6 +174,7 @@ def test_fit_runs_the_functional_layer_without_sklearn(files, tmp_path, solver):
     assert _run_clean(code, tmp_path)[-1] == "False False"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver, params", [
     ("ranksvm", {"C": 1e-3}), ("domination", {"penalty": "l1", "alpha": 3.0}), ("ranknet", {"alpha": 2.0}),
     ("lambdarank", {"metric": "err@5", "max_iter": 20}),
@@ -199,6 +205,7 @@ def test_threads_give_the_same_model(files, tmp_path, capsys):
     assert "-t/--threads must be" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_fit_mlr_on_a_class_label_file(tmp_path, capsys):
     from sklearn.datasets import load_wine
 

@@ -45,6 +45,7 @@ def _error(capsys, argv):
 
 
 # ------------------------------------------------------------------------------------------------------ files
+@pytest.mark.slow
 def test_predict_output_is_atomic_past_the_file_size_limit(data, tmp_path):
     """cyrank predict -o past RLIMIT_FSIZE: the old score file survives intact and the error names the file."""
     from cyrank import RankSVM
@@ -123,6 +124,7 @@ def test_verify_mlr_and_labelrank_say_they_are_not_supported(capsys, solver):
     assert "domination, ranksvm, ranknet" in err
 
 
+@pytest.mark.slow
 def test_demo_runs_every_solver_or_says_what_is_skipped(capsys, monkeypatch):
     """Every registered solver is in the demo (LambdaMART when LightGBM is installed, else named as skipped)."""
     from cyrank.cli import demo_names
@@ -157,6 +159,7 @@ def test_help_has_no_rest_markup():
         assert "``" not in text and ":func:" not in text and ":class:" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_LIGHTGBM, reason="lightgbm is not installed")
 def test_fit_lambdamart_verbose_prints_rounds(data, tmp_path, capsys):
     _, test, valid = data
@@ -168,6 +171,7 @@ def test_fit_lambdamart_verbose_prints_rounds(data, tmp_path, capsys):
     assert capsys.readouterr().out.count("eval ndcg@10") >= 3
 
 
+@pytest.mark.slow
 def test_fit_valid_file_enables_early_stopping(data, tmp_path, capsys):
     d, test, valid = data
     model = tmp_path / "m.npz"
@@ -231,6 +235,7 @@ def test_eval_prints_the_gain_tie_and_empty_rules(data, capsys):
     assert "map: average precision" in rules
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line_without_traceback(data, tmp_path, capsys, monkeypatch):
     """ValueError/TypeError/OSError and foreign library errors are one stderr line with exit status 2; --debug
     shows the traceback."""
@@ -264,6 +269,7 @@ def test_cli_errors_are_one_line_without_traceback(data, tmp_path, capsys, monke
 
 
 # --------------------------------------------------------------------------------------------------- memory
+@pytest.mark.slow
 def test_declared_feature_count_does_not_drive_dense_allocations(tmp_path, capsys):
     """A 31-byte file naming feature 2**26 took 7-8 GiB in fit ranksvm and 24 GiB in fit lambdamart; now it is
     refused before any fit, naming the line, and the process stays small."""

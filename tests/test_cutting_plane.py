@@ -42,6 +42,7 @@ def engine_parts(X, y, C):
     return separate, solve_restricted, lambda w: 0.5 * w @ w
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed, C", [(0, 1.0), (1, 10.0)])
 def test_reaches_hinge_svm_optimum(seed, C):
     X, y = svm_problem(seed)
@@ -57,6 +58,7 @@ def test_reaches_hinge_svm_optimum(seed, C):
     assert res.n_iter == len(res.history["objective"]) - 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", [0.3, 0.7, 0.9])
 @pytest.mark.parametrize("seed, C", [(0, 1.0), (1, 10.0), (3, 100.0)])
 def test_in_out_stabilisation_certifies_the_gap(seed, C, alpha):

@@ -15,6 +15,8 @@ from cyrank.dask import DaskDominationRank, DaskRankNet, DaskRankSVM, query_part
 from cyrank.datasets import make_ranking  # noqa: E402
 from cyrank.io import load_model, save_model  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a two-process LocalCluster per module; each fit ships partitions
+
 
 @pytest.fixture(scope="module")
 def client():

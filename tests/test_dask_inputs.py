@@ -16,6 +16,7 @@ def _dask_data():
     return X, y, qid
 
 
+@pytest.mark.slow
 def test_dask_drops_rows():
     """A NaN qid is refused (RankSVM refuses it too) instead of its row vanishing from the fit; X, y and qid of
     different lengths get a message naming the lengths instead of dask's "Chunks do not add up"; DaskRankNet

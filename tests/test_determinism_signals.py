@@ -20,7 +20,8 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals"),
+              pytest.mark.slow]  # fresh interpreters fitting 24000 rows
 
 # 24000 rows (the kernels go parallel from 20000 positions) in 400 queries; MLR on 400 points with 2 threads
 DETERMINISM = textwrap.dedent("""

@@ -79,6 +79,7 @@ def test_err_lambdas_are_exact_at_labels_up_to_1000_with_ties(seed):
     assert np.isfinite(cost) and np.all(np.isfinite(grad)) and np.all(np.isfinite(weight))
 
 
+@pytest.mark.slow
 def test_err_lambdas_are_linear_in_pairs_at_label_1000():
     """One query with labels 0/1000 costs what labels 0/1 cost (the same pairs), and doubling its rows multiplies
     the time by about 4 (the pairs). The old kernel summed each pair over the positions between when R rounds to 1

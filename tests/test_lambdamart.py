@@ -35,6 +35,7 @@ def test_the_first_tree_is_a_newton_step_on_our_lambdas(data, metric):
         assert value == pytest.approx(-0.5 * grad[rows].sum() / weight[rows].sum(), rel=1e-6, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_lambdamart_on_the_embedded_data_is_at_least_lightgbms_lambdarank(data):
     """Same trees (100, 31 leaves, learning rate 0.1, one thread): test NDCG@10 (LightGBM's convention) not below
     LightGBM's built-in lambdarank objective by more than 0.01 (measured: 0.7345 against 0.7358; over eight fits,
@@ -97,6 +98,7 @@ def test_model_file_pickle_and_missing_lightgbm(data, tmp_path, monkeypatch):
         LambdaMART().fit(X, y, qid)
 
 
+@pytest.mark.slow
 def test_the_model_does_not_depend_on_the_row_order(data):
     """Rows permuted inside their (query, label), or at random: the same trees, so the same predictions bit for
     bit. The default tie rule's lambdas need no row order (every score ties at the first round), and the rows of a

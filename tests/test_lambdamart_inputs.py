@@ -89,6 +89,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_corrupted_lambdamart_model_file_is_refused_not_a_crash(tmp_path):
     """save_model, tamper with model_string_, save again: load_model refuses each file with a ValueError naming
     the file, model_string_ and the fix; LightGBM never parses the text (run in a child process: LightGBM 4.7 died
@@ -205,6 +206,7 @@ MEMORY_CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_the_declared_feature_count_does_not_drive_lightgbm_memory():
     """A sparse X of 2**26 columns and 6 rows: LightGBM gets only the 7 columns with a stored value. The child
     runs under a 3 GiB address-space limit (the old code died there with std::bad_alloc; without the limit it

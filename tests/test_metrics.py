@@ -276,6 +276,7 @@ def test_average_ties_equal_mean_over_all_orders(name, params):
         assert_same(got, brute(name, y, s, qid, "average", empty, enumerate_ties=True, **params))
 
 
+@pytest.mark.slow
 def test_average_ties_large_tie_groups():
     """Every "average" rule on a group of 7 tied rows (5040 orders) with cut-offs inside it."""
     rng = np.random.default_rng(7)

@@ -54,6 +54,7 @@ def random_scores(rng, size):
     return np.round(rng.normal(size=size) * scale, 1)          # 1 decimal: many ties within and across sets
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss", LOSSES)
 def test_oracle_equals_brute_force(loss):
     rng = np.random.default_rng(LOSSES.index(loss))

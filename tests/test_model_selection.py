@@ -109,6 +109,7 @@ def tasks(seed=6, n_tasks=5):
     return X, Y, qid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sparse", [False, True])
 def test_fit_many_equals_serial_fits_on_threads_and_processes(sparse):
     X, Y, qid = tasks()
@@ -135,6 +136,7 @@ def test_fit_many_without_linear_coefficients_and_bad_input():
         fit_many(RankSVM(), X, Y[:-1], qid)
 
 
+@pytest.mark.slow
 def test_fit_many_on_dask_equals_serial():
     distributed = pytest.importorskip("distributed")
     X, Y, qid = tasks(8, 4)

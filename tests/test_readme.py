@@ -56,6 +56,7 @@ def readme_python_blocks(text=None):
     return re.findall(r"^```python[ \t]*\n(.*?)^```[ \t]*$", text, re.S | re.M)
 
 
+@pytest.mark.slow
 def test_readme_blocks_run_in_order(tmp_path):
     """Cause: README's Python blocks failed when run in order (the wine and multilabel examples rebound X and y;
     later blocks used X_dask, y_true and Xs, never defined). Every block is pasted into one session, in order,

@@ -294,6 +294,7 @@ def test_reference_rejects_a_bad_feature_scale(bad):
 
 
 # ------------------------------------------------------------------------------------------------ issue 25
+@pytest.mark.slow  # 224 cases of about 0.1 s: the whole sweep takes ~20 s
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("scaling", list(SCALINGS))
 @pytest.mark.parametrize("solver", list(SOLVERS))
@@ -316,6 +317,7 @@ def test_converged_means_near_the_optimum_with_scaled_columns(solver, scaling, f
 _exponents = st.lists(st.one_of(st.none(), st.floats(-3.0, 9.3)), min_size=N_FEATURES, max_size=N_FEATURES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", ["domination-l2-auto", "ranknet"])
 @settings(max_examples=15, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate),
           suppress_health_check=[HealthCheck.too_slow])  # no shrinking: every example costs a cvxpy solve

@@ -129,6 +129,7 @@ def compressed_arrays(draw):
     return data, indices, indptr, (n, d)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(compressed_arrays(), st.sampled_from([np.int32, np.int64]))
 def test_any_compressed_structure(arrays, index_dtype):
@@ -190,6 +191,7 @@ def _cli(*args, cwd):
     return subprocess.run([sys.executable, "-m", "cyrank", *map(str, args)], capture_output=True, text=True, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_cli_user_errors_are_one_line(tmp_path):
     from sklearn.datasets import load_wine
 
@@ -261,6 +263,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_fork_after_threaded_fit_does_not_hang(tmp_path):
     """GNU OpenMP is not fork-safe: a child forked after a threaded fit used to hang in its first parallel
     region. Children forked from cyrank's process run the kernels on one thread instead."""

@@ -106,7 +106,7 @@ register(SolverSpec(
     demo_params={"alpha": 1.0},
     small_params={"alpha": 0.5, "tol": 1e-10},
     reference="reference.ranknet:solve",
-    reference_params=("sigma", "alpha"),
+    reference_params=("sigma", "penalty", "alpha", "l1_ratio"),
     solve="cyrank.lambdarank.solver:solve",
 ))
 

@@ -2,7 +2,7 @@
 
 A sparse X is densified when at least ``min_share`` of its entries are stored and the dense copy takes at most
 ``max_bytes``. Each kernel sets the share at which its dense path wins, measured on the LightGBM LETOR data
-(bench/RESULTS.md):
+(bench/HISTORY.md):
 
 * block products through BLAS (DominationRank's Newton products): 0.2, a dense float64 entry costs about a
   tenth of a sparse one;

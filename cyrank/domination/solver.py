@@ -64,7 +64,7 @@ AUTO_OWLQN_ITERATIONS = 500
 
 @dataclass(frozen=True)
 class Options:
-    """Tuning of the solvers: the defaults are the measured best (bench/RESULTS.md); the optimum reached does not
+    """Tuning of the solvers: the defaults are the measured best (bench/HISTORY.md); the optimum reached does not
     depend on them.
 
     Attributes
@@ -126,7 +126,7 @@ def _auto_l1(X, layout, options):
     Options.gram_budget (rows d^2 <= gram_budget nnz: a few hundred dense features, where its Newton steps converge
     in a handful of iterations whatever the conditioning), else "owlqn+prox_newton" (OWL-QN, whose iteration costs
     one evaluation, for at most AUTO_OWLQN_ITERATIONS iterations, then proximal Newton from its point). Measured on
-    the bench problems (bench/RESULTS.md, issue 11): on sparse data with 2e4 features OWL-QN is 1.2-7x faster than
+    the bench problems (bench/HISTORY.md, issue 11): on sparse data with 2e4 features OWL-QN is 1.2-7x faster than
     proximal Newton, whose matrix-free inner sweeps cost twice an evaluation; on 300 dense features it is 10-100x
     slower."""
     d = X.shape[1]

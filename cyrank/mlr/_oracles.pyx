@@ -50,7 +50,7 @@ maximal H (the maximising ranking itself is not unique then).
 Sorting (most of the oracle time: every query sorts its P + N scores at every separation) is the shared sort of
 cyrank/_sort.pxd on the negated scores: below RADIX_MIN items an introsort; above, an LSD radix sort on the top
 24 bits followed by an introsort of each run of equal top bits. The result is exactly the order of the introsort
-alone. On WDBC the radix sort makes the whole AUC oracle 2.4x faster (bench/RESULTS.md, MLR).
+alone. On WDBC the radix sort makes the whole AUC oracle 2.4x faster (bench/HISTORY.md, MLR).
 
 The constraint of a ranking is carried by its coefficients a (one per corpus point, sum a = 0):
 

@@ -20,7 +20,7 @@ Algorithm 1 of McFee & Lanckriet (2010): the shared 1-slack cutting-plane engine
 * in-out stabilisation (``stabilization`` = alpha, default 0.7): the oracle is called at
   alpha W_best + (1 - alpha) W_restricted instead of the restricted solution W_restricted (Kelley's method of
   the paper, alpha = 0), and the method stops on the certified gap objective - lower bound <= C tol. On
-  WDBC MLR-AUC at C = 1e5 this cuts the cutting planes from ~90 to ~35 (bench/RESULTS.md, MLR). The best
+  WDBC MLR-AUC at C = 1e5 this cuts the cutting planes from ~90 to ~35 (bench/HISTORY.md, MLR). The best
   point is a convex combination of iterates, so its tiny eigen-components are then dropped when that does not
   raise the objective (one separation per try);
 * exact separation oracles in Cython (cyrank/mlr/_oracles.pyx; losses documented there);
@@ -29,7 +29,7 @@ Algorithm 1 of McFee & Lanckriet (2010): the shared 1-slack cutting-plane engine
 * the restricted problem solved to a certified duality gap <= 0.5 C tol (Options.inner_tol) by a primal-dual
   interior-point method (trace, diagonal) or a dual Newton method (frobenius), warm-started, on the active
   constraints (cyrank/mlr/_inner.py). A looser inner tolerance leaves the restricted solution more central,
-  which measurably reduces the number of cutting planes (bench/RESULTS.md, MLR); 0.5 C tol keeps the total
+  which measurably reduces the number of cutting planes (bench/HISTORY.md, MLR); 0.5 C tol keeps the total
   guarantee at 1.5 C tol.
 
 Our initial W is 0 (all points tie, so the first batch is the one of maximal loss); the problem is convex and
@@ -67,7 +67,7 @@ STABILIZATION = 0.7
 
 @dataclass(frozen=True)
 class Options:
-    """Tuning of the solver: the defaults are the measured best (bench/RESULTS.md); the optimum reached does not
+    """Tuning of the solver: the defaults are the measured best (bench/HISTORY.md); the optimum reached does not
     depend on them (the certified gap is what it is).
 
     Attributes

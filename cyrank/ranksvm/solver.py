@@ -49,7 +49,7 @@ KERNELS = ("linear", "rbf", "poly", "precomputed")
 
 @dataclass(frozen=True)
 class Options:
-    """Tuning of the solvers: the defaults are the measured best (bench/RESULTS.md); the optimum reached does not
+    """Tuning of the solvers: the defaults are the measured best (bench/HISTORY.md); the optimum reached does not
     depend on them.
 
     Attributes
@@ -67,7 +67,7 @@ class Options:
         Hinge loss, linear models: in-out weight of the cutting-plane engine (cyrank.optim.cutting_plane):
         separations at a w_best + (1 - a) w_restricted, stop on the certified gap. 0 is Kelley's plain method,
         which kernel models always use. Measured on 1e4
-        documents and 3.3e5 pairs (bench/RESULTS.md): 41 separations instead of 969 at C = 0.1, 61 instead of more
+        documents and 3.3e5 pairs (bench/HISTORY.md): 41 separations instead of 969 at C = 0.1, 61 instead of more
         than 5,000 at C = 1.
     """
 

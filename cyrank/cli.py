@@ -136,7 +136,7 @@ def load_data(path, n_features=None, max_features=None, what=None):
 
 # Arguments of a family's functional solve that are not hyper-parameters of its estimator (starting points,
 # solver option objects, validation sets, side arrays): a model file holds only the estimator's parameters, so -p
-# refuses them. test_audit_cli checks this table against the estimators and solves.
+# refuses them. tests/test_cli_errors.py checks this table against the estimators and solves.
 FUNCTIONAL_ONLY = {
     "domination": ("coef0", "offset", "options"),
     "ranksvm": ("start", "options"),  # RankSVM's coef0 is its polynomial kernel's constant: a hyper-parameter

@@ -95,7 +95,8 @@ def test_a_corrupted_lambdamart_model_file_is_refused_not_a_crash(tmp_path):
     the file, model_string_ and the fix; LightGBM never parses the text (run in a child process: LightGBM 4.7 died
     with SIGABRT or SIGSEGV, or looped forever, on the raw tampers)."""
     script = CHILD.format(tests=str(__import__("pathlib").Path(__file__).parent), tmp=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)  # not the repository root, whose cyrank/ is the uncompiled source
     assert out.returncode == 0, f"the child died (signal {-out.returncode}): {out.stdout[-2000:]} {out.stderr[-2000:]}"
     lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
     assert set(lines) == set(RAW_TAMPERS) | set(FIXED_TAMPERS)
@@ -207,12 +208,13 @@ MEMORY_CHILD = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_the_declared_feature_count_does_not_drive_lightgbm_memory():
+def test_the_declared_feature_count_does_not_drive_lightgbm_memory(tmp_path):
     """A sparse X of 2**26 columns and 6 rows: LightGBM gets only the 7 columns with a stored value. The child
     runs under a 3 GiB address-space limit (the old code died there with std::bad_alloc; without the limit it
     reached 14 GB) and must stay below 1 GiB resident."""
     env = {**__import__("os").environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD], capture_output=True, text=True, timeout=300, env=env)
+    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD], capture_output=True, text=True, timeout=300, env=env,
+                         cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert int(out.stdout.split()[-1]) < 1 << 20  # ru_maxrss in KiB: below 1 GiB
 

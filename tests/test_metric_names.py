@@ -61,7 +61,7 @@ def test_mlr_precision_spellings_give_one_model():
         mlr_solve(X, y, loss="dcg")
 
 
-def test_label_ranking_error_lives_in_labelrank_and_metrics_does_not_import_it():
+def test_label_ranking_error_lives_in_labelrank_and_metrics_does_not_import_it(tmp_path):
     """cyrank.metrics is below the families: label_ranking_error (on PreferenceGraphs) is cyrank.labelrank's, and
     cyrank.metrics.label_ranking_error is the same function, imported on first use."""
     import subprocess
@@ -70,7 +70,7 @@ def test_label_ranking_error_lives_in_labelrank_and_metrics_does_not_import_it()
     script = ("import sys, cyrank.metrics; assert 'cyrank.labelrank' not in sys.modules, 'imported'; "
               "from cyrank.metrics import label_ranking_error as a; from cyrank.labelrank import label_ranking_error "
               "as b; assert a is b; print('ok')")
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert res.stdout.strip() == "ok", res.stderr[-2000:]
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         metrics.nonexistent  # noqa: B018

@@ -474,20 +474,7 @@ def test_save_refuses_unsupported_values(tmp_path):
         register_model(est)
 
 
-def rewrite(path, header_edit=None, arrays_edit=None):
-    with np.load(path, allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    header = json.loads(arrays.pop("cyrank_header").tobytes())
-    if header_edit:
-        header_edit(header)
-    if arrays_edit:
-        arrays_edit(arrays)
-    blob = np.frombuffer(json.dumps(header).encode(), np.uint8)
-    with open(path, "wb") as fh:
-        np.savez(fh, cyrank_header=blob, **arrays)   # allow_pickle default: object arrays get pickled
-
-
-def test_load_refuses_bad_files(tmp_path, monkeypatch):
+def test_load_refuses_bad_files(tmp_path, monkeypatch, edit_model_file):
     est, _ = fitted()
     good = tmp_path / "good.npz"
     save_model(est, good)
@@ -499,7 +486,7 @@ def test_load_refuses_bad_files(tmp_path, monkeypatch):
             p.write_bytes(content_or_edit)
         else:
             p.write_bytes(raw)
-            rewrite(p, *content_or_edit)
+            edit_model_file(p, None, *content_or_edit)
         with pytest.raises(ValueError, match=match):
             load_model(p)
 
@@ -524,9 +511,9 @@ def test_load_refuses_bad_files(tmp_path, monkeypatch):
     check("deep.npz", (lambda h: h["attributes"].append(["deep_", deep]),), "nested too deeply")
     check("attrname.npz", (lambda h: h["attributes"].append(["__class__", 1]),), "not a public fitted attribute")
     key = json.loads(np.load(good)["cyrank_header"].tobytes())["attributes"][0][1]["key"]
-    check("pickled.npz", (None, lambda a: a.update({key: np.array([{"x": 1}], dtype=object)})), "pickle")
-    check("dtype.npz", (None, lambda a: a.update({key: a[key].astype(np.float32)})), "corrupt")
-    check("extra.npz", (None, lambda a: a.update(extra=np.ones(2))), "unexpected entries")
+    check("pickled.npz", (None, lambda h, a: a.update({key: np.array([{"x": 1}], dtype=object)})), "pickle")
+    check("dtype.npz", (None, lambda h, a: a.update({key: a[key].astype(np.float32)})), "corrupt")
+    check("extra.npz", (None, lambda h, a: a.update(extra=np.ones(2))), "unexpected entries")
     # a class that is no longer registered
     monkeypatch.delitem(cio._MODEL_REGISTRY, "TinyRanker")
     with pytest.raises(ValueError, match="'TinyRanker' is not registered"):

@@ -78,20 +78,6 @@ def test_every_variant_round_trips(saved, name):
     assert np.array_equal(_out(load_model(path), _inputs(name)), want)
 
 
-def _edit(src, dst, header_edit=None, arrays_edit=None):
-    """Copy a model file with its JSON header and/or arrays changed (written as np.savez would)."""
-    with np.load(src, allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    header = json.loads(arrays.pop("cyrank_header").tobytes())
-    if header_edit:
-        header_edit(header)
-    if arrays_edit:
-        arrays_edit(header, arrays)
-    blob = np.frombuffer(json.dumps(header).encode(), np.uint8)
-    with open(dst, "wb") as fh:
-        np.savez(fh, cyrank_header=blob, **arrays)
-
-
 def _attr(header, name):
     return next(node for attr, node in header["attributes"] if attr == name)
 
@@ -149,19 +135,19 @@ CRAFTED = [
 
 
 @pytest.mark.parametrize("name, edit, message", CRAFTED)
-def test_crafted_model_files_refused(saved, tmp_path, name, edit, message):
+def test_crafted_model_files_refused(saved, tmp_path, name, edit, message, edit_model_file):
     bad = tmp_path / "bad.npz"
-    _edit(saved[name][0], bad, *edit)
+    edit_model_file(saved[name][0], bad, *edit)
     with pytest.raises(ValueError, match=message):
         load_model(bad)
 
 
-def test_module_named_in_a_file_is_never_imported(saved, tmp_path):
+def test_module_named_in_a_file_is_never_imported(saved, tmp_path, edit_model_file):
     """A header naming module cyrank.__main__ used to import it, running the command line inside the host."""
     sys.modules.pop("cyrank.__main__", None)
     for cls, module in [("Nope", "cyrank.__main__"), ("RankSVM", "cyrank.__main__")]:
         path = tmp_path / f"{cls}.npz"
-        _edit(saved["ranksvm-linear"][0], path, lambda h: h.update({"class": cls, "module": module}))
+        edit_model_file(saved["ranksvm-linear"][0], path, lambda h: h.update({"class": cls, "module": module}))
         if cls == "Nope":
             with pytest.raises(ValueError, match="'Nope' is not registered"):
                 load_model(path)
@@ -177,7 +163,7 @@ MUTATIONS = ["drop", "extra", "none", "string", "nan", "shrink", "grow", "retype
                                                                   HealthCheck.too_slow])
 @given(st.sampled_from(["ranksvm-rbf-csr", "ranksvm-linear", "domination-cd-sampled", "mlr-trace"]),
        st.data())
-def test_random_schema_violations(saved, tmp_path, name, data):
+def test_random_schema_violations(saved, tmp_path, edit_model_file, name, data):
     """Any single change to any attribute: the file is refused with a ValueError, or it loads and computes the
     same outputs as the original (a change that keeps the model valid and equal)."""
     src, want = saved[name]
@@ -211,7 +197,7 @@ def test_random_schema_violations(saved, tmp_path, name, data):
             _set_attr(h, attr, -node - 1)
 
     path = tmp_path / "mutated.npz"
-    _edit(src, path, None, mutate)
+    edit_model_file(src, path, None, mutate)
     try:
         model = load_model(path)
     except ValueError:

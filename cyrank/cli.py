@@ -103,12 +103,11 @@ def check_feature_count(X, path, max_features=None, option="--max-features"):
     limit = feature_limit(X, max_features)
     if X.shape[1] <= limit:
         return
-    from .io import _data_line_number, _read_bytes
+    from .io import _feature_beyond, _read_bytes
 
-    k = int(np.argmax(X.indices))
-    row = int(np.searchsorted(X.indptr, k, side="right")) - 1
     raw, name = _read_bytes(path)
-    raise ValueError(f"{name}, line {_data_line_number(raw, row)}: a feature index implies {X.shape[1]} features, but "
+    line, _ = _feature_beyond(X, raw, limit)
+    raise ValueError(f"{name}, line {line}: a feature index implies {X.shape[1]} features, but "
                      f"the file stores only {X.nnz} values; every fit keeps dense vectors of n_features numbers (a "
                      f"linear model about 16, LightGBM hundreds of bytes per feature), here about "
                      f"{128 * X.shape[1] / 2**30:.2g} GiB or more for columns that are all zero (the limit is "

@@ -29,7 +29,7 @@ from ._svmlight import (DECOMPRESS_MIN, DECOMPRESS_RATIO, MAX_FEATURES, MAX_LABE
 # private names that the command line and the tests use (kept here so that they keep working)
 from ._model import _MODEL_REGISTRY  # noqa: F401
 from ._schema import _schema_rules  # noqa: F401
-from ._svmlight import _cython_reader, _data_line_number, _decimal_point, _format_rows_py, _read_bytes  # noqa: F401
+from ._svmlight import _cython_reader, _decimal_point, _feature_beyond, _format_rows_py, _read_bytes  # noqa: F401
 
 __all__ = ["load_svmlight", "dump_svmlight", "load_svmlight_multilabel", "dump_svmlight_multilabel", "save_model",
            "save_fitted", "load_model", "register_model"]

@@ -131,14 +131,19 @@ def _data_line_number(raw, row):
     return lineno
 
 
+def _feature_beyond(X, raw, limit):
+    """(line number, index) of the first stored feature index >= ``limit`` in the CSR matrix X read from ``raw``."""
+    k = int(np.argmax(X.indices >= limit))
+    row = int(np.searchsorted(X.indptr, k, side="right")) - 1
+    return _data_line_number(raw, row), int(X.indices[k])
+
+
 def _check_feature_count(X, raw, name, max_features):
     """ValueError naming the index and its line when X's column count exceeds ``max_features``."""
     if X.shape[1] <= max_features:
         return
-    k = int(np.argmax(X.indices >= max_features))
-    row = int(np.searchsorted(X.indptr, k, side="right")) - 1
-    index = int(X.indices[k])
-    raise ValueError(f"{name}, line {_data_line_number(raw, row)}: feature index {index} implies {X.shape[1]} "
+    line, index = _feature_beyond(X, raw, max_features)
+    raise ValueError(f"{name}, line {line}: feature index {index} implies {X.shape[1]} "
                      f"features, more than max_features={max_features} (one dense float64 vector of them would take "
                      f"{8 * X.shape[1] / 2**30:.3g} GiB); pass max_features=... to load_svmlight if this is intended")
 

@@ -560,7 +560,7 @@ def check_options(options, cls, who):
         elif isinstance(default, numbers.Integral):
             ok = isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
         elif isinstance(default, numbers.Real):
-            ok = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and np.isfinite(value)
+            ok = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and _finite_real(value)
         else:
             ok = True
         if not ok:

@@ -223,3 +223,14 @@ def test_float_parameter_given_as_a_huge_python_int():
     assert check_param("threshold", 2 ** 70) == float(2 ** 70)
     with pytest.raises(ValueError, match="threshold must be finite"):
         check_param("threshold", 2 ** 1100)
+
+
+def test_options_field_given_as_a_huge_python_int():
+    """check_options tested finiteness with np.isfinite, which raises numpy's own TypeError ("ufunc 'isfinite' not
+    supported") for an int beyond float64; it now says which field and what it must be, like any bad field."""
+    from cyrank.domination import Options
+    from cyrank._validation import check_options
+
+    with pytest.raises(TypeError, match="Options.densify_share must be float like its default"):
+        check_options(Options(densify_share=2 ** 1100), Options, "DominationRank")
+    assert check_options(Options(densify_share=2 ** 70), Options, "DominationRank").densify_share == 2 ** 70

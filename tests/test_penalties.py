@@ -301,3 +301,28 @@ def test_prox_newton_and_owlqn_on_any_smooth_problem(lam2):
     with pytest.raises(ValueError, match="one l1 weight"):
         prox_newton(problem, wpen, np.zeros(15), tol=1e-6, max_iter=5, scale=top, certify=certify_at,
                     make_model=None)
+
+
+@pytest.mark.parametrize("penalty,l1_ratio", [("l1", 0.5), ("elasticnet", 0.6)])
+def test_ranknet_penalties_with_badly_scaled_columns_and_permuted_rows(penalty, l1_ratio):
+    """One column x 1e9 and one x 1e-3 (a timestamp and a rate in one X): the l1 / elastic-net RankNet still
+    reaches cvxpy's optimum (solved in rescaled coordinates) to 1e-6 and reports converged_ only with its gap
+    within tol; permuting the rows and relabelling the queries gives the same model."""
+    ref = pytest.importorskip("reference.ranknet")
+    from cyrank import RankNet
+
+    X, y, qid = _ranknet_data(seed=7)
+    scale = np.ones(X.shape[1])
+    scale[0], scale[2] = 1e9, 1e-3
+    Xs = X * scale
+    alpha = 0.1 * _alpha_max(X, y, qid)  # the penalty acts on w; alpha picked on the unscaled problem's scale
+    params = dict(penalty=penalty, alpha=alpha, l1_ratio=l1_ratio)
+    est = RankNet(tol=1e-10, **params).fit(Xs, y, qid)
+    sol = ref.solve(Xs, y, qid, feature_scale=scale, **params)
+    F_ref = ref.objective(Xs, y, qid, sol["w"], **params)
+    F = ref.objective(Xs, y, qid, est.coef_, **params)
+    assert (F - F_ref) / max(1.0, abs(F_ref)) <= 1e-6
+    assert est.converged_ and est.gap_ is not None and est.gap_ <= 1e-10 * max(1.0, abs(F))
+    perm = np.random.default_rng(8).permutation(X.shape[0])
+    moved = RankNet(tol=1e-10, **params).fit(Xs[perm], y[perm], 100 - 3 * qid[perm])
+    assert np.allclose(moved.coef_, est.coef_, rtol=1e-7, atol=1e-12 * np.abs(est.coef_).max())

@@ -137,15 +137,15 @@ def load_data(path, n_features=None, max_features=None, what=None):
 # solver option objects, validation sets, side arrays): a model file holds only the estimator's parameters, so -p
 # refuses them. tests/test_cli_errors.py checks this table against the estimators and solves.
 FUNCTIONAL_ONLY = {
-    "domination": ("coef0", "offset", "options"),
-    "ranksvm": ("start", "options"),  # RankSVM's coef0 is its polynomial kernel's constant: a hyper-parameter
-    "ranknet": ("coef0",),
+    "domination": ("coef_init", "offset", "options"),
+    "ranksvm": ("coef_init", "options"),
+    "ranknet": ("coef_init",),
     "lambdarank": ("eval_set",),
     "mlr": ("relevance", "irrelevant", "options"),
-    "labelrank": ("coef0", "joint", "options"),
+    "labelrank": ("coef_init", "joint", "options"),
 }
 WHY_NOT = {
-    "coef0": "a starting point (an array) of the functional layer",
+    "coef_init": "a starting point (an array) of the functional layer",
     "start": "a starting point (an array) of the functional layer",
     "offset": "a per-row offset array of the functional layer",
     "options": "an Options object of the functional layer (set solver options in Python)",

@@ -72,11 +72,11 @@ sys.exit(main(["predict", r"{tmp_path / 'm.npz'}", r"{test}", "-o", r"{out}"]))
     assert np.loadtxt(out).shape == (768,)
 
 
-@pytest.mark.parametrize("solver, param", [("ranknet", "coef0=none"), ("domination", "coef0=none"),
-                                           ("domination", "options=none"), ("ranksvm", "start=none"),
+@pytest.mark.parametrize("solver, param", [("ranknet", "coef_init=none"), ("domination", "coef_init=none"),
+                                           ("domination", "options=none"), ("ranksvm", "coef_init=none"),
                                            ("labelrank", "joint=none"), ("lambdarank", "eval_set=abc")])
 def test_fit_refuses_functional_layer_only_parameters(data, tmp_path, capsys, solver, param):
-    """-p coef0/eval_set/joint/options wrote a model file that load_model refused; now fit refuses them, naming what
+    """-p coef_init/eval_set/joint/options wrote a model file that load_model refused; now fit refuses them, naming what
     -p accepts (eval_set: --valid), and writes no file."""
     _, test, _ = data
     model = tmp_path / "m.npz"

@@ -647,12 +647,12 @@ def test_path_starts_at_the_exact_alpha_max(penalty, l1_ratio):
     assert np.all(np.diff(np.diff(p.coefs.indptr)) >= -1)  # supports grow (almost) monotonically
 
 
-def test_bad_coef0_is_refused():
+def test_bad_coef_init_is_refused():
     X, y, qid, _ = make_problem(seed=51)
-    with pytest.raises(ValueError, match="coef0 has shape"):
-        solve(X, y, qid, coef0=np.zeros(3))
-    with pytest.raises(ValueError, match="coef0"):
-        solve(X, y, qid, coef0=np.full(X.shape[1], np.nan))
+    with pytest.raises(ValueError, match="coef_init has shape"):
+        solve(X, y, qid, coef_init=np.zeros(3))
+    with pytest.raises(ValueError, match="coef_init"):
+        solve(X, y, qid, coef_init=np.full(X.shape[1], np.nan))
 
 
 def test_path_is_also_cyrank_domination_path():
@@ -826,7 +826,7 @@ def test_cd_on_margins_spanning_1e4(penalty, sparse):
     # (1e-4 relative after 1e5 sweeps); started from proximal Newton's solution it confirms the optimum
     start = solve(Xf, y, qid, o, penalty=penalty, alpha=0.5, solver="prox_newton", tol=TOL).coef if penalty == "l1" \
         else None
-    res = solve(Xf, y, qid, o, penalty=penalty, alpha=0.5, solver="cd", tol=TOL, max_iter=100000, coef0=start)
+    res = solve(Xf, y, qid, o, penalty=penalty, alpha=0.5, solver="cd", tol=TOL, max_iter=100000, coef_init=start)
     assert res.converged and res.kkt_violation <= TOL
     assert res.objective == pytest.approx(sol.objective, rel=1e-8)
     h = res.history["objective"]

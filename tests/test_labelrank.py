@@ -268,8 +268,8 @@ def test_bad_input_is_refused():
         solve(np.where(X > 1, np.nan, X), G)
     with pytest.raises(TypeError, match="PreferenceGraphs"):
         solve(X, "labels")
-    with pytest.raises(ValueError, match="coef0"):
-        solve(X, G, coef0=np.zeros(3))
+    with pytest.raises(ValueError, match="coef_init"):
+        solve(X, G, coef_init=np.zeros(3))
 
 
 def test_max_iter_reports_without_convergence():

@@ -398,7 +398,7 @@ def test_each_inner_solve_reaches_the_weighted_reference_optimum(metric):
         c = brute_weights_of_reference_pairs(metric, X, y, qid, coef=w_prev)
         sol = ref.solve(X, y, qid, sigma, alpha, pair_weight=c)
         ours = solve_weighted_ranknet(X, y, qid, reference_scores=X @ w_prev, metric=metric, sigma=sigma,
-                                      alpha=alpha, coef0=w_prev, tol=1e-10)
+                                      alpha=alpha, coef_init=w_prev, tol=1e-10)
         assert ours.converged
         assert ours.objective == pytest.approx(sol.objective, rel=1e-6)
         assert ours.objective >= sol.objective - 1e-7 * abs(sol.objective)

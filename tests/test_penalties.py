@@ -184,7 +184,7 @@ def test_ranknet_l2_penalty_is_the_old_objective():
 
 
 def test_ranknet_l1_zero_at_alpha_max_and_warm_start():
-    """At alpha >= max_r |grad_r at 0| the l1 optimum is w = 0 (KKT at 0); below it, not; coef0 warm-starts."""
+    """At alpha >= max_r |grad_r at 0| the l1 optimum is w = 0 (KKT at 0); below it, not; coef_init warm-starts."""
     from cyrank.lambdarank.solver import solve
 
     X, y, qid = _ranknet_data(seed=6)
@@ -192,7 +192,7 @@ def test_ranknet_l1_zero_at_alpha_max_and_warm_start():
     assert not np.any(solve(X, y, qid, penalty="l1", alpha=1.0001 * top).coef)
     res = solve(X, y, qid, penalty="l1", alpha=0.5 * top, tol=1e-10)
     assert np.any(res.coef) and res.converged
-    warm = solve(X, y, qid, penalty="l1", alpha=0.5 * top, tol=1e-10, coef0=res.coef)
+    warm = solve(X, y, qid, penalty="l1", alpha=0.5 * top, tol=1e-10, coef_init=res.coef)
     assert warm.n_iter <= 1 and warm.objective <= res.objective + 1e-12 * abs(res.objective)
 
 

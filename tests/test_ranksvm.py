@@ -449,7 +449,7 @@ def test_warm_start_along_C_reaches_each_reference_optimum(loss, sparse):
         assert again.n_iter_ == 0 and again.grad_norm_ <= tol
     with pytest.raises(ValueError, match="linear models only"):
         from cyrank.ranksvm import solve
-        solve(X, y, qid, kernel="rbf", start=np.zeros(X.shape[1]))
+        solve(X, y, qid, kernel="rbf", coef_init=np.zeros(X.shape[1]))
 
 
 @pytest.mark.parametrize("stabilization", [0.0, 0.5, 0.95])

@@ -148,7 +148,7 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
 
     def fit(self, X, y, qid=None, offset=None):
         """Minimise the objective on (X, y) grouped by ``qid``; ``offset`` (>= 0) are per-row margins o_i."""
-        result = solver.solve(X, y, qid, offset, coef0=warm_start_coef(self, X), **self._solver_params())
+        result = solver.solve(X, y, qid, offset, coef_init=warm_start_coef(self, X), **self._solver_params())
         return set_fitted(self, result)
 
     # -- prediction: decision_function = X @ coef_, predict = scores, score = mean NDCG@10 (LinearRankerMixin)

@@ -161,10 +161,10 @@ def _check_data(X, y, qid, offset):
 # -------------------------------------------------------------------------------------------------- solve
 def solve(X, y, qid=None, offset=None, *, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,
           group_by_query=True, feature_induction=None, neg_sample=None, solver="auto", hessian_bound="popoviciu",
-          max_iter=1000, tol=1e-6, coef0=None, random_state=None, n_jobs=None, verbose=0, options=None):
+          max_iter=1000, tol=1e-6, coef_init=None, random_state=None, n_jobs=None, verbose=0, options=None):
     """Minimise the domination-loss objective (module docstring) on (X, y) grouped by ``qid``.
 
-    Parameters are those of :class:`cyrank.DominationRank` (same names, same meaning), plus ``coef0``, the
+    Parameters are those of :class:`cyrank.DominationRank` (same names, same meaning), plus ``coef_init``, the
     starting point (default 0), and ``options``, an :class:`Options`. Returns a
     :class:`cyrank._result.SolveResult` with ``coef``, ``objective``, ``kkt_violation`` (the optimality
     measure), ``n_iter``, ``n_cg_iter``, ``converged``, ``solver``, ``history``, ``sample_mask`` and
@@ -180,22 +180,22 @@ def solve(X, y, qid=None, offset=None, *, penalty="l2", alpha=1.0, l1_ratio=0.5,
     layout, mask = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query, neg_sample=neg_sample,
                            random_state=random_state)
     layout.x_max = x_max
-    return _run(X, layout, lam1, lam2, solver, coef0, tol=tol, max_iter=max_iter, feature_induction=feature_induction,
+    return _run(X, layout, lam1, lam2, solver, coef_init, tol=tol, max_iter=max_iter, feature_induction=feature_induction,
                 hessian_bound=hessian_bound, n_jobs=n_jobs, verbose=verbose,
                 options=check_options(options, Options, "cyrank.domination.solve"),
                 sample_mask=mask if neg_sample is not None else None)
 
 
-def _run(X, layout, lam1, lam2, solver, coef0, *, tol, max_iter, feature_induction, hessian_bound, n_jobs, verbose,
+def _run(X, layout, lam1, lam2, solver, coef_init, *, tol, max_iter, feature_induction, hessian_bound, n_jobs, verbose,
          options, sample_mask=None):
     """One solve on validated data and its layout: the SolveResult of :func:`solve`."""
     d = X.shape[1]
     w = np.zeros(d)
-    if coef0 is not None:
-        coef0 = check_y(coef0, name="coef0")  # finite, 1-d, float64
-        if coef0.shape != (d,):
-            raise ValueError(f"coef0 has shape {coef0.shape}; expected ({d},)")
-        w[:] = coef0
+    if coef_init is not None:
+        coef_init = check_y(coef_init, name="coef_init")  # finite, 1-d, float64
+        if coef_init.shape != (d,):
+            raise ValueError(f"coef_init has shape {coef_init.shape}; expected ({d},)")
+        w[:] = coef_init
     if solver == "auto_l1":
         solver = _auto_l1(X, layout, options)
     with openmp_threads(n_jobs):

@@ -187,12 +187,12 @@ def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="dominat
 
 
 def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=0.0, max_iter=1000, tol=1e-6,
-          coef0=None, verbose=0, options=None):
+          coef_init=None, verbose=0, options=None):
     """Minimise F (module docstring) on X (n x d, dense or sparse), preference graphs G (PreferenceGraphs or a
     multilabel indicator matrix) and optional joint features (n x n_labels x p). Returns a SolveResult with coef
     (n_labels x n_features), joint_coef (p, or None without joint features), objective, grad_norm
     (||grad F|| / ||grad F at 0||), n_iter, n_cg_iter, converged, solver, n_labels, n_features_in.
-    ``coef0``: a starting coef (and with joint features a pair (coef, joint_coef))."""
+    ``coef_init``: a starting coef (and with joint features a pair (coef, joint_coef))."""
     solver, alpha, max_iter, tol = check_params(decomposition=decomposition, solver=solver, alpha=alpha,
                                                 max_iter=max_iter, tol=tol)
     X, G, joint = _check_data(X, G, joint)
@@ -201,9 +201,9 @@ def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=
     if G.n_edges == 0:
         warn_no_preferences()
     w = np.zeros(data.size)
-    if coef0 is not None:
-        coef, theta = coef0 if isinstance(coef0, tuple) else (coef0, None)
-        w = _parameters(data, coef, theta, "coef0")
+    if coef_init is not None:
+        coef, theta = coef_init if isinstance(coef_init, tuple) else (coef_init, None)
+        w = _parameters(data, coef, theta, "coef_init")
     problem = _Problem(data, alpha)
     with one_blas_thread():
         g0 = float(np.linalg.norm(problem.grad(np.zeros(data.size))))

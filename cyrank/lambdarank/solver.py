@@ -257,8 +257,8 @@ def _sorted_X(X, pairs):
     return X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
 
 
-def _check_coef0(coef0, d):
-    return np.zeros(d) if coef0 is None else check_coef(coef0, d, "coef0").copy()
+def _check_coef_init(coef_init, d):
+    return np.zeros(d) if coef_init is None else check_coef(coef_init, d, "coef_init").copy()
 
 
 def _tron_values(res, g0):
@@ -301,7 +301,7 @@ def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0, penalty="l2", l1_ra
     return pairs.lambdas(s, np.empty(n), np.empty(n)) + Penalty(lam1, lam2).value(coef)
 
 
-def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, max_iter=1000, tol=1e-6, coef0=None,
+def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, max_iter=1000, tol=1e-6, coef_init=None,
           verbose=0):
     """Linear RankNet (module docstring) with the penalty ``penalty`` (cyrank.optim.penalties: "l2"
     alpha ||w||^2, "l1" alpha ||w||_1, "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2)).
@@ -318,7 +318,7 @@ def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, m
     X, y, qid = check_ranking_data(X, y, qid)
     pairs = _Pairs(y, qid, sigma=sigma, X=X)
     warn_if_no_pairs(pairs.groups)
-    return _solve_sorted(_sorted_X(X, pairs), pairs, lam1, lam2, _check_coef0(coef0, X.shape[1]), tol=tol,
+    return _solve_sorted(_sorted_X(X, pairs), pairs, lam1, lam2, _check_coef_init(coef_init, X.shape[1]), tol=tol,
                          max_iter=max_iter, verbose=verbose)
 
 
@@ -421,14 +421,14 @@ def _solve_l1(problem, penalty, w, *, tol, max_iter, verbose, name):
 
 
 def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10", sigma=1.0, alpha=1e-3,
-                           ties="pessimistic", truncation=None, max_rel=None, threshold=0.0, coef0=None, max_iter=1000,
+                           ties="pessimistic", truncation=None, max_rel=None, threshold=0.0, coef_init=None, max_iter=1000,
                            tol=1e-6, verbose=0):
     """One inner solve of LambdaRank (:func:`solve_lambdarank`): the convex
 
         sum_{(i, j) in P} |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2,   f = X w,
 
     with |dZ_ij| the metric change of swapping i and j in the ranking by ``reference_scores`` (one per row of X;
-    ties by ``ties``: _lambdas module docstring), minimised by TRON from ``coef0`` (default 0) as :func:`solve`.
+    ties by ``ties``: _lambdas module docstring), minimised by TRON from ``coef_init`` (default 0) as :func:`solve`.
     Returns a SolveResult as :func:`solve`'s."""
     sigma, alpha, max_iter, tol = check_params(sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol)
     X, y, qid = check_ranking_data(X, y, qid)
@@ -438,7 +438,7 @@ def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10"
     warn_if_no_pairs(pairs.groups)
     Xs = _sorted_X(X, pairs)
     ref = pairs.reference(s0[pairs.order])
-    w = _check_coef0(coef0, X.shape[1])
+    w = _check_coef_init(coef_init, X.shape[1])
     with one_blas_thread():
         res, g0 = _tron(_WeightedRankNetProblem(Xs, pairs, ref, alpha), w, alpha=alpha, tol=tol, max_iter=max_iter,
                         verbose=verbose, name="weighted RankNet")

@@ -65,8 +65,8 @@ def alpha_grid(alphas, n_alphas, eps, penalty, l1_ratio, top):
 
 
 def run_path(alphas, a_max, fit):
-    """The PathResult of ``fit(alpha, coef0) -> SolveResult`` over ``alphas``, each warm-started from the previous
-    coefficients (coef0 None first)."""
+    """The PathResult of ``fit(alpha, coef_init) -> SolveResult`` over ``alphas``, each warm-started from the previous
+    coefficients (coef_init None first)."""
     coefs, objectives, kkt, n_iters, converged, messages = [], [], [], [], [], []
     coef = None
     for alpha in alphas:

@@ -159,7 +159,7 @@ class RankSVM(RankerMixin, BaseEstimator):
     def fit(self, X, y, qid=None):
         """Minimise the objective on (X, y) grouped by ``qid`` (None: one query)."""
         start = warm_start_coef(self, X) if self.kernel == "linear" else None
-        result = solver.solve(X, y, qid, start=start, **self._solver_params())
+        result = solver.solve(X, y, qid, coef_init=start, **self._solver_params())
         set_fitted(self, result, stale=_FITTED)
         return self
 

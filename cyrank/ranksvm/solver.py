@@ -118,12 +118,13 @@ def check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_me
 
 
 def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0,
-          tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0, options=None, start=None):
+          tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0, options=None, coef_init=None):
     """Minimise the rankSVM objective (module docstring) on (X, y) grouped by ``qid`` (None: one query).
 
     Parameters are those of :class:`cyrank.RankSVM` (same names, same meaning), plus ``options``, an
-    :class:`Options`, and ``start``, the starting coefficients of a linear model (default 0; a warm start: the
-    stopping rule still measures the gradient against the one at 0). Returns a :class:`cyrank._result.SolveResult` with ``objective``, ``n_iter``, ``converged``,
+    :class:`Options`, and ``coef_init``, the starting coefficients of a linear model (default 0; a warm start: the
+    stopping rule still measures the gradient against the one at 0).
+    Returns a :class:`cyrank._result.SolveResult` with ``objective``, ``n_iter``, ``converged``,
     ``n_pairs``, ``n_active_pairs``, ``n_features_in``; ``grad_norm`` and ``n_cg_iter`` (squared hinge; the
     optimality measure is ``grad_norm``) or ``duality_gap`` (hinge, the optimality measure); ``coef`` (linear) or
     ``beta``, ``support``, ``n_kernel_products`` and, for rbf/poly, ``support_vectors`` and ``gamma``. When the
@@ -136,12 +137,13 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma
     check_feature_scale(X, "RankSVM")
     if precomputed and X.shape[0] != X.shape[1]:
         raise ValueError(f"kernel='precomputed' needs the square training kernel matrix; got shape {X.shape}")
+    start = coef_init
     if start is not None:
         if kernel != "linear":
-            raise ValueError("start (a warm start) is for linear models only")
+            raise ValueError("coef_init (a warm start) is for linear models only")
         start = np.array(start, dtype=np.float64)
         if start.shape != (X.shape[1],) or not np.all(np.isfinite(start)):
-            raise ValueError(f"start must be a finite array of shape ({X.shape[1]},); got shape {start.shape}")
+            raise ValueError(f"coef_init must be a finite array of shape ({X.shape[1]},); got shape {start.shape}")
     fit = _Fit(C=float(C), loss=loss, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, tol=float(tol),
                max_iter=int(max_iter), kernel_memory_mb=float(kernel_memory_mb), verbose=check_verbose(verbose),
                options=options, start=start)

@@ -31,12 +31,10 @@ from .._threads import one_blas_thread
 from .._validation import (check_gain_labels, check_option, check_param, check_ranking_data, check_scores,
                            warn_if_no_pairs)
 from ..metrics import parse_metric_name
-from ..optim.certificate import certify, group_column_squares, jacobi_diagonal, jacobi_preconditioner
+from ..optim.certificate import group_column_squares
+from ..optim.datafit import Datafit, minimise
 from ..optim.path import alpha_grid, check_path_params, run_path
 from ..optim.penalties import Penalty, penalty_weights
-from ..optim.prox_newton import GramModel, prox_newton
-from ..optim.smooth import SmoothProblem
-from ..optim.tron import tron
 from . import _lambdas
 
 METRICS = {"ranknet": _lambdas.RANKNET, "ndcg": _lambdas.NDCG, "err": _lambdas.ERR, "map": _lambdas.AP}
@@ -189,15 +187,19 @@ class _State:
         self.s = np.zeros(n)
 
 
-class _RankNetProblem(SmoothProblem):
-    """F(w) (module docstring) on the rows in (query, label) order, for cyrank.optim.tron: the loss in the scores
-    s = X w (``score_loss``, ``score_hess_vec``) plus alpha ||w||^2, gradient X' lambda + 2 alpha w."""
+class _RankNetProblem(Datafit):
+    """The RankNet loss (module docstring) on the rows in (query, label) order as a datafit (cyrank.optim.datafit):
+    the loss in the scores s = X w (``score_loss``, ``score_hess_vec``) plus ridge ||w||^2, gradient
+    X' lambda + 2 ridge w."""
 
-    def __init__(self, X, pairs, alpha):
-        self.X, self.pairs, self.alpha = X, pairs, alpha
-        n = X.shape[0]
-        self.lam, self.hess = np.empty(n), np.empty(n)
+    def __init__(self, X, pairs, ridge=0.0):
+        self.X, self.pairs, self.ridge = X, pairs, float(ridge)
+        self.n_rows, self.n_features = X.shape
+        self.lam, self.hess = np.empty(self.n_rows), np.empty(self.n_rows)
         super().__init__()
+
+    def column_squares(self):
+        return group_column_squares(self.X, self.pairs.offsets)
 
     def score_loss(self, s):
         """The loss at the scores s; its gradient into self.lam (and Gauss-Newton diagonal into self.hess)."""
@@ -209,26 +211,26 @@ class _RankNetProblem(SmoothProblem):
         _lambdas.ranknet_hess_vec(s, P.y, P.offsets, P.sigma, u, out, P.parallel_min_rows)
 
     def new_state(self):
-        return _State(self.X.shape[0])
+        return _State(self.n_rows)
 
     def evaluate(self, w, Mw, state):
         state.s[:] = self.X @ w
         loss = self.score_loss(state.s)
-        return loss + self.alpha * float(w @ w), np.asarray(self.X.T @ self.lam).ravel() + 2.0 * self.alpha * w
+        return loss + self.ridge * float(w @ w), np.asarray(self.X.T @ self.lam).ravel() + 2.0 * self.ridge * w
 
     def hessian_product(self, state, v, Mv):
-        out = np.empty(self.X.shape[0])
+        out = np.empty(self.n_rows)
         self.score_hess_vec(state.s, np.asarray(self.X @ v, dtype=np.float64), out)
-        return np.asarray(self.X.T @ out).ravel() + 2.0 * self.alpha * v
+        return np.asarray(self.X.T @ out).ravel() + 2.0 * self.ridge * v
 
 
 class _WeightedRankNetProblem(_RankNetProblem):
-    """sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2 with the weights |dZ_ij| of a fixed
-    reference ranking (``ref``, a _lambdas.Reference) and f = X w at the current w: convex, for cyrank.optim.tron."""
+    """sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + ridge ||w||^2 with the weights |dZ_ij| of a fixed
+    reference ranking (``ref``, a _lambdas.Reference) and f = X w at the current w: convex."""
 
-    def __init__(self, X, pairs, ref, alpha):
+    def __init__(self, X, pairs, ref, ridge=0.0):
         self.ref = ref
-        super().__init__(X, pairs, alpha)
+        super().__init__(X, pairs, ridge)
 
     def score_loss(self, s):
         return self.ref.loss(s, self.pairs.sigma, self.lam, self.hess)
@@ -237,20 +239,14 @@ class _WeightedRankNetProblem(_RankNetProblem):
         self.ref.hess_vec(s, self.pairs.sigma, u, out)
 
 
-def _tron(problem, w0, *, alpha, tol, max_iter, verbose, name):
-    """TRON from w0 with the stopping rule ||g|| <= tol ||g at w = 0|| and a gap <= tol max(1, |F|) (certified by
-    the strong convexity 2 alpha when alpha > 0, else the Newton decrement), preconditioned by the within-query
-    column scales when they are far apart (cyrank.optim.certificate.jacobi_diagonal, calibrated at w = 0).
-    Returns (result, ||g at 0||)."""
-    g0 = float(np.linalg.norm(problem.grad(np.zeros(w0.shape[0]))))  # the Hessian state at 0
-
-    def precond(x):  # asked by TRON only when a feature's scale fools the gradient rule
-        return jacobi_preconditioner(problem, group_column_squares(problem.X, problem.pairs.offsets), 2.0 * alpha,
-                                     n_rows=problem.X.shape[0], x=x)
-
-    res = tron(problem, w0, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name=name, precond=precond,
-               gap_tol=tol, strong_convexity=2.0 * alpha)
-    return res, g0
+def _result(res, d):
+    """The SolveResult of an OptimResult of :func:`cyrank.optim.datafit.minimise` on d features: grad_norm is the
+    relative gradient norm, or with an l1 term the relative KKT violation (0 when the scale at 0 is 0)."""
+    scale = res.info.get("grad_norm0", 0.0)
+    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=d, optimality_name="grad_norm",
+                       grad_norm=float(res.optimality if scale > 0 else 0.0), n_iter=int(res.n_iter),
+                       n_cg_iter=int(res.n_inner), converged=bool(res.converged), gap=float(res.gap),
+                       gap_kind=res.gap_kind, message=res.message)
 
 
 def _sorted_X(X, pairs):
@@ -259,12 +255,6 @@ def _sorted_X(X, pairs):
 
 def _check_coef_init(coef_init, d):
     return np.zeros(d) if coef_init is None else check_coef(coef_init, d, "coef_init").copy()
-
-
-def _tron_values(res, g0):
-    return dict(grad_norm=float(res.optimality if g0 > 0 else 0.0), n_iter=int(res.n_iter),
-                n_cg_iter=int(res.n_inner), converged=bool(res.converged), gap=float(res.gap),
-                gap_kind=res.gap_kind)
 
 
 def check_params(*, sigma, alpha, max_iter, tol):
@@ -323,16 +313,12 @@ def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, m
 
 
 def _solve_sorted(Xs, pairs, lam1, lam2, w, *, tol, max_iter, verbose):
-    """:func:`solve` on checked data in (query, label) order: TRON without an l1 term, else :func:`_solve_l1`."""
+    """:func:`solve` on checked data in (query, label) order (cyrank.optim.datafit.minimise)."""
+    penalty = Penalty(lam1, lam2)
     with one_blas_thread():
-        if lam1 > 0:
-            return _solve_l1(_RankNetProblem(Xs, pairs, lam2), Penalty(lam1, lam2), w, tol=tol, max_iter=max_iter,
-                             verbose=verbose, name="RankNet prox_newton")
-        res, g0 = _tron(_RankNetProblem(Xs, pairs, lam2), w, alpha=lam2, tol=tol, max_iter=max_iter,
-                        verbose=verbose, name="RankNet")
-    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=Xs.shape[1],
-                       optimality_name="grad_norm", message="" if res.converged else res.message,
-                       **_tron_values(res, g0))
+        res = minimise(_RankNetProblem(Xs, pairs), penalty, w, tol=tol, max_iter=max_iter, verbose=verbose,
+                       name="RankNet" if penalty.smooth else "RankNet prox_newton")
+    return _result(res, Xs.shape[1])
 
 
 def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5, sigma=1.0,
@@ -368,7 +354,7 @@ def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1
     d = X.shape[1]
 
     def top():
-        problem = _RankNetProblem(Xs, pairs, 0.0)
+        problem = _RankNetProblem(Xs, pairs)
         with one_blas_thread():
             return float(np.max(np.abs(problem.grad(np.zeros(d))), initial=0.0)), 0.0
 
@@ -380,44 +366,6 @@ def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1
         return _solve_sorted(Xs, pairs, lam1, lam2, w, tol=tol, max_iter=max_iter, verbose=verbose)
 
     return run_path(alphas, a_max, fit)
-
-
-def _solve_l1(problem, penalty, w, *, tol, max_iter, verbose, name):
-    """Proximal Newton (cyrank.optim.prox_newton) from w on problem (the loss + penalty.ridge) + penalty's l1 term:
-    KKT relative to max_r |grad_r at 0|; gap certified by the strong convexity 2 lam2 or the Newton decrement,
-    preconditioned by the Jacobi diagonal of the within-query column scales at the start (also each model's floor
-    of curvature); the model on the working set formed by Hessian products. Returns the SolveResult of
-    :func:`solve`."""
-    d = w.shape[0]
-    zero = np.zeros(d)
-    f0 = problem.fun(zero)
-    scale = float(np.max(np.abs(problem.grad(zero)), initial=0.0))
-    if scale == 0.0:  # every pair ties at every w (or there is none): w = 0 is the optimum
-        return SolveResult(coef=zero, objective=float(f0), n_features_in=d, optimality_name="grad_norm",
-                           grad_norm=0.0, n_iter=0, n_cg_iter=0, converged=True, gap=0.0, gap_kind="exact")
-    f = problem.fun(w) + penalty.l1_value(w)
-    G = problem.grad(w)  # the Hessian state at w
-    floor = jacobi_diagonal(problem.hess_vec, group_column_squares(problem.X, problem.pairs.offsets),
-                            penalty.strong_convexity, always=True)
-
-    def certify_at(x, g, F):
-        gap, kind, _ = certify(problem.hess_vec, x, g, F, tol, lam1=penalty.lam1,
-                               strong_convexity=penalty.strong_convexity, precond=floor, trust=True)
-        return gap, kind
-
-    res = prox_newton(problem, penalty, w, tol=tol, max_iter=max_iter, scale=scale,
-                      make_model=lambda ws: GramModel.from_products(problem, ws, d, floor[ws]), certify=certify_at,
-                      verbose=verbose, name=name, f=f, G=G)
-    if res.converged:
-        message = ""
-    else:
-        why = ("no step decreases the objective in floating point any more" if res.info["stalled"] else
-               f"max_iter={max_iter} iterations were reached; increase max_iter or tol")
-        message = (f"{name} stopped after {res.n_iter} iterations with KKT violation {res.optimality:.3g} and "
-                   f"objective gap {res.gap:.3g} ({res.gap_kind or 'not measured'}): {why}")
-    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=d, optimality_name="grad_norm",
-                       grad_norm=float(res.optimality), n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner),
-                       converged=bool(res.converged), gap=float(res.gap), gap_kind=res.gap_kind, message=message)
 
 
 def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10", sigma=1.0, alpha=1e-3,
@@ -440,11 +388,9 @@ def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10"
     ref = pairs.reference(s0[pairs.order])
     w = _check_coef_init(coef_init, X.shape[1])
     with one_blas_thread():
-        res, g0 = _tron(_WeightedRankNetProblem(Xs, pairs, ref, alpha), w, alpha=alpha, tol=tol, max_iter=max_iter,
-                        verbose=verbose, name="weighted RankNet")
-    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=X.shape[1],
-                       optimality_name="grad_norm", message="" if res.converged else res.message,
-                       **_tron_values(res, g0))
+        res = minimise(_WeightedRankNetProblem(Xs, pairs, ref), Penalty(0.0, alpha), w, tol=tol,
+                       max_iter=max_iter, verbose=verbose, name="weighted RankNet")
+    return _result(res, X.shape[1])
 
 
 # ------------------------------------------------------------------------------------------------ LambdaRank
@@ -611,7 +557,7 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
                   + (f"  eval {history['eval'][-1]:.6f}" if eval_set is not None else ""))
 
     with one_blas_thread():
-        start, _ = _tron(_RankNetProblem(Xs, pairs.ranknet(), alpha), np.zeros(d), alpha=alpha, tol=tol,
+        start = minimise(_RankNetProblem(Xs, pairs.ranknet()), Penalty(0.0, alpha), np.zeros(d), tol=tol,
                          max_iter=max_inner_iter, verbose=max(verbose - 1, 0), name="LambdaRank (RankNet start)")
         n_inner += int(start.n_iter)
         if not start.converged:
@@ -626,7 +572,7 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
         c_old = history["objective"][0]
         for t in range(1, max_iter + 1):
             if target is None:  # the M-step: the weighted loss with the weights of the ranking by w, exactly
-                res, _ = _tron(_WeightedRankNetProblem(Xs, pairs, ref, alpha), w, alpha=alpha, tol=tol,
+                res = minimise(_WeightedRankNetProblem(Xs, pairs, ref), Penalty(0.0, alpha), w, tol=tol,
                                max_iter=max_inner_iter, verbose=max(verbose - 1, 0), name=f"LambdaRank (step {t})")
                 n_inner += int(res.n_iter)
                 if not res.converged:

@@ -129,8 +129,20 @@ class _Queries:
         """``values`` sorted decreasingly within each query (the ideal ranking)."""
         return np.ascontiguousarray(values[np.lexsort((-values, self.qidx))])
 
-    def new_out(self):
-        return np.empty(self.groups.n_queries, dtype=np.float64)
+    def apply(self, kernel, *args, scratch=()):
+        """One value per query: ``kernel(*args, out, *scratch)`` fills ``out``."""
+        out = np.empty(self.groups.n_queries, dtype=np.float64)
+        kernel(*args, out, *scratch)
+        return out
+
+
+def _evaluate(name, y_true, y_score, qid, ties, empty, return_per_query, per_query, depth=1):
+    """What every metric does around its own part: the common checks, the rows grouped by query, ``per_query(Q)``
+    (one value per query, NaN where undefined), then :func:`mean_over_queries`. ``depth``: the calls between the
+    public metric and here (its warning points at the metric's caller)."""
+    _check_common(ties, empty, return_per_query)
+    Q = _Queries(y_true, y_score, qid)
+    return mean_over_queries(name, per_query(Q), empty, return_per_query, stacklevel=3 + depth)
 
 
 def _check_common(ties, empty, return_per_query):
@@ -149,7 +161,7 @@ def _check_k(k):
     return 0 if k is None else k
 
 
-def mean_over_queries(name, per_query, empty, return_per_query):
+def mean_over_queries(name, per_query, empty, return_per_query, stacklevel=3):
     """Apply the empty rule to ``per_query`` (NaN marks the undefined queries) and average: the last step of every
     metric here and of the label-ranking error (:func:`cyrank.labelrank.label_ranking_error`). ``name`` names the
     metric in the warning when every query is dropped."""
@@ -166,7 +178,7 @@ def mean_over_queries(name, per_query, empty, return_per_query):
             f"{name} is undefined on every query (no relevant item or no preference pair) and "
             f"empty='drop' drops them all; returning nan. Pass empty='zero' or 'one' to score them.",
             UndefinedMetricWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
         mean = float("nan")
     else:
@@ -177,6 +189,15 @@ def mean_over_queries(name, per_query, empty, return_per_query):
 def _binary(y, threshold):
     threshold = check_param("threshold", threshold)
     return (y > threshold).astype(np.float64)
+
+
+def _binary_metric(name, kernel, options, y_true, y_score, qid, threshold, ties, empty, return_per_query):
+    """A metric of binary relevance (y > threshold) whose kernel takes (relevance and scores in rank order,
+    offsets, *options, average ties, out)."""
+    def per_query(Q):
+        rel, s = Q.ranked(_binary(Q.y, threshold), ties)
+        return Q.apply(kernel, rel, s, Q.offsets, *options, ties == "average")
+    return _evaluate(name, y_true, y_score, qid, ties, empty, return_per_query, per_query, depth=2)
 
 
 def _dcg_inputs(Q, gain, ties):
@@ -248,13 +269,13 @@ def ndcg_score(y_true, y_score, qid=None, *, k=10, gain="exponential", conventio
     {returns}
     """
     ties, empty = _resolve_convention(convention, ties, empty)
-    _check_common(ties, empty, return_per_query)
     k = _check_k(k)
-    Q = _Queries(y_true, y_score, qid)
-    g, ideal, s = _dcg_inputs(Q, gain, ties)
-    out = Q.new_out()
-    _metrics.ndcg_kernel(g, ideal, s, Q.offsets, k, convention == "letor4", False, ties == "average", out)
-    return mean_over_queries("ndcg_score", out, empty, return_per_query)
+
+    def per_query(Q):
+        g, ideal, s = _dcg_inputs(Q, gain, ties)
+        return Q.apply(_metrics.ndcg_kernel, g, ideal, s, Q.offsets, k, convention == "letor4", False,
+                       ties == "average")
+    return _evaluate("ndcg_score", y_true, y_score, qid, ties, empty, return_per_query, per_query)
 
 
 @_fill_doc
@@ -286,12 +307,11 @@ def letor_mean_ndcg(y_true, y_score, qid=None, *, gain="exponential", ties=None,
     {returns}
     """
     ties, empty = _resolve_convention("letor4", ties, empty)
-    _check_common(ties, empty, return_per_query)
-    Q = _Queries(y_true, y_score, qid)
-    g, ideal, s = _dcg_inputs(Q, gain, ties)
-    out = Q.new_out()
-    _metrics.ndcg_kernel(g, ideal, s, Q.offsets, 0, True, True, ties == "average", out)
-    return mean_over_queries("letor_mean_ndcg", out, empty, return_per_query)
+
+    def per_query(Q):
+        g, ideal, s = _dcg_inputs(Q, gain, ties)
+        return Q.apply(_metrics.ndcg_kernel, g, ideal, s, Q.offsets, 0, True, True, ties == "average")
+    return _evaluate("letor_mean_ndcg", y_true, y_score, qid, ties, empty, return_per_query, per_query)
 
 
 @_fill_doc
@@ -318,13 +338,9 @@ def precision_at_k(y_true, y_score, qid=None, *, k=10, threshold=0.0, ties="pess
     {empty}
     {returns}
     """
-    _check_common(ties, empty, return_per_query)
     k = _check_k(k)
-    Q = _Queries(y_true, y_score, qid)
-    rel, s = Q.ranked(_binary(Q.y, threshold), ties)
-    out = Q.new_out()
-    _metrics.precision_kernel(rel, s, Q.offsets, k, ties == "average", out)
-    return mean_over_queries("precision_at_k", out, empty, return_per_query)
+    return _binary_metric("precision_at_k", _metrics.precision_kernel, (k,), y_true, y_score, qid, threshold, ties,
+                          empty, return_per_query)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,12 +370,8 @@ def average_precision(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimi
     {empty}
     {returns}
     """
-    _check_common(ties, empty, return_per_query)
-    Q = _Queries(y_true, y_score, qid)
-    rel, s = Q.ranked(_binary(Q.y, threshold), ties)
-    out = Q.new_out()
-    _metrics.average_precision_kernel(rel, s, Q.offsets, ties == "average", out)
-    return mean_over_queries("average_precision", out, empty, return_per_query)
+    return _binary_metric("average_precision", _metrics.average_precision_kernel, (), y_true, y_score, qid,
+                          threshold, ties, empty, return_per_query)
 
 
 @_fill_doc
@@ -383,12 +395,8 @@ def reciprocal_rank(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimist
     {empty}
     {returns}
     """
-    _check_common(ties, empty, return_per_query)
-    Q = _Queries(y_true, y_score, qid)
-    rel, s = Q.ranked(_binary(Q.y, threshold), ties)
-    out = Q.new_out()
-    _metrics.reciprocal_rank_kernel(rel, s, Q.offsets, ties == "average", out)
-    return mean_over_queries("reciprocal_rank", out, empty, return_per_query)
+    return _binary_metric("reciprocal_rank", _metrics.reciprocal_rank_kernel, (), y_true, y_score, qid, threshold,
+                          ties, empty, return_per_query)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,22 +435,21 @@ def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, ties="pessimisti
     {empty}
     {returns}
     """
-    _check_common(ties, empty, return_per_query)
     k = _check_k(k)
-    Q = _Queries(y_true, y_score, qid)
-    check_gain_labels(Q.y, "ERR", exponential=False)
-    top = float(Q.y.max())
-    max_rel = top if max_rel is None else check_param("max_rel", max_rel, low=0.0)
-    if top > max_rel:
-        raise ValueError(f"max_rel={max_rel!r} is below the largest label {top!r}: R(y) = (2**y - 1) / 2**max_rel "
-                         f"would exceed 1; pass max_rel >= {top!r} (the top of the grade scale) or max_rel=None "
-                         f"(the largest label)")
-    R = np.exp2(Q.y - max_rel) - np.exp2(-max_rel)  # (2**y - 1) / 2**max_rel without overflow
-    R_ranked, s = Q.ranked(R, ties)
-    out = Q.new_out()
-    mu = np.empty(Q.max_size + 1, dtype=np.float64)
-    _metrics.err_kernel(R_ranked, s, Q.offsets, k, ties == "average", out, mu)
-    return mean_over_queries("err_score", out, empty, return_per_query)
+
+    def per_query(Q):
+        check_gain_labels(Q.y, "ERR", exponential=False)
+        top = float(Q.y.max())
+        cap = top if max_rel is None else check_param("max_rel", max_rel, low=0.0)
+        if top > cap:
+            raise ValueError(f"max_rel={cap!r} is below the largest label {top!r}: R(y) = (2**y - 1) / 2**max_rel "
+                             f"would exceed 1; pass max_rel >= {top!r} (the top of the grade scale) or max_rel=None "
+                             f"(the largest label)")
+        R = np.exp2(Q.y - cap) - np.exp2(-cap)  # (2**y - 1) / 2**max_rel without overflow
+        R_ranked, s = Q.ranked(R, ties)
+        mu = np.empty(Q.max_size + 1, dtype=np.float64)
+        return Q.apply(_metrics.err_kernel, R_ranked, s, Q.offsets, k, ties == "average", scratch=(mu,))
+    return _evaluate("err_score", y_true, y_score, qid, ties, empty, return_per_query, per_query)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,11 +458,8 @@ def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, ties="pessimisti
 def _disagreement(Q, labels, ties):
     """Per query: the fraction of preference pairs (y_i > y_j) with j ranked above i (NaN: no pair)."""
     lab, s = Q.ranked(labels, ties)
-    out = Q.new_out()
-    buf = np.empty(Q.max_size, dtype=np.float64)
-    scratch = np.empty(Q.max_size, dtype=np.float64)
-    _metrics.pairwise_kernel(lab, s, Q.offsets, ties == "average", out, buf, scratch)
-    return out
+    scratch = (np.empty(Q.max_size, dtype=np.float64), np.empty(Q.max_size, dtype=np.float64))
+    return Q.apply(_metrics.pairwise_kernel, lab, s, Q.offsets, ties == "average", scratch=scratch)
 
 
 @_fill_doc
@@ -478,9 +482,8 @@ def pairwise_accuracy(y_true, y_score, qid=None, *, ties="pessimistic", empty="d
     {empty}
     {returns}
     """
-    _check_common(ties, empty, return_per_query)
-    Q = _Queries(y_true, y_score, qid)
-    return mean_over_queries("pairwise_accuracy", 1.0 - _disagreement(Q, Q.y, ties), empty, return_per_query)
+    return _evaluate("pairwise_accuracy", y_true, y_score, qid, ties, empty, return_per_query,
+                     lambda Q: 1.0 - _disagreement(Q, Q.y, ties))
 
 
 @_fill_doc
@@ -506,10 +509,8 @@ def auc_score(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimistic", e
     {empty}
     {returns}
     """
-    _check_common(ties, empty, return_per_query)
-    Q = _Queries(y_true, y_score, qid)
-    per_query = 1.0 - _disagreement(Q, _binary(Q.y, threshold), ties)
-    return mean_over_queries("auc_score", per_query, empty, return_per_query)
+    return _evaluate("auc_score", y_true, y_score, qid, ties, empty, return_per_query,
+                     lambda Q: 1.0 - _disagreement(Q, _binary(Q.y, threshold), ties))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,13 +525,11 @@ _LR_NOTE = """Each query is one instance x, each row one label y of its label se
 
 
 def _label_ranking(name, kind, y_true, y_score, qid, ties, empty, return_per_query):
-    _check_common(ties, empty, return_per_query)
-    Q = _Queries(y_true, y_score, qid)
-    lab, s = Q.ranked(Q.y, ties)
-    out = Q.new_out()
-    suffix_max = np.empty(Q.max_size + 1, dtype=np.float64)
-    _metrics.label_ranking_kernel(lab, s, Q.offsets, kind, ties == "average", out, suffix_max)
-    return mean_over_queries(name, out, empty, return_per_query)
+    def per_query(Q):
+        lab, s = Q.ranked(Q.y, ties)
+        return Q.apply(_metrics.label_ranking_kernel, lab, s, Q.offsets, kind, ties == "average",
+                       scratch=(np.empty(Q.max_size + 1, dtype=np.float64),))
+    return _evaluate(name, y_true, y_score, qid, ties, empty, return_per_query, per_query, depth=2)
 
 
 _LR_TIES = """Ties: "pessimistic" (default) is the paper's definition (a tie violates an edge);
@@ -595,9 +594,8 @@ def disagreement_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="
     {empty}
     {returns}
     """
-    _check_common(ties, empty, return_per_query)
-    Q = _Queries(y_true, y_score, qid)
-    return mean_over_queries("disagreement_error", _disagreement(Q, Q.y, ties), empty, return_per_query)
+    return _evaluate("disagreement_error", y_true, y_score, qid, ties, empty, return_per_query,
+                     lambda Q: _disagreement(Q, Q.y, ties))
 
 
 @_lr_doc

@@ -598,3 +598,20 @@ def test_metric_by_name(spec, expected):
 def test_metric_by_name_refuses(spec, match):
     with pytest.raises(ValueError, match=match):
         M.metric_by_name(spec)
+
+
+@pytest.mark.parametrize("name", ["ndcg_score", "letor_mean_ndcg", "precision_at_k", "average_precision",
+                                  "reciprocal_rank", "err_score", "pairwise_accuracy", "auc_score",
+                                  "disagreement_error", "domination_error", "zero_one_error", "dominated_error"])
+def test_undefined_metric_warning_points_at_the_caller(name):
+    """Every metric computes its per-query values inside one shared step (metrics._evaluate); the
+    UndefinedMetricWarning of an all-undefined input must still name the line that called the metric."""
+    import cyrank.metrics as M
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    metric = getattr(M, name)
+    kwargs = {"empty": "drop"}
+    with pytest.warns(UndefinedMetricWarning) as record:
+        value = metric(np.zeros(4), np.arange(4.0), np.zeros(4), **kwargs)
+    assert np.isnan(value)
+    assert all(w.filename == __file__ for w in record if w.category is UndefinedMetricWarning)

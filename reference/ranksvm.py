@@ -3,10 +3,12 @@
 Preference pairs P = {(i, j): qid_i = qid_j, y_i > y_j} are enumerated explicitly (plain loops), one slack per
 pair:
 
-    linear   min_{w, xi}  w'w / 2 + C sum_P loss(xi_ij)    s.t.  xi_ij >= 1 - w'(x_i - x_j),  xi_ij >= 0
+    linear   min_{w, xi}  R(w) + C sum_P loss(xi_ij)    s.t.  xi_ij >= 1 - w'(x_i - x_j),  xi_ij >= 0
     kernel   min_beta     beta'Q beta / 2 + C sum_P loss(1 - (Q beta)_i + (Q beta)_j)
 
-with loss(xi) = xi^2 ("squared_hinge") or xi ("hinge"). The kernel problem is solved through a factor
+with loss(xi) = xi^2 ("squared_hinge") or xi ("hinge"), and R(w) (``penalty``, linear squared hinge only for
+the last two) w'w / 2 ("l2"), ||w||_1 ("l1": the L1-regularised L2-loss SVM of LIBLINEAR, Fan et al., JMLR 2008)
+or l1_ratio ||w||_1 + (1 - l1_ratio) w'w / 2 ("elasticnet"). The kernel problem is solved through a factor
 Q = L L' (eigendecomposition, eigenvalues below 1e-12 of the largest dropped): with u = L' beta it is the
 linear problem on the rows of L, and beta is recovered by the pseudo-inverse. Kernels: linear x'x',
 rbf exp(-gamma ||x - x'||^2), poly (gamma x'x' + coef0)^degree, precomputed (X is Q). gamma "scale" =
@@ -67,39 +69,64 @@ def _loss(t, loss):
     return float((t * t).sum() if loss == "squared_hinge" else t.sum())
 
 
+def _weights(penalty, l1_ratio, loss="squared_hinge", kernel="linear"):
+    """(a, b) of R(w) = a ||w||_1 + b w'w (module docstring)."""
+    if penalty == "l2":
+        return 0.0, 0.5
+    if penalty not in ("l1", "elasticnet"):
+        raise ValueError(f"penalty must be 'l2', 'l1' or 'elasticnet', got {penalty!r}")
+    if kernel != "linear" or loss != "squared_hinge":
+        raise ValueError(f"penalty={penalty!r} is for the linear squared-hinge model only")
+    if penalty == "l1":
+        return 1.0, 0.0
+    if not 0.0 <= l1_ratio <= 1.0:
+        raise ValueError(f"l1_ratio must be in [0, 1], got {l1_ratio!r}")
+    return float(l1_ratio), 0.5 * (1.0 - l1_ratio)
+
+
 def objective(X, y, qid=None, w=None, *, beta=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale",
-              degree=3, coef0=1.0):
+              degree=3, coef0=1.0, penalty="l2", l1_ratio=0.5):
     """The objective at ``w`` (linear, X features) or at ``beta`` (kernel; Q = K(X, X)), by enumerating pairs."""
     I, J = preference_pairs(y, qid)
     if beta is None:
         X = _dense(X)
-        f = X @ np.asarray(w, dtype=np.float64)
-        return 0.5 * float(w @ w) + C * _loss(1.0 - (f[I] - f[J]), loss)
+        w = np.asarray(w, dtype=np.float64)
+        f = X @ w
+        a, b = _weights(penalty, l1_ratio, loss)
+        return a * float(np.abs(w).sum()) + b * float(w @ w) + C * _loss(1.0 - (f[I] - f[J]), loss)
     Q = _dense(X) if kernel == "precomputed" else kernel_matrix(X, X, kernel, resolve_gamma(gamma, X), degree, coef0)
     f = Q @ beta
     return 0.5 * float(beta @ f) + C * _loss(1.0 - (f[I] - f[J]), loss)
 
 
-def _solve_linear(F, I, J, C, loss, scale=None, **solver_options):
-    """min u'u/2 + C sum loss(xi), xi >= 1 - (F u)_I + (F u)_J, xi >= 0 (one slack per pair); with ``scale`` s
-    the regulariser is ||u / s||^2 / 2 instead."""
+def _solve_linear(F, I, J, C, loss, scale=None, weights=(0.0, 0.5), **solver_options):
+    """min a ||u||_1 + b u'u + C sum loss(xi), xi >= 1 - (F u)_I + (F u)_J, xi >= 0 (one slack per pair),
+    (a, b) = ``weights``; with ``scale`` s the regulariser is taken at u / s instead."""
     u = cp.Variable(F.shape[1])
     xi = cp.Variable(I.shape[0])
     D = F[I] - F[J]
     penalty = cp.sum_squares(xi) if loss == "squared_hinge" else cp.sum(xi)
     u_reg = u if scale is None else cp.multiply(1.0 / scale, u)
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u_reg) + C * penalty), [xi >= 1 - D @ u, xi >= 0])
+    a, b = weights
+    reg = 0.0
+    if a > 0:
+        reg = reg + a * cp.norm1(u_reg)
+    if b > 0:
+        reg = reg + b * cp.sum_squares(u_reg)
+    problem = cp.Problem(cp.Minimize(reg + C * penalty), [xi >= 1 - D @ u, xi >= 0])
     return solve_problem(problem, {"u": u, "xi": xi}, **solver_options)
 
 
 def solve(X, y, qid=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0,
-          feature_scale=None, **solver_options):
+          feature_scale=None, penalty="l2", l1_ratio=0.5, **solver_options):
     """Exact minimiser; a :class:`reference.Solution` with variable "w" (linear) or "beta" (other kernels).
 
     ``feature_scale`` (linear kernel only): positive vector s (n_features); cvxpy then solves the same problem in
-    v = s * w on the columns X / s (regulariser ||v / s||^2 / 2), for columns on far-off scales; "w" is v / s."""
+    v = s * w on the columns X / s (regulariser R(v / s)), for columns on far-off scales; "w" is v / s.
+    ``penalty``, ``l1_ratio``: the regulariser R (module docstring)."""
     if loss not in ("squared_hinge", "hinge"):
         raise ValueError(f"unknown loss {loss!r}")
+    weights = _weights(penalty, l1_ratio, loss, kernel)
     I, J = preference_pairs(y, qid)
     if I.size == 0:
         raise ValueError("no preference pair")
@@ -108,7 +135,7 @@ def solve(X, y, qid=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="s
     if kernel == "linear":
         F = _dense(X)
         s = feature_scale_vector(feature_scale, F.shape[1])
-        sol = _solve_linear(F if s is None else F / s, I, J, C, loss, scale=s, **solver_options)
+        sol = _solve_linear(F if s is None else F / s, I, J, C, loss, scale=s, weights=weights, **solver_options)
         sol.variables = {"w": sol.variables["u"], "xi": sol.variables["xi"]}
         return unscale(sol, s, "w")
     if kernel == "precomputed":

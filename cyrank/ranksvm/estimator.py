@@ -24,12 +24,16 @@ class RankSVM(RankerMixin, BaseEstimator):
 
     Objective (Kuo, Lee & Lin 2014, (3.11)-(3.13)), P = {(i, j): qid_i = qid_j, y_i > y_j}::
 
-        linear:  w'w / 2 + C sum_P loss(1 - w'(x_i - x_j))
+        linear:  R(w) + C sum_P loss(1 - w'(x_i - x_j))
         kernel:  beta'Q beta / 2 + C sum_P loss(1 - (Q beta)_i + (Q beta)_j),   Q = K(X, X)
 
-    loss(t) = max(0, t)^2 ("squared_hinge") or max(0, t) ("hinge"). Sums over pairs are computed from
+    loss(t) = max(0, t)^2 ("squared_hinge") or max(0, t) ("hinge"). The regulariser R (``penalty``) is
+    ||w||^2 / 2 ("l2", the default), ||w||_1 ("l1": LIBLINEAR's L1-regularised L2-loss SVM, Fan et al., JMLR
+    2008; Yuan, Ho & Lin, JMLR 2012) or l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2 / 2 ("elasticnet"); "l1" and
+    "elasticnet" are for kernel="linear" with loss="squared_hinge" only, minimised by proximal Newton with working
+    sets (cyrank.optim.prox_newton), and give exact zeros in ``coef_``. Sums over pairs are computed from
     order-statistic sums per query in O(l log l) (Kuo, Lee & Lin 2014, section 3.2, Appendix B), never by
-    enumerating pairs.
+    enumerating pairs. The path over C of an l1 model: :func:`cyrank.ranksvm.path`.
 
     Parameters
     ----------
@@ -42,6 +46,11 @@ class RankSVM(RankerMixin, BaseEstimator):
         (gamma x'x' + coef0)^degree. precomputed: X is the kernel matrix, (n_train, n_train) in fit (symmetric,
         checked; positive semi-definite, not checked) and (n_test, n_train) in predict. Kernel models compute K
         in float64.
+    penalty : {"l2", "l1", "elasticnet"}, default="l2"
+        The regulariser R of a linear model (above). Anything but "l2" needs kernel="linear" and
+        loss="squared_hinge" (a ValueError otherwise).
+    l1_ratio : float in [0, 1], default=0.5
+        "elasticnet": the share of ||w||_1 in R (0 is "l2", 1 is "l1").
     gamma : "scale", "auto" or float > 0, default="scale"
         rbf/poly coefficient: "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features (as scikit-learn).
     degree : int >= 1, default=3
@@ -50,7 +59,10 @@ class RankSVM(RankerMixin, BaseEstimator):
         squared_hinge: stop when ||grad|| <= tol * ||grad at 0|| (LIBLINEAR's rule; see grad_norm_) and the
         objective is within tol * max(1, |objective|) of the optimum (``gap_``: ||grad||^2 / 2, certified by
         1-strong convexity, or the Newton decrement); TRON runs preconditioned by the within-query column scales
-        when they are far apart.
+        when they are far apart. With an l1 term ("l1", "elasticnet" with l1_ratio > 0): stop when the KKT
+        violation max_r |p_r| (p the minimum-norm subgradient) is <= tol * max_r |dL/dw_r at 0| (``grad_norm_``)
+        and the gap (certified by the strong convexity 1 - l1_ratio, or the Newton decrement) is within
+        tol * max(1, |objective|).
         hinge: stop when the certified gap (objective minus the best dual value of the restricted problems,
         ``duality_gap_``) is <= tol * C |P| (tol is in units of the mean hinge loss per pair) and <= tol *
         max(1, objective). The cutting planes of
@@ -65,9 +77,9 @@ class RankSVM(RankerMixin, BaseEstimator):
         two label levels), else recomputed block-wise at every product (slow); an error is raised before
         allocating when not even one row fits, or when a stored Q would exceed the free memory.
     warm_start : bool, default=False
-        Linear models: start from the previous ``coef_`` instead of 0, e.g. along a path of C values; the stopping
-        rule is unchanged. A fit on another number of features is refused (ValueError). Kernel models always
-        start from 0.
+        Linear models: start from the previous ``coef_`` instead of 0, e.g. along a path of C values (any
+        penalty); the stopping rule is unchanged. A fit on another number of features is refused (ValueError).
+        Kernel models always start from 0.
     n_jobs : int >= 1, -1 or None, default=None
         OpenMP threads of the pair-sum and kernel products (None: OMP_NUM_THREADS, else every core; -1: every
         core). The result is the same, bit for bit, for every thread count.
@@ -92,9 +104,11 @@ class RankSVM(RankerMixin, BaseEstimator):
         Newton iterations (squared_hinge); hinge: separations (in-out) or cutting planes added (Kelley's method,
         which separates once more at the end): the count ``max_iter`` bounds.
     n_cg_iter_ : int
-        squared_hinge: CG iterations (= Hessian-vector products).
+        squared_hinge: CG iterations (= Hessian-vector products); with an l1 term, the proximal Newton model's
+        inner sweeps.
     grad_norm_ : float
-        squared_hinge: ||grad|| / ||grad at 0|| at the end; for a kernel model the norm is that of the gradient
+        squared_hinge: ||grad|| / ||grad at 0|| at the end (with an l1 term: the relative KKT violation, see
+        ``tol``); for a kernel model the norm is that of the gradient
         with respect to w in feature space, sqrt(g'Q g) (TRON runs in the Q inner product).
     duality_gap_ : float
         hinge: objective_ minus the best dual value of the restricted problems (>= the distance to the optimum).
@@ -132,11 +146,14 @@ class RankSVM(RankerMixin, BaseEstimator):
         "n_kernel_products_": lambda p: None if p["kernel"] == "linear" else "int>=0",
     }
 
-    def __init__(self, C=1.0, loss="squared_hinge", kernel="linear", *, gamma="scale", degree=3, coef0=1.0,
-                 tol=1e-3, max_iter=1000, kernel_memory_mb=1024, warm_start=False, n_jobs=None, verbose=0):
+    def __init__(self, C=1.0, loss="squared_hinge", kernel="linear", *, penalty="l2", l1_ratio=0.5, gamma="scale",
+                 degree=3, coef0=1.0, tol=1e-3, max_iter=1000, kernel_memory_mb=1024, warm_start=False, n_jobs=None,
+                 verbose=0):
         self.C = C
         self.loss = loss
         self.kernel = kernel
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
@@ -154,7 +171,12 @@ class RankSVM(RankerMixin, BaseEstimator):
         return params
 
     def _check_params(self):
-        return solver.check_params(**self._solver_params())
+        n_jobs = solver.check_params(**self._solver_params())
+        if self.penalty != "l2" and type(self).fit is not RankSVM.fit:
+            # a subclass with its own fit (cyrank.dask.DaskRankSVM: distributed TRON) minimises the l2 objective
+            raise ValueError(f"{type(self).__name__} minimises the l2 objective only: use penalty='l2' (or "
+                             f"cyrank.RankSVM for penalty={self.penalty!r})")
+        return n_jobs
 
     def fit(self, X, y, qid=None):
         """Minimise the objective on (X, y) grouped by ``qid`` (None: one query)."""
@@ -162,6 +184,15 @@ class RankSVM(RankerMixin, BaseEstimator):
         result = solver.solve(X, y, qid, coef_init=start, **self._solver_params())
         set_fitted(self, result, stale=_FITTED)
         return self
+
+    def objective(self, X, y, qid=None):
+        """The objective of the fitted linear model (R(coef_) + C sum_P loss) on (X, y, qid), in float64."""
+        check_is_fitted(self, "objective_")
+        if self.kernel != "linear":
+            raise ValueError(f"objective(X, y, qid) evaluates linear models; this one has kernel={self.kernel!r} "
+                             "(its training objective is objective_)")
+        return solver.objective(X, y, qid, coef=self.coef_, C=self.C, loss=self.loss, penalty=self.penalty,
+                                l1_ratio=self.l1_ratio)
 
     # -- prediction ----------------------------------------------------------------------------------------
     def decision_function(self, X):

@@ -1,4 +1,5 @@
-"""RankSVM's smooth problems (squared hinge) for cyrank.optim.tron, and the query layout of the pair kernels.
+"""RankSVM's smooth problems (squared hinge): the linear one a datafit (cyrank.optim.datafit; public through
+:func:`loss`), the kernel one for cyrank.optim.tron; and the query layout of the pair kernels.
 
 With preference pairs P = {(i, j): qid_i = qid_j, y_i > y_j} (Kuo, Lee & Lin 2014, "Large-scale kernel
 RankSVM", SDM; eqs. (3.11)-(3.13)), loss, gradient and Hessian-vector products come from order-statistic sums per
@@ -9,7 +10,9 @@ import scipy.sparse as sp
 
 from .._dense import memory_neutral_share, should_densify
 from .._queries import QueryGroups
-from .._validation import warn_if_no_pairs
+from .._validation import check_feature_scale, check_param, check_ranking_data, warn_if_no_pairs
+from ..optim.certificate import group_column_squares
+from ..optim.datafit import Datafit
 from ..optim.smooth import SmoothProblem
 from . import _pairloss
 
@@ -62,24 +65,50 @@ class _PairState:
         self.n_active = 0
 
 
-class LinearSquaredHinge(SmoothProblem):
-    """w'w / 2 + C sum_P max(0, 1 - w'(x_i - x_j))^2 for :func:`cyrank.optim.tron.tron`.
+class LinearSquaredHinge(Datafit):
+    """C sum_P max(0, 1 - w'(x_i - x_j))^2 + ridge ||w||^2 as a datafit (cyrank.optim.datafit), the squared hinge of
+    the linear rankSVM (Kuo, Lee & Lin 2014, (3.11); Lee & Lin 2014).
 
-    One pass over X gives the loss and the gradient w + C X'dL/df; the state keeps the sorted scores whose active
-    pairs the Hessian-vector product v + 2C X'A'A X v uses. ``regularize=False`` leaves out w'w / 2 (and its
-    gradient and Hessian): the loss of one part of the data, as the shards of cyrank.dask sum it.
+    One pass over X gives the loss and the gradient 2 ridge w + C X'dL/df; the state keeps the sorted scores whose
+    active pairs the Hessian-vector product 2 ridge v + 2C X'A'A X v uses. ``regularize=True`` (default) sets
+    ridge = 1/2, RankSVM's w'w / 2; ``regularize=False`` ridge = 0: the loss alone (one part of the data, as the
+    shards of cyrank.dask sum it; the datafit :func:`loss` returns). :func:`cyrank.optim.datafit.minimise` sets
+    ridge to its penalty's l2 weight.
     """
 
     def __init__(self, X, layout, C, regularize=True):
+        self.X = X
         self.parts = _linear_parts(X)
-        self.d = self.parts[-1]
+        self.d = self.n_features = self.parts[-1]
+        self.n_rows = int(layout.rows.shape[0])
         self.layout = layout
         self.C = float(C)
-        self.regularize = bool(regularize)
+        self.ridge = 0.5 if regularize else 0.0
+        self._squares = None
         super().__init__()
 
+    @property
+    def regularize(self):
+        """Whether the datafit holds a ridge term (ridge > 0)."""
+        return self.ridge != 0.0
+
+    def column_squares(self):
+        """The within-query centred column squares of X over the layout's rows (computed once)."""
+        if self._squares is None:
+            self._squares = group_column_squares(self.X, self.layout.offsets, self.layout.rows)
+        return self._squares
+
+    def with_C(self, C):
+        """The same datafit with weight ``C`` (and this one's ridge), sharing the data, the layout and the column
+        squares (a regularisation path over C lays the data out once)."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.C = float(C)
+        SmoothProblem.__init__(other)  # fresh evaluation states
+        return other
+
     def loss(self, w, squared=True):
-        """(loss, number of active pairs) at w."""
+        """(sum_P loss, number of active pairs) at w: the unweighted pair sum (no C, no ridge)."""
         f, perm = self.layout.new_state()
         xg = np.empty(self.d)
         return _pairloss.linear_fun_grad(*self.parts, self.layout, np.ascontiguousarray(w, dtype=np.float64),
@@ -91,14 +120,46 @@ class LinearSquaredHinge(SmoothProblem):
     def evaluate(self, w, Mw, state):
         xg = np.empty(self.d)
         loss, state.n_active = _pairloss.linear_fun_grad(*self.parts, self.layout, w, True, state.f, state.perm, xg)
-        if not self.regularize:
+        if not self.ridge:
             return self.C * loss, self.C * xg
-        return 0.5 * float(w @ w) + self.C * loss, w + self.C * xg
+        # with ridge 1/2: w'w / 2 + C loss and w + C xg, the same floating-point operations as ever
+        return self.ridge * float(w @ w) + self.C * loss, (2.0 * self.ridge) * w + self.C * xg
 
     def hessian_product(self, state, s, Ms):
         out = np.empty(self.d)
         _pairloss.linear_hess(*self.parts, self.layout, state.f, state.perm, np.ascontiguousarray(s), out)
-        return s + 2.0 * self.C * out if self.regularize else 2.0 * self.C * out
+        if not self.ridge:
+            return 2.0 * self.C * out
+        return (2.0 * self.ridge) * s + 2.0 * self.C * out
+
+
+def loss(X, y, qid=None, *, C=1.0):
+    """The linear rankSVM's squared-hinge loss on (X, y, qid) as a datafit: C sum_P max(0, 1 - w'(x_i - x_j))^2,
+    P = {(i, j): qid_i = qid_j, y_i > y_j} (Kuo, Lee & Lin 2014, (3.11)), ridge 0.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+        Relevance labels.
+    qid : array-like of shape (n_samples,) or None, default=None
+        Query ids (None: one query).
+    C : float > 0, default=1.0
+        Weight of the pair sum.
+
+    Returns
+    -------
+    LinearSquaredHinge
+        A :class:`cyrank.optim.datafit.Datafit` on the checked data: ``fun(w)``, ``grad(w)``, ``hess_vec(v)``,
+        ``n_features``, ``n_rows``, ``column_squares()``; its ``loss(w)`` gives (sum_P loss, active pairs).
+        :func:`cyrank.optim.datafit.minimise` minimises it plus a penalty (with
+        ``cyrank.optim.penalties.Penalty(lam1, 0.5)``, ``lam1 = 0``: RankSVM's l2 objective).
+    """
+    C = check_param("C", C, low=0.0, low_open=True)
+    X, y, qid = check_ranking_data(X, y, qid)
+    check_feature_scale(X, "RankSVM")
+    layout, _ = make_layout(y, qid)
+    return LinearSquaredHinge(X, layout, C, regularize=False)
 
 
 class KernelSquaredHinge(SmoothProblem):

@@ -4,15 +4,27 @@
 Objective (Kuo, Lee & Lin, "Large-scale Kernel RankSVM", SDM 2014), with preference pairs
 P = {(i, j): qid_i = qid_j, y_i > y_j} and loss(t) = max(0, t)^2 ("squared_hinge") or max(0, t) ("hinge"):
 
-    linear   min_w     w'w / 2      + C sum_{(i,j) in P} loss(1 - w'(x_i - x_j))                     (3.11)
+    linear   min_w     R(w)            + C sum_{(i,j) in P} loss(1 - w'(x_i - x_j))                  (3.11)
     kernel   min_beta  beta'Q beta / 2 + C sum_{(i,j) in P} loss(1 - (Q beta)_i + (Q beta)_j)        (3.12)-(3.13)
 
-with Q = K(X, X) and predictions f(x) = sum_m beta_m K(x, x_m). The pair sums are never enumerated: the loss,
-gradient and Hessian-vector products come from order-statistic sums per query in O(l log l)
-(_ostree.pyx, Appendix B).
+with Q = K(X, X) and predictions f(x) = sum_m beta_m K(x, x_m). The regulariser R of the linear model
+(``penalty``; :func:`regulariser`):
 
-* squared hinge: trust-region Newton-CG (cyrank.optim.tron, section 4.1), stopping at
-  ||grad|| <= tol * ||grad at 0|| (LIBLINEAR's rule); ``grad_norm`` is that ratio at the end.
+    "l2" (default)   ||w||^2 / 2                                              (3.11)
+    "l1"             ||w||_1          (LIBLINEAR's L1-regularised L2-loss SVM: Fan, Chang, Hsieh, Wang & Lin,
+                                       JMLR 2008; Yuan, Ho & Lin, JMLR 2012)
+    "elasticnet"     l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2 / 2            (l1_ratio in [0, 1])
+
+"l1" and "elasticnet" apply to kernel="linear" with loss="squared_hinge" only. The pair sums are never
+enumerated: the loss, gradient and Hessian-vector products come from order-statistic sums per query in
+O(l log l) (_ostree.pyx, Appendix B).
+
+* squared hinge, smooth R (l1_ratio = 0 included): trust-region Newton-CG (cyrank.optim.tron, section 4.1),
+  stopping at ||grad|| <= tol * ||grad at 0|| (LIBLINEAR's rule) and a gap <= tol max(1, |objective|);
+  ``grad_norm`` is that ratio at the end.
+* squared hinge with an l1 term: proximal Newton with working sets (cyrank.optim.datafit.minimise; Yuan, Ho &
+  Lin 2012), stopping when the KKT violation max_r |p_r| (p the minimum-norm subgradient) is <= tol
+  max_r |dL/dw_r at 0| and the gap is <= tol max(1, |objective|); ``grad_norm`` is that relative KKT violation.
 * hinge: the 1-slack cutting-plane method (Joachims 2006; section 2.2, (2.8)) of cyrank.optim.cutting_plane,
   with its constraints scaled by 1/|P|:  xi' >= (1/|P|) sum_P c_ij - <w, (1/|P|) sum_P c_ij (x_i - x_j)>  and
   C' = C |P|, which is the same problem. It stops when the most violated constraint exceeds the working set's
@@ -20,11 +32,15 @@ gradient and Hessian-vector products come from order-statistic sums per query in
   tol * C |P| = tol * objective(0) of the optimum. ``duality_gap`` is the objective minus the dual value of the
   last restricted problem, a certified bound on the distance to the optimum.
 
-The pieces live beside this module: problems.py (the query layout and the squared-hinge problems for TRON),
-kernels.py (kernel matrices, stored or block-wise within the memory budget), hinge.py (the 1-slack adapters).
+:func:`path` follows the linear squared-hinge model with an l1 term over increasing C from C_min, the largest C at
+which w = 0 is optimal. :func:`objective` evaluates the linear objective at given coefficients.
+
+The pieces live beside this module: problems.py (the query layout, the squared-hinge datafit and its public
+:func:`~cyrank.ranksvm.problems.loss`), kernels.py (kernel matrices, stored or block-wise within the memory
+budget), hinge.py (the 1-slack adapters).
 """
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,13 +48,14 @@ import scipy.sparse as sp
 from .._dense import should_densify
 from .._result import SolveResult
 from .._threads import one_blas_thread, openmp_threads
-from .._validation import check_options
-from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_ranking_data,
-                           check_verbose, feature_scale_spread, max_abs)
+from .._validation import (check_feature_scale, check_n_jobs, check_option, check_options, check_param,
+                           check_ranking_data, check_verbose, feature_scale_spread, max_abs)
+from ..optim.cutting_plane import cutting_plane_history
+from ..optim.datafit import minimise
+from ..optim.path import run_path
+from ..optim.penalties import PENALTIES, Penalty
 from ..optim.tron import tron
 from . import _pairloss
-from ..optim.certificate import group_column_squares, jacobi_preconditioner
-from ..optim.cutting_plane import cutting_plane_history
 from .hinge import KernelHinge, LinearHinge, one_slack
 from .kernels import _MB, StoredKernel, check_symmetric, kernel_operator
 from .problems import KernelSquaredHinge, LinearSquaredHinge, make_layout
@@ -102,11 +119,37 @@ def resolve_gamma(gamma, X):
     return 1.0 / (d * var) if var > 0 else 1.0
 
 
-def check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_memory_mb, n_jobs, verbose):
-    """Every parameter of :func:`solve` checked (a ValueError naming the first bad one)."""
+def regulariser(penalty="l2", l1_ratio=0.5):
+    """RankSVM's regulariser R(w) (module docstring) as a :class:`cyrank.optim.penalties.Penalty`
+    lam1 ||w||_1 + lam2 ||w||^2: (0, 1/2) for "l2", (1, 0) for "l1", (l1_ratio, (1 - l1_ratio) / 2) for
+    "elasticnet"; both names checked."""
+    check_option("penalty", penalty, PENALTIES)
+    l1_ratio = check_param("l1_ratio", l1_ratio, low=0.0, high=1.0)
+    if penalty == "l2":
+        return Penalty(0.0, 0.5)
+    if penalty == "l1":
+        return Penalty(1.0, 0.0)
+    return Penalty(l1_ratio, 0.5 * (1.0 - l1_ratio))
+
+
+def check_penalty(penalty, l1_ratio, loss="squared_hinge", kernel="linear"):
+    """The regulariser of ``penalty`` (:func:`regulariser`), refused (ValueError) for a penalty other than "l2"
+    unless kernel="linear" and loss="squared_hinge"."""
+    pen = regulariser(penalty, l1_ratio)
+    if penalty != "l2" and (kernel != "linear" or loss != "squared_hinge"):
+        raise ValueError(f"penalty={penalty!r} applies to the linear squared-hinge rankSVM only (kernel='linear', "
+                         f"loss='squared_hinge'); got kernel={kernel!r}, loss={loss!r}. Use penalty='l2' for this "
+                         f"model, or kernel='linear' with loss='squared_hinge' for an l1 / elastic-net penalty")
+    return pen
+
+
+def check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_memory_mb, n_jobs, verbose,
+                 penalty="l2", l1_ratio=0.5):
+    """Every parameter of :func:`solve` checked (a ValueError naming the first bad one); returns n_jobs."""
     check_param("C", C, low=0.0, low_open=True)
     check_option("loss", loss, LOSSES)
     check_option("kernel", kernel, KERNELS)
+    check_penalty(penalty, l1_ratio, loss, kernel)
     check_gamma(gamma)
     check_param("degree", degree, low=1, integer=True)
     check_param("coef0", coef0)
@@ -117,20 +160,38 @@ def check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_me
     return check_n_jobs(n_jobs)
 
 
-def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0,
-          tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0, options=None, coef_init=None):
+def check_coef(coef, d, name="coef_init"):
+    """``coef`` as a finite float64 vector of d weights (a copy), or a ValueError saying what it must be."""
+    try:
+        w = np.array(coef, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a 1-d array of {d} real weights (one per feature of X), got "
+                         f"{type(coef).__name__}") from None
+    if w.shape != (d,) or not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} must be a finite array of shape ({d},); got shape {w.shape}"
+                         + ("" if w.shape != (d,) else " with NaN or infinite entries"))
+    return w
+
+
+def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", penalty="l2", l1_ratio=0.5,
+          gamma="scale", degree=3, coef0=1.0, tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0,
+          options=None, coef_init=None):
     """Minimise the rankSVM objective (module docstring) on (X, y) grouped by ``qid`` (None: one query).
 
     Parameters are those of :class:`cyrank.RankSVM` (same names, same meaning), plus ``options``, an
     :class:`Options`, and ``coef_init``, the starting coefficients of a linear model (default 0; a warm start: the
-    stopping rule still measures the gradient against the one at 0).
-    Returns a :class:`cyrank._result.SolveResult` with ``objective``, ``n_iter``, ``converged``,
-    ``n_pairs``, ``n_active_pairs``, ``n_features_in``; ``grad_norm`` and ``n_cg_iter`` (squared hinge; the
-    optimality measure is ``grad_norm``) or ``duality_gap`` (hinge, the optimality measure); ``coef`` (linear) or
-    ``beta``, ``support``, ``n_kernel_products`` and, for rbf/poly, ``support_vectors`` and ``gamma``. When the
-    solver stops on ``max_iter``, ``converged`` is False and ``message`` says so (no warning is issued here).
+    stopping rule still measures the gradient, or the KKT violation, against the one at 0).
+    Returns a :class:`cyrank._result.SolveResult` with ``objective``, ``n_iter``, ``converged``, ``gap``,
+    ``gap_kind``, ``n_pairs``, ``n_active_pairs``, ``n_features_in``; ``grad_norm`` and ``n_cg_iter`` (squared
+    hinge; the optimality measure is ``grad_norm``, the relative KKT violation with an l1 term, and ``n_cg_iter``
+    then counts the proximal Newton model's inner sweeps) or ``duality_gap`` (hinge, the optimality measure);
+    ``coef`` (linear) or ``beta``, ``support``, ``n_kernel_products`` and, for rbf/poly, ``support_vectors`` and
+    ``gamma``. When the solver stops on ``max_iter``, ``converged`` is False and ``message`` says so (no warning is
+    issued here).
     """
-    n_jobs = check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_memory_mb, n_jobs, verbose)
+    n_jobs = check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_memory_mb, n_jobs, verbose,
+                          penalty, l1_ratio)
+    pen = check_penalty(penalty, l1_ratio, loss, kernel)
     options = check_options(options, Options, "cyrank.ranksvm.solve")
     precomputed = kernel == "precomputed"
     X, y, qid = check_ranking_data(X, y, qid, accept_sparse=False if precomputed else ("csr", "csc"))
@@ -141,12 +202,10 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma
     if start is not None:
         if kernel != "linear":
             raise ValueError("coef_init (a warm start) is for linear models only")
-        start = np.array(start, dtype=np.float64)
-        if start.shape != (X.shape[1],) or not np.all(np.isfinite(start)):
-            raise ValueError(f"coef_init must be a finite array of shape ({X.shape[1]},); got shape {start.shape}")
+        start = check_coef(start, X.shape[1])
     fit = _Fit(C=float(C), loss=loss, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, tol=float(tol),
                max_iter=int(max_iter), kernel_memory_mb=float(kernel_memory_mb), verbose=check_verbose(verbose),
-               options=options, start=start)
+               options=options, start=start, penalty=pen)
     with openmp_threads(n_jobs):  # the layout fixes the kernels' thread count
         layout, n_pairs = make_layout(y, qid, options.parallel_min_rows)
         if n_pairs == 0:
@@ -155,6 +214,11 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma
             values, solver_out = fit.linear(X, layout, n_pairs)
         else:
             values, solver_out = fit.kernel_model(X, layout, n_pairs)
+    return _result(values, solver_out, X, n_pairs, C, loss, kernel, options)
+
+
+def _result(values, solver_out, X, n_pairs, C, loss, kernel, options):
+    """The SolveResult of one fit: ``values`` and the solver's OptimResult ``solver_out`` (None: no pair)."""
     if not np.isfinite(values["objective"]):
         raise ValueError(f"RankSVM: the objective overflowed float64 (features up to |x| = {max_abs(X):.3g}, "
                          f"C={C:g}); scale X (e.g. sklearn.preprocessing.StandardScaler) or lower C")
@@ -183,6 +247,97 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", gamma
                        message=message, **values)
 
 
+def objective(X, y, qid=None, *, coef, C=1.0, loss="squared_hinge", penalty="l2", l1_ratio=0.5):
+    """The linear rankSVM's objective R(coef) + C sum_P loss(1 - coef'(x_i - x_j)) (module docstring) on
+    (X, y, qid), in float64 from the order-statistic sums; ``penalty`` and ``l1_ratio`` as :func:`solve`'s."""
+    check_param("C", C, low=0.0, low_open=True)
+    check_option("loss", loss, LOSSES)
+    pen = check_penalty(penalty, l1_ratio, loss, "linear")
+    X, y, qid = check_ranking_data(X, y, qid)
+    w = check_coef(coef, X.shape[1], "coef")
+    layout, _ = make_layout(y, qid)
+    pair_loss, _ = LinearSquaredHinge(X, layout, C, regularize=False).loss(w, squared=loss == "squared_hinge")
+    return pen.value(w) + float(C) * pair_loss
+
+
+def path(X, y, qid=None, *, Cs=None, n_Cs=20, eps=1e-3, penalty="l1", l1_ratio=0.5, tol=1e-3, max_iter=1000,
+         n_jobs=None, verbose=0, options=None):
+    """The regularisation path of the linear squared-hinge rankSVM (module docstring) over increasing C: one
+    :func:`solve` per C, each warm-started from the previous solution, on data checked and laid out once.
+
+    Parameters
+    ----------
+    X, y, qid : arrays
+        The data, as for :func:`solve`.
+    Cs : sequence of float > 0 or None, default=None
+        The values of C (sorted increasing). None: ``n_Cs`` values from C_min up to C_min / ``eps``, geometrically
+        spaced, C_min = lam1 / max_r |dL/dw_r at 0| for the loss L with C = 1 and lam1 the l1 weight of R (1 for
+        "l1", l1_ratio for "elasticnet"): the largest C at which w = 0 is optimal ("l2", or "elasticnet" with
+        l1_ratio = 0, needs ``Cs``).
+    n_Cs : int >= 1, default=20
+    eps : float in (0, 1), default=1e-3
+    penalty : {"l1", "elasticnet", "l2"}, default="l1"
+    l1_ratio : float in [0, 1], default=0.5
+    tol, max_iter, n_jobs, verbose, options : any
+        As for :func:`solve`.
+
+    Returns
+    -------
+    cyrank.optim.path.PathResult
+        Per C: coefficients (column k of the sparse ``coefs``), objective, optimality measure (``kkt_violations``:
+        the ``grad_norm`` of :func:`solve`), iterations, convergence and the solver's message (nothing is warned
+        here). ``Cs`` holds the values of C (increasing) and ``C_min`` the computed C_min (None when ``Cs`` was
+        given); ``alphas`` = 1 / ``Cs`` (decreasing) are the weights of R in the same objective divided by C,
+        R(w) / C + sum_P loss, and ``alpha_max`` = 1 / C_min.
+    """
+    n_jobs = check_params(1.0, "squared_hinge", "linear", "scale", 3, 1.0, tol, max_iter, 1.0, n_jobs, verbose,
+                          penalty, l1_ratio)
+    pen = regulariser(penalty, l1_ratio)
+    n_Cs = check_param("n_Cs", n_Cs, low=1, integer=True)
+    eps = check_param("eps", eps, low=0.0, high=1.0, low_open=True, high_open=True)
+    if Cs is None and pen.lam1 == 0:
+        raise ValueError(f"penalty={penalty!r}" + (f" with l1_ratio={l1_ratio!r}" if penalty != "l2" else "")
+                         + " never gives w = 0 (no finite C_min): pass Cs=...")
+    if Cs is not None:
+        Cs = np.sort(np.asarray(Cs, dtype=np.float64).ravel())
+        if Cs.size == 0 or not np.all(np.isfinite(Cs)) or Cs[0] <= 0:
+            raise ValueError("Cs must be a non-empty sequence of finite numbers > 0")
+    options = check_options(options, Options, "cyrank.ranksvm.path")
+    X, y, qid = check_ranking_data(X, y, qid)
+    check_feature_scale(X, "RankSVM")
+    d = X.shape[1]
+    fit = _Fit(C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0, tol=float(tol),
+               max_iter=int(max_iter), kernel_memory_mb=1.0, verbose=check_verbose(verbose), options=options,
+               penalty=pen)
+    with openmp_threads(n_jobs):
+        layout, n_pairs = make_layout(y, qid, options.parallel_min_rows)
+        unit = LinearSquaredHinge(X, layout, 1.0, regularize=False) if n_pairs else None
+        C_min = None
+        if Cs is None:
+            top = float(np.max(np.abs(unit.grad(np.zeros(d))), initial=0.0)) if n_pairs else 0.0
+            if top == 0.0:
+                raise ValueError("the loss's gradient at w = 0 is 0 (no preference pair, or no feature varies within "
+                                 "a query): w = 0 is optimal at every C, so there is no C_min; pass Cs=...")
+            C_min = float(pen.lam1) / top
+            Cs = C_min * np.geomspace(1.0, 1.0 / eps, n_Cs)
+            Cs[0] = C_min
+        alphas = 1.0 / Cs
+        by_alpha = dict(zip(alphas.tolist(), Cs.tolist()))
+
+        def fit_at(alpha, coef):
+            C = by_alpha[float(alpha)]
+            fit.C, fit.start = C, coef
+            if not n_pairs:
+                values, out = fit.without_pairs(X), None
+            else:
+                values, out = fit.linear_datafit(unit.with_C(C))
+            return _result(values, out, X, n_pairs, C, "squared_hinge", "linear", options)
+
+        result = run_path(alphas, None if C_min is None else 1.0 / C_min, fit_at)
+    result.Cs, result.C_min = Cs, C_min
+    return result
+
+
 @dataclass
 class _Fit:
     """The parameters of one fit, and its three cases: no pair, linear, kernel."""
@@ -199,6 +354,7 @@ class _Fit:
     verbose: int
     options: Options
     start: object = None
+    penalty: Penalty = field(default_factory=lambda: Penalty(0.0, 0.5))  # R = ||w||^2 / 2
 
     def without_pairs(self, X):
         """No preference pair (warned by make_layout): the objective is the regulariser alone, minimised exactly
@@ -219,19 +375,8 @@ class _Fit:
 
     def linear(self, X, layout, n_pairs):
         obj = LinearSquaredHinge(X, layout, self.C)
-        zero = np.zeros(X.shape[1])
         if self.loss == "squared_hinge":
-            # a warm start keeps LIBLINEAR's rule ||grad|| <= tol ||grad at 0||, so tol means what it does cold
-            g0 = None if self.start is None else float(np.linalg.norm(obj.grad(zero)))
-
-            def precond(x):  # asked by TRON only when a feature's scale fools the gradient rule
-                return jacobi_preconditioner(obj, group_column_squares(X, layout.offsets, layout.rows), 1.0,
-                                             n_rows=layout.rows.shape[0], x=x)
-            res = tron(obj, zero if self.start is None else self.start, tol=self.tol, max_iter=self.max_iter,
-                       grad_norm0=g0, verbose=self.verbose, name="RankSVM (TRON)", precond=precond,
-                       gap_tol=self.tol, strong_convexity=1.0)
-            # TRON's last gradient was taken at res.x, with res.objective computed there by the same pass
-            return {"coef": res.x, "objective": float(res.objective), "n_active_pairs": int(obj.state.n_active)}, res
+            return self.linear_datafit(obj)
         res = one_slack(LinearHinge(obj.parts, layout), self.C, n_pairs, self.tol, self.max_iter, self.verbose,
                         w0=self.start, stabilize=self.options.stabilization)
         w = res.x
@@ -239,6 +384,24 @@ class _Fit:
         objective = 0.5 * float(w @ w) + self.C * loss
         return {"coef": w, "objective": objective, "n_active_pairs": int(n_active),
                 "duality_gap": objective - res.info["lower_bound"], "history": cutting_plane_history(res)}, res
+
+    def linear_datafit(self, obj):
+        """The squared-hinge linear model on the datafit ``obj`` (its C the fit's), from ``start`` (default 0):
+        TRON when the penalty is smooth, proximal Newton with an l1 term (cyrank.optim.datafit.minimise)."""
+        w0 = np.zeros(obj.n_features) if self.start is None else self.start
+        if self.penalty.smooth:
+            # a warm start keeps LIBLINEAR's rule ||grad|| <= tol ||grad at 0||, so tol means what it does cold;
+            # TRON is preconditioned only when a feature's scale fools the gradient rule
+            res = minimise(obj, self.penalty, w0, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
+                           name="RankSVM (TRON)")
+            # TRON's last gradient was taken at res.x, with res.objective computed there by the same pass
+            return {"coef": res.x, "objective": float(res.objective), "n_active_pairs": int(obj.state.n_active)}, res
+        res = minimise(obj, self.penalty, w0, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
+                       name="RankSVM (prox_newton)")
+        _, n_active = obj.loss(res.x)
+        if res.info.get("grad_norm0", 0.0) == 0.0:
+            res.optimality = 0.0
+        return {"coef": res.x, "objective": float(res.objective), "n_active_pairs": int(n_active)}, res
 
     def kernel_model(self, X, layout, n_pairs):
         rows = layout.rows

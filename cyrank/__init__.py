@@ -7,26 +7,16 @@ scikit-learn) are imported on first use, so ``import cyrank`` and the functional
 import importlib as _importlib
 import os as _os
 
-from . import _fork
+from . import _fork, _registry
 from ._queries import QueryGroups
 from ._result import SolveResult
 from ._validation import MissingQidWarning, RankingDataWarning
 
 from ._version import __version__
 
-# estimator name -> module defining it (imported by __getattr__ and by cyrank.io.load_model)
-ESTIMATORS = {
-    "DominationRank": "cyrank.domination.estimator",
-    "LabelRankBoost": "cyrank.labelrank.estimator",
-    "MLR": "cyrank.mlr.estimator",
-    "RankNet": "cyrank.lambdarank.estimator",
-    "LambdaRank": "cyrank.lambdarank.estimator",
-    "LambdaMART": "cyrank.lambdarank.mart",
-    "RankSVM": "cyrank.ranksvm.estimator",
-    "DaskRankSVM": "cyrank.dask",              # extra "dask"; not in __all__ (star-imports need no dask)
-    "DaskDominationRank": "cyrank.dask",
-    "DaskRankNet": "cyrank.dask",
-}
+# class name -> module defining it (imported by __getattr__ and by cyrank.io.load_model), from the one table of
+# estimators, cyrank._registry.TABLE
+ESTIMATORS = {name: spec.module for name, spec in _registry.ESTIMATORS.items()}
 
 
 # functions of the functional layer also named at the top (imported on first use)
@@ -52,5 +42,7 @@ def __dir__():
 if hasattr(_os, "register_at_fork"):  # POSIX only; Windows has no fork
     _os.register_at_fork(after_in_child=_fork.serial_after_fork)
 
-__all__ = ["DominationRank", "LabelRankBoost", "LambdaMART", "LambdaRank", "MLR", "MissingQidWarning", "QueryGroups", "RankNet", "RankSVM", "RankingDataWarning", "SolveResult", "__version__",
-           "domination_path", "PreferenceGraphs", "fit_many"]
+# the Dask estimators (extra "dask") are left out, so that a star-import needs no dask
+__all__ = sorted([*(name for name, spec in _registry.ESTIMATORS.items() if spec.extra != "dask"),
+                  "MissingQidWarning", "QueryGroups", "RankingDataWarning", "SolveResult", "__version__",
+                  "domination_path", "PreferenceGraphs", "fit_many"])

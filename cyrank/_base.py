@@ -1,19 +1,22 @@
-"""Behaviour shared by every cyrank estimator: fitted values from the functional layer (with sklearn's
-ConvergenceWarning when a solver stopped short), prediction = scores, score = mean NDCG@10, feature-count check,
-and a MissingQidWarning when a ranker's fit or score gets no qid."""
+"""Behaviour shared by every cyrank estimator: the estimator base :class:`SolverEstimator` (parameters checked and
+passed to the functional layer, fitted values from its result, with sklearn's ConvergenceWarning when a solver
+stopped short), prediction = scores, score = mean NDCG@10, feature-count check, and a MissingQidWarning when a
+ranker's fit or score gets no qid."""
 import functools
 import inspect
 import threading
+import types
 import warnings
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ._validation import FLOAT_DTYPES, MissingQidWarning, check_row_weights, check_X, missing_qid_message
 
 
-def set_fitted(estimator, result, stale=()):
+def set_fitted(estimator, result, stale=(), stacklevel=3):
     """Set the attributes of a :class:`cyrank._result.SolveResult` on ``estimator`` (after removing the ``stale``
     ones a previous fit may have left), and warn ConvergenceWarning with the solver's message when it stopped
     short."""
@@ -22,7 +25,7 @@ def set_fitted(estimator, result, stale=()):
     for name, value in result.fitted_attributes().items():
         setattr(estimator, name, value)
     if not result.converged:
-        warnings.warn(result.message, ConvergenceWarning, stacklevel=3)
+        warnings.warn(result.message, ConvergenceWarning, stacklevel=stacklevel)
     return estimator
 
 
@@ -152,3 +155,89 @@ def warm_start_coef(estimator, X):
                          f"features, but X has {shape[1]}: the number of features changed since the last fit. Set "
                          f"warm_start=False (or use sklearn.base.clone({name.lower()})) to fit from zero")
     return coef
+
+
+class SolverEstimator(BaseEstimator):
+    """Base of the estimators that wrap a functional layer, configured by class attributes (in the spirit of
+    scikit-learn's declarative ``_parameter_constraints``)::
+
+        class DominationRank(LinearRankerMixin, SolverEstimator):
+            _solve = solver.solve                    # solve(*data, **params) -> SolveResult
+            _check = solver.check_params             # check_params(**params) -> the checked values
+            _estimator_only_params = ("warm_start",)
+            _warm_starts = True
+
+            def fit(self, X, y, qid=None, offset=None):
+                return self._fit(X, y, qid, offset)
+
+    The parameters are validated by the functional layer alone (``_check``, which also runs without
+    scikit-learn): there is no second validator here.
+
+    ``_solve``
+        The functional layer's solve: ``_solve(*data, **fit_args, **params)`` returns a SolveResult.
+    ``_check``
+        Its parameter check: called by :meth:`_check_params` with the parameters its signature names (the
+        others are checked by ``_solve`` itself); what it returns is what ``_check_params()`` returns.
+        None: the parameters are checked by ``_solve`` only.
+    ``_estimator_only_params``
+        ``get_params()`` names that are not passed on to ``_solve`` or ``_check`` (e.g. ``warm_start``).
+    ``_warm_starts``
+        True: ``fit`` passes ``coef_init=self._coef_init(X)``, the previous ``coef_`` when ``warm_start`` is set
+        (:func:`warm_start_coef`; override ``_coef_init`` to restrict it, e.g. to a linear kernel).
+    ``_stale_attributes``
+        Fitted attributes that an earlier fit may have set and this one may not: removed before fitting.
+    ``_sparse_input``
+        Whether ``fit`` takes sparse X (the ``input_tags.sparse`` tag); the target is always required.
+
+    A subclass keeps its own ``__init__`` (scikit-learn reads the parameters from its signature) and ``fit``
+    (its signature is the fit's metadata: ``qid``, ``offset``, ``eval_set``...), which calls :meth:`_fit`.
+    """
+
+    _solve = None
+    _check = None
+    _estimator_only_params = ()
+    _warm_starts = False
+    _stale_attributes = ()
+    _sparse_input = True
+
+    def __init_subclass__(cls, **kwargs):
+        for name in ("_solve", "_check"):  # a plain function as a class attribute would be bound to self
+            value = cls.__dict__.get(name)
+            if isinstance(value, types.FunctionType):
+                setattr(cls, name, staticmethod(value))
+        super().__init_subclass__(**kwargs)
+
+    def _solver_params(self):
+        """``get_params()`` without the estimator-only parameters: the keyword arguments of ``_solve``."""
+        params = self.get_params(deep=False)
+        for name in self._estimator_only_params:
+            del params[name]
+        return params
+
+    def _check_params(self):
+        """The functional layer's check of the parameters (``_check``), and what it returns."""
+        if self._check is None:
+            return None
+        params = self._solver_params()
+        named = inspect.signature(self._check).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in named.values()):
+            params = {name: value for name, value in params.items() if name in named}
+        return self._check(**params)
+
+    def _coef_init(self, X):
+        """The starting point of a fit on X: the previous ``coef_`` with ``warm_start`` (else None)."""
+        return warm_start_coef(self, X)
+
+    def _fit(self, *data, **fit_args):
+        """Solve on ``data`` (positional, as ``_solve`` takes them) with ``fit_args`` (keyword arguments of
+        ``fit`` passed on, e.g. ``eval_set``) and the parameters; set the result's fitted attributes."""
+        if self._warm_starts:
+            fit_args["coef_init"] = self._coef_init(data[0])
+        result = self._solve(*data, **fit_args, **self._solver_params())
+        return set_fitted(self, result, stale=self._stale_attributes, stacklevel=4)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = self._sparse_input
+        tags.target_tags.required = True
+        return tags

@@ -103,10 +103,9 @@ def check_feature_count(X, path, max_features=None, option="--max-features"):
     limit = feature_limit(X, max_features)
     if X.shape[1] <= limit:
         return
-    from .io import _feature_beyond, _read_bytes
+    from .io import feature_beyond
 
-    raw, name = _read_bytes(path)
-    line, _ = _feature_beyond(X, raw, limit)
+    name, line, _ = feature_beyond(path, X, limit)
     raise ValueError(f"{name}, line {line}: a feature index implies {X.shape[1]} features, but "
                      f"the file stores only {X.nnz} values; every fit keeps dense vectors of n_features numbers (a "
                      f"linear model about 16, LightGBM hundreds of bytes per feature), here about "
@@ -133,17 +132,9 @@ def load_data(path, n_features=None, max_features=None, what=None):
                          "score or validate with data that uses the same features") from None
 
 
-# Arguments of a family's functional solve that are not hyper-parameters of its estimator (starting points,
-# solver option objects, validation sets, side arrays): a model file holds only the estimator's parameters, so -p
-# refuses them. tests/test_cli_errors.py checks this table against the estimators and solves.
-FUNCTIONAL_ONLY = {
-    "domination": ("coef_init", "offset", "options"),
-    "ranksvm": ("coef_init", "options"),
-    "ranknet": ("coef_init",),
-    "lambdarank": ("eval_set",),
-    "mlr": ("relevance", "irrelevant", "options"),
-    "labelrank": ("coef_init", "joint", "options"),
-}
+# Why -p refuses an argument of a family's functional solve that is not an estimator parameter (the spec's
+# solve_only: a model file holds only the estimator's parameters). tests/test_cli_errors.py checks the table of
+# estimators against the estimators and the solves.
 WHY_NOT = {
     "coef_init": "a starting point (an array) of the functional layer",
     "start": "a starting point (an array) of the functional layer",
@@ -164,7 +155,7 @@ def accepted_params(spec):
 
     if spec.solve:
         names = inspect.signature(spec.solve_function).parameters
-        skip = (*DATA_ARGUMENTS, *FUNCTIONAL_ONLY.get(spec.name, ()))
+        skip = (*DATA_ARGUMENTS, *spec.solve_only)
         return sorted(n for n in names if n not in skip)
     return sorted(spec.estimator_class().get_params())
 
@@ -260,7 +251,8 @@ def verify_solver(spec, X, y, qid, params, out=None):
 def demo_names():
     """The rankers ``cyrank demo`` trains on the ranking data (LambdaMART only when LightGBM is installed), and the
     families with their own data sets (mlr: Wine; labelrank: a multilabel set)."""
-    return [name for name, spec in _registry.SOLVERS.items() if spec.demo], ["mlr", "labelrank"]
+    return ([name for name, spec in _registry.SOLVERS.items() if spec.demo],
+            [name for name, spec in _registry.SOLVERS.items() if not spec.demo])
 
 
 def cmd_demo(args):
@@ -457,7 +449,7 @@ def load_valid(args, X):
 
 def fit_functional(spec, args, params):
     """A fit through the functional layer (no scikit-learn import); the model file is written from the result."""
-    from .io import load_svmlight, load_svmlight_multilabel, save_fitted
+    from .io import ModelRecord, load_svmlight, load_svmlight_multilabel, save_model
 
     solve = spec.solve_function
     if spec.data == "classes":  # label idx:val lines: one class label per point (a qid column is refused)
@@ -485,7 +477,7 @@ def fit_functional(spec, args, params):
         result = solve(X, y, qid, **extra, **params)
     report_fit(spec.name, result, time.perf_counter() - t0)
     if args.output:
-        save_fitted(spec.class_name, params, result.fitted_attributes(), args.output)
+        save_model(ModelRecord(spec.class_name, params, result.fitted_attributes()), args.output)
         print(f"model written to {args.output}")
     return 0
 

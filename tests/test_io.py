@@ -515,7 +515,7 @@ def test_load_refuses_bad_files(tmp_path, monkeypatch, edit_model_file):
     check("dtype.npz", (None, lambda h, a: a.update({key: a[key].astype(np.float32)})), "corrupt")
     check("extra.npz", (None, lambda h, a: a.update(extra=np.ones(2))), "unexpected entries")
     # a class that is no longer registered
-    monkeypatch.delitem(cio._MODEL_REGISTRY, "TinyRanker")
+    monkeypatch.delitem(cio._THIRD_PARTY_MODELS, "TinyRanker")
     with pytest.raises(ValueError, match="'TinyRanker' is not registered"):
         load_model(good)
 
@@ -526,4 +526,4 @@ def test_register_model_rejects_name_clash():
 
     with pytest.raises(ValueError, match="already registered"):
         register_model(TinyRanker)
-    assert register_model(cio._MODEL_REGISTRY["TinyRanker"]) is cio._MODEL_REGISTRY["TinyRanker"]
+    assert register_model(cio._THIRD_PARTY_MODELS["TinyRanker"]) is cio._THIRD_PARTY_MODELS["TinyRanker"]

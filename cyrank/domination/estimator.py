@@ -2,16 +2,13 @@
 Descent for Ranking with Domination Loss", MEng thesis, MIT 2010). The objective and the solvers are in
 solver.py, the functional layer this estimator wraps.
 """
-from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import LinearRankerMixin, set_fitted, warm_start_coef
-from ..io import register_model
+from .._base import LinearRankerMixin, SolverEstimator
 from . import solver
 
 
-@register_model
-class DominationRank(LinearRankerMixin, BaseEstimator):
+class DominationRank(LinearRankerMixin, SolverEstimator):
     """Linear ranker minimising the domination loss by coordinate descent (Stevens, MIT thesis 2010), or, for the
     smooth l2 penalty, by trust-region Newton.
 
@@ -137,19 +134,15 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    # -- fit -----------------------------------------------------------------------------------------------
-    def _solver_params(self):
-        params = self.get_params()
-        del params["warm_start"]
-        return params
-
-    def _check_params(self):
-        return solver.check_params(**self._solver_params())
+    # -- fit: the functional layer (cyrank._base.SolverEstimator) ---------------------------------------------
+    _solve = solver.solve
+    _check = solver.check_params  # returns (lam1, lam2, the solver that will run)
+    _estimator_only_params = ("warm_start",)
+    _warm_starts = True
 
     def fit(self, X, y, qid=None, offset=None):
         """Minimise the objective on (X, y) grouped by ``qid``; ``offset`` (>= 0) are per-row margins o_i."""
-        result = solver.solve(X, y, qid, offset, coef_init=warm_start_coef(self, X), **self._solver_params())
-        return set_fitted(self, result)
+        return self._fit(X, y, qid, offset)
 
     # -- prediction: decision_function = X @ coef_, predict = scores, score = mean NDCG@10 (LinearRankerMixin)
     def objective(self, X, y, qid=None, offset=None, coef=None):
@@ -162,9 +155,3 @@ class DominationRank(LinearRankerMixin, BaseEstimator):
             coef = self.coef_
         return solver.objective(X, y, qid, offset, coef=coef, penalty=self.penalty, alpha=self.alpha,
                                 l1_ratio=self.l1_ratio, binary=self.binary, group_by_query=self.group_by_query)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        return tags

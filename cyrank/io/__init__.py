@@ -17,19 +17,21 @@ SVMlight/LETOR text, one example per line (blank and comment-only lines are skip
 * :func:`dump_svmlight` writes a file that :func:`load_svmlight` reads back exactly (shortest round-trip floats).
 
 Model files (:func:`save_model` / :func:`load_model`) are ``.npz`` archives holding a JSON header and plain
-numeric arrays: no pickle anywhere, so opening a model file never runs code. Only classes decorated with
-:func:`register_model` can be saved and loaded.
+numeric arrays: no pickle anywhere, so opening a model file never runs code. Only cyrank's own estimators and
+classes decorated with :func:`register_model` can be saved and loaded. :class:`ModelRecord` is what a file holds
+(class name, parameters, fitted attributes); ``save_model`` also takes one, to save a functional-layer result
+without creating the estimator.
 """
 from ._atomic import atomic_write
-from ._model import (FORMAT_NAME, FORMAT_VERSION, MODEL_SIZE_MIN, MODEL_SIZE_RATIO, load_model, register_model,
-                     registered_models, save_fitted, save_model)
+from ._model import (FORMAT_NAME, FORMAT_VERSION, MODEL_SIZE_MIN, MODEL_SIZE_RATIO, ModelRecord, load_model,
+                     register_model, registered_models, save_model)
 from ._svmlight import (DECOMPRESS_MIN, DECOMPRESS_RATIO, MAX_FEATURES, MAX_LABELS, dump_svmlight,
-                        dump_svmlight_multilabel, load_svmlight, load_svmlight_multilabel)
+                        dump_svmlight_multilabel, feature_beyond, load_svmlight, load_svmlight_multilabel)
 
-# private names that the command line and the tests use (kept here so that they keep working)
-from ._model import _MODEL_REGISTRY  # noqa: F401
+# private names that the tests use (kept here so that they keep working)
+from ._model import _THIRD_PARTY_MODELS  # noqa: F401
 from ._schema import _schema_rules  # noqa: F401
-from ._svmlight import _cython_reader, _decimal_point, _feature_beyond, _format_rows_py, _read_bytes  # noqa: F401
+from ._svmlight import _cython_reader, _decimal_point, _format_rows_py  # noqa: F401
 
-__all__ = ["load_svmlight", "dump_svmlight", "load_svmlight_multilabel", "dump_svmlight_multilabel", "save_model",
-           "save_fitted", "load_model", "register_model"]
+__all__ = ["load_svmlight", "dump_svmlight", "load_svmlight_multilabel", "dump_svmlight_multilabel",
+           "feature_beyond", "save_model", "load_model", "ModelRecord", "register_model"]

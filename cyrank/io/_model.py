@@ -1,5 +1,6 @@
 """Model files: ``.npz`` archives holding a JSON header and plain numeric arrays, no pickle (:func:`save_model`,
-:func:`save_fitted`, :func:`load_model`), and the registry of the classes they may hold (:func:`register_model`).
+:func:`load_model`; :class:`ModelRecord` is what a file holds), and the classes they may hold: cyrank's own
+estimators (the table cyrank._registry.TABLE) and third-party ones (:func:`register_model`).
 The attributes a class's file may hold are checked by its schema (``_schema.py``)."""
 import json
 import numbers
@@ -7,10 +8,12 @@ import os
 import sys
 import zipfile
 import zlib
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _registry
 from .._validation import check_param, check_sparse_structure
 from ._atomic import atomic_write
 from ._schema import _check_against_schema
@@ -30,33 +33,72 @@ _TAG = "__cyrank__"
 _MAX_DEPTH = 32
 _ARRAY_KINDS = "biufcU"   # numeric, bool and unicode arrays: all stored by np.save without pickle
 
-_MODEL_REGISTRY = {}
+# Third-party classes allowed in model files. cyrank's own estimators are not listed here: they are those of the one
+# table of estimators (cyrank._registry.TABLE, imported on first use), so a class cannot be forgotten or listed twice.
+_THIRD_PARTY_MODELS = {}
 
 
 def register_model(cls):
-    """Class decorator: allow :func:`save_model`/:func:`load_model` for this estimator class.
+    """Class decorator: allow :func:`save_model`/:func:`load_model` for a third-party estimator class.
 
     The class is looked up by its ``__name__`` when a model file is loaded; nothing else is ever
     instantiated from a file. It needs ``get_params()`` and a constructor accepting those parameters.
+    cyrank's own estimators need no decorator (they are allowed by the table of estimators); on one of them the
+    decorator only checks that the class is the one the table names.
     """
     if not isinstance(cls, type):
         raise TypeError(f"register_model decorates a class, got {cls!r}")
     if not callable(getattr(cls, "get_params", None)):
         raise TypeError(f"{cls.__name__} has no get_params(); only scikit-learn style estimators can be registered")
-    old = _MODEL_REGISTRY.get(cls.__name__)
+    own = _registry.ESTIMATORS.get(cls.__name__)
+    if own is not None:
+        if (cls.__module__, cls.__qualname__) != (own.module, own.class_name):
+            raise ValueError(f"a different model class named {cls.__name__!r} is already registered (cyrank's "
+                             f"own, from {own.module}); class names must be unique")
+        return cls
+    old = _THIRD_PARTY_MODELS.get(cls.__name__)
     if old is not None and old is not cls and (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
         raise ValueError(f"a different model class named {cls.__name__!r} is already registered "
                          f"(from {old.__module__}); class names must be unique")
-    _MODEL_REGISTRY[cls.__name__] = cls
+    _THIRD_PARTY_MODELS[cls.__name__] = cls
     return cls
 
 
 def registered_models():
-    """Names of the classes registered with :func:`register_model` (the package's own estimators included, even
-    before their first use)."""
-    import cyrank
+    """Names of the classes a model file may hold: cyrank's own estimators (even before their first use) and
+    those registered with :func:`register_model`."""
+    return sorted(set(_THIRD_PARTY_MODELS) | set(_registry.ESTIMATORS))
 
-    return sorted(set(_MODEL_REGISTRY) | set(cyrank.ESTIMATORS))
+
+def _model_class(name):
+    """The class named ``name`` in a model file: one of cyrank's own estimators (the table names its module,
+    imported on first use) or a registered third-party class; None otherwise. No other module is ever imported."""
+    if not isinstance(name, str):
+        return None
+    if name in _registry.ESTIMATORS:
+        return _registry.model_class(name)
+    return _THIRD_PARTY_MODELS.get(name)
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """What a model file holds: the estimator's class name, its parameters (the others keep their defaults when
+    loaded) and its fitted attributes (name -> value, names ending in ``_``).
+
+    :func:`save_model` writes an estimator through its record (:meth:`of`); a record built directly writes the same
+    file without creating the estimator, so without importing scikit-learn: the command line saves the result of
+    the functional layer this way (``ModelRecord(name, params, result.fitted_attributes())``).
+    """
+
+    class_name: str
+    params: dict
+    attributes: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, est):
+        """The record of estimator ``est``: ``get_params(deep=False)`` and every public attribute ending in ``_``."""
+        attributes = {k: getattr(est, k) for k in vars(est) if k.endswith("_") and not k.startswith("_")}
+        return cls(type(est).__name__, dict(est.get_params(deep=False)), attributes)
 
 
 class _Encoder:
@@ -200,54 +242,47 @@ def _cyrank_version():
 
 
 def save_model(est, path):
-    """Save a fitted (or unfitted) registered estimator to one ``.npz`` file, without pickle.
+    """Save a fitted (or unfitted) estimator to one ``.npz`` file, without pickle.
 
-    The archive holds ``cyrank_header`` (JSON as uint8: format "cyrank-model", format version, cyrank version,
-    class name, ``get_params()``, the names and kinds of the fitted attributes) and one array per stored array.
-    Saved: ``get_params(deep=False)`` and every public attribute ending in ``_``. Allowed values: numeric/bool/str
-    numpy arrays (object arrays only if all str), numpy scalars, CSR/CSC matrices, int, float, bool, str,
-    None, and lists/tuples/dicts (str keys) of these. Anything else raises ``TypeError``, as does an
-    unregistered class. ``path`` is used exactly as given (no ``.npz`` is appended) and written atomically
-    (:func:`atomic_write`): an existing model file is replaced only once the new one is complete.
+    ``est`` is one of cyrank's estimators or a class registered with :func:`register_model`, or a
+    :class:`ModelRecord` (the same file, written without the estimator). The archive holds ``cyrank_header``
+    (JSON as uint8: format "cyrank-model", format version, cyrank version, class name, ``get_params()``, the names
+    and kinds of the fitted attributes) and one array per stored array. Saved: ``get_params(deep=False)`` and
+    every public attribute ending in ``_``. Allowed values: numeric/bool/str numpy arrays (object arrays only if
+    all str), numpy scalars, CSR/CSC matrices, int, float, bool, str, None, and lists/tuples/dicts (str keys) of
+    these. Anything else raises ``TypeError``, as does a class :func:`load_model` could not find. ``path`` is
+    used exactly as given (no ``.npz`` is appended) and written atomically (:func:`atomic_write`): an existing
+    model file is replaced only once the new one is complete.
     """
-    cls = type(est)
-    if _MODEL_REGISTRY.get(cls.__name__) is not cls:
-        raise TypeError(f"{cls.__name__} is not registered with cyrank.io.register_model, so it could not be "
-                        "loaded back; decorate the class with @register_model")
-    attributes = {k: getattr(est, k) for k in vars(est) if k.endswith("_") and not k.startswith("_")}
-    _write_model(cls.__name__, cls.__module__, dict(est.get_params(deep=False)), attributes, path)
-
-
-def save_fitted(class_name, params, attributes, path):
-    """Save a model given as data, without creating the estimator (so without importing scikit-learn): the file
-    :func:`save_model` writes for an estimator of ``class_name`` (one of ``cyrank.ESTIMATORS``) with the
-    parameters ``params`` (the others keep their defaults when loaded) and the fitted ``attributes`` (name ->
-    value, names ending in ``_``; e.g. ``SolveResult.fitted_attributes()`` of the functional layer). The command
-    line writes its models this way; :func:`load_model` checks the result as any model file."""
-    import cyrank
-
-    if class_name not in cyrank.ESTIMATORS:
-        raise TypeError(f"{class_name!r} is not one of cyrank's estimators ({', '.join(sorted(cyrank.ESTIMATORS))})")
-    bad = [k for k in attributes if not (k.isidentifier() and k.endswith("_") and not k.startswith("_"))]
+    if isinstance(est, ModelRecord):  # the class is not imported (the command line saves without scikit-learn)
+        record = est
+        own = _registry.ESTIMATORS.get(record.class_name) if isinstance(record.class_name, str) else None
+        module = own.module if own is not None else getattr(_model_class(record.class_name), "__module__", None)
+        if module is None:
+            raise TypeError(f"{record.class_name!r} is neither one of cyrank's estimators nor registered with "
+                            f"cyrank.io.register_model (known: {', '.join(registered_models())})")
+    else:
+        cls = type(est)
+        if _model_class(cls.__name__) is not cls:
+            raise TypeError(f"{cls.__name__} is not registered with cyrank.io.register_model, so it could not be "
+                            "loaded back; decorate the class with @register_model")
+        record, module = ModelRecord.of(est), cls.__module__
+    bad = [k for k in record.attributes if not (isinstance(k, str) and k.isidentifier() and k.endswith("_")
+                                                 and not k.startswith("_"))]
     if bad:
-        raise ValueError(f"fitted attribute names must end in '_': {bad}")
-    _write_model(class_name, cyrank.ESTIMATORS[class_name], dict(params), dict(attributes), path)
-
-
-def _write_model(class_name, module, params, attributes, path):
-    """The model file of save_model and save_fitted."""
+        raise ValueError(f"fitted attribute names must end in '_' (and not start with it): {bad}")
     enc = _Encoder()
-    params = enc.encode(params, "parameters")
+    params = enc.encode(dict(record.params), "parameters")
     encoded, kinds = [], {}
-    for name in sorted(attributes):
-        node = enc.encode(attributes[name], f"attribute {name}")
+    for name in sorted(record.attributes):
+        node = enc.encode(record.attributes[name], f"attribute {name}")
         encoded.append([name, node])
         kinds[name] = node[_TAG] if isinstance(node, dict) else ("list" if isinstance(node, list) else "json")
     header = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "cyrank_version": _cyrank_version(),
-        "class": class_name,
+        "class": record.class_name,
         "module": module,
         "params": params,
         "attributes": encoded,
@@ -280,20 +315,6 @@ def _read_header(npz, path):
         raise ValueError(f"{path}: model file format version {version} was written by a newer cyrank "
                          f"({header.get('cyrank_version')}); this cyrank reads version {FORMAT_VERSION}")
     return header
-
-
-def _registered_class(header):
-    """The class named in the header, looked up in the registry (a name-to-class table) and nowhere else: no
-    module named in a file is ever imported. The package's own estimators (cyrank.ESTIMATORS, a fixed table) are
-    imported, and so registered, on first use."""
-    import cyrank
-
-    name = header.get("class")
-    if not isinstance(name, str):
-        return None
-    if name not in _MODEL_REGISTRY and name in cyrank.ESTIMATORS:
-        getattr(cyrank, name)
-    return _MODEL_REGISTRY.get(name)
 
 
 MODEL_SIZE_RATIO = 16
@@ -341,7 +362,7 @@ def load_model(path, *, max_bytes=None):
         header = _read_header(npz, path)
         dec = _Decoder(npz, path)
         name = header.get("class")
-        cls = _registered_class(header)
+        cls = _model_class(name)
         if cls is None:
             known = ", ".join(registered_models()) or "none"
             raise ValueError(f"{path}: model class {name!r} is not registered with cyrank.io.register_model "

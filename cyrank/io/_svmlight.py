@@ -138,6 +138,14 @@ def _feature_beyond(X, raw, limit):
     return _data_line_number(raw, row), int(X.indices[k])
 
 
+def feature_beyond(path, X, limit):
+    """(file name, line number, index) of the first stored feature index >= ``limit`` in the CSR matrix X that
+    :func:`load_svmlight` read from ``path`` (the file is read again: for error messages)."""
+    raw, name = _read_bytes(path)
+    line, index = _feature_beyond(X, raw, limit)
+    return name, line, index
+
+
 def _check_feature_count(X, raw, name, max_features):
     """ValueError naming the index and its line when X's column count exceeds ``max_features``."""
     if X.shape[1] <= max_features:

@@ -1,15 +1,11 @@
 """RankNet: the scikit-learn estimator of linear RankNet (Burges 2010, section 1). The objective and the solver are
 in solver.py, the functional layer this estimator wraps."""
-from sklearn.base import BaseEstimator
-
-from .._base import LinearRankerMixin, set_fitted
-from ..io import register_model
+from .._base import LinearRankerMixin, SolverEstimator
 from ..optim.penalties import penalty_weights
 from . import solver
 
 
-@register_model
-class RankNet(LinearRankerMixin, BaseEstimator):
+class RankNet(LinearRankerMixin, SolverEstimator):
     """Linear RankNet: f(x) = w . x trained on the pairwise cross-entropy (Burges 2010, section 1)::
 
         sum_{(i, j): same query, y_i > y_j} log(1 + exp(-sigma (f_i - f_j))) + penalty(w)
@@ -69,6 +65,10 @@ class RankNet(LinearRankerMixin, BaseEstimator):
         self.tol = tol
         self.verbose = verbose
 
+    # the functional layer (cyrank._base.SolverEstimator)
+    _solve = solver.solve
+    _check = solver.check_params  # (sigma, alpha, max_iter, tol); the penalty is checked by penalty_weights
+
     def _check_params(self):
         """(sigma, alpha, max_iter, tol), the penalty checked too."""
         lam1, _ = penalty_weights(self.penalty, self.alpha, self.l1_ratio)
@@ -76,11 +76,11 @@ class RankNet(LinearRankerMixin, BaseEstimator):
             # a subclass with its own fit (cyrank.dask.DaskRankNet: distributed TRON) minimises the smooth objective
             raise ValueError(f"{type(self).__name__} minimises the smooth objective only: use penalty='l2' (or "
                              f"cyrank.RankNet for penalty={self.penalty!r})")
-        return solver.check_params(sigma=self.sigma, alpha=self.alpha, max_iter=self.max_iter, tol=self.tol)
+        return super()._check_params()
 
     def fit(self, X, y, qid=None):
         """Minimise the objective on (X, y) grouped by ``qid`` (None: one query)."""
-        return set_fitted(self, solver.solve(X, y, qid, **self.get_params()))
+        return self._fit(X, y, qid)
 
     def objective(self, X, y, qid=None):
         """The objective at ``coef_`` on (X, y, qid)."""
@@ -90,15 +90,8 @@ class RankNet(LinearRankerMixin, BaseEstimator):
         return solver.objective(X, y, qid, coef=self.coef_, sigma=self.sigma, alpha=self.alpha, penalty=self.penalty,
                                 l1_ratio=self.l1_ratio)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        return tags
 
-
-@register_model
-class LambdaRank(LinearRankerMixin, BaseEstimator):
+class LambdaRank(LinearRankerMixin, SolverEstimator):
     """Linear LambdaRank: f(x) = w . x trained on the lambda gradients of a ranking metric (Burges 2010,
     section 4), by the EM loop of the LambdaLoss framework (Wang, Li, Golbandi, Bendersky & Najork, CIKM 2018).
 
@@ -182,18 +175,15 @@ class LambdaRank(LinearRankerMixin, BaseEstimator):
         self.max_inner_iter = max_inner_iter
         self.verbose = verbose
 
+    # the functional layer (cyrank._base.SolverEstimator)
+    _solve = solver.solve_lambdarank
+    _check = solver.check_lambdarank_params  # (sigma, alpha, max_iter, tol, early_stopping_rounds)
+
     def _check_params(self):
+        """What check_lambdarank_params returns, the tie rule checked too (resolve_ties)."""
         solver.resolve_ties(self.ties, self.metric)
-        return solver.check_lambdarank_params(metric=self.metric, sigma=self.sigma, alpha=self.alpha,
-                                              max_iter=self.max_iter, tol=self.tol,
-                                              early_stopping_rounds=self.early_stopping_rounds)
+        return super()._check_params()
 
     def fit(self, X, y, qid=None, eval_set=None):
         """Fit on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every outer step."""
-        return set_fitted(self, solver.solve_lambdarank(X, y, qid, eval_set=eval_set, **self.get_params()))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        return tags
+        return self._fit(X, y, qid, eval_set=eval_set)

@@ -17,14 +17,12 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import RankerMixin, check_predict_X, set_fitted
+from .._base import RankerMixin, SolverEstimator, check_predict_X, set_fitted
 from .._result import SolveResult
 from .._validation import (RankingDataWarning, check_n_jobs, check_option, check_param, check_ranking_data,
                            check_verbose, random_seed)
-from ..io import register_model
 from .solver import TIES, _Pairs, check_eval_set, check_metric_data, metric_value, parse_metric, resolve_ties
 
 MAX_LEAVES = 131072  # LightGBM's bound on num_leaves
@@ -234,8 +232,40 @@ def _select_columns(X, used):
     return sp.csr_matrix((X.data[keep], pos[keep], indptr), shape=(X.shape[0], used.size))
 
 
-@register_model
-class LambdaMART(RankerMixin, BaseEstimator):
+def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree, sigma,
+                 ties, early_stopping_rounds, n_jobs, random_state, verbose):
+    """LambdaMART's parameters checked (a ValueError naming the first bad one): (n_estimators, learning_rate,
+    num_leaves, min_child_samples ("auto" or an int), colsample_bytree, sigma, early_stopping_rounds, n_jobs).
+    ``truncation`` and ``norm`` are checked with the lambdas, at fit."""
+    parse_metric(metric)
+    check_option("ties", ties, TIES)
+    resolve_ties(ties, metric)
+    if not isinstance(random_state, (np.random.RandomState, np.random.Generator)):
+        random_seed(random_state)  # checked here, drawn from (a RandomState or Generator) at fit only
+    check_verbose(verbose)
+    if isinstance(num_leaves, numbers.Integral) and not isinstance(num_leaves, (bool, np.bool_)) \
+            and num_leaves > MAX_LEAVES:
+        raise ValueError(f"num_leaves must be in [2, {MAX_LEAVES}] (LightGBM's limit), got {num_leaves}; lower it")
+    if isinstance(n_estimators, numbers.Integral) and not isinstance(n_estimators, (bool, np.bool_)) \
+            and n_estimators > MAX_ROUNDS:
+        raise ValueError(f"n_estimators must be in [1, 2**31 - 1] (LightGBM's limit), got {n_estimators}")
+    min_child = min_child_samples
+    if not (isinstance(min_child, str) and min_child == "auto"):
+        if isinstance(min_child, str):
+            raise ValueError(f"min_child_samples must be 'auto' or an integer >= 1, got {min_child!r}")
+        min_child = check_param("min_child_samples", min_child, low=1, integer=True)
+    return (check_param("n_estimators", n_estimators, low=1, integer=True),
+            check_param("learning_rate", learning_rate, low=0.0, low_open=True),
+            check_param("num_leaves", num_leaves, low=2, integer=True),
+            min_child,
+            check_param("colsample_bytree", colsample_bytree, low=0.0, high=1.0, low_open=True),
+            check_param("sigma", sigma, low=0.0, low_open=True),
+            None if early_stopping_rounds is None else check_param(
+                "early_stopping_rounds", early_stopping_rounds, low=1, integer=True),
+            check_n_jobs(n_jobs))
+
+
+class LambdaMART(RankerMixin, SolverEstimator):
     """Boosted trees trained on the lambdas of a ranking metric (module docstring).
 
     Parameters
@@ -320,34 +350,7 @@ class LambdaMART(RankerMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self):
-        parse_metric(self.metric)
-        check_option("ties", self.ties, TIES)
-        resolve_ties(self.ties, self.metric)
-        if not isinstance(self.random_state, (np.random.RandomState, np.random.Generator)):
-            random_seed(self.random_state)  # checked here, drawn from (a RandomState or Generator) at fit only
-        check_verbose(self.verbose)
-        if isinstance(self.num_leaves, numbers.Integral) and not isinstance(self.num_leaves, (bool, np.bool_)) \
-                and self.num_leaves > MAX_LEAVES:
-            raise ValueError(f"num_leaves must be in [2, {MAX_LEAVES}] (LightGBM's limit), got {self.num_leaves}; "
-                             "lower it")
-        if isinstance(self.n_estimators, numbers.Integral) and not isinstance(self.n_estimators, (bool, np.bool_)) \
-                and self.n_estimators > MAX_ROUNDS:
-            raise ValueError(f"n_estimators must be in [1, 2**31 - 1] (LightGBM's limit), got {self.n_estimators}")
-        min_child = self.min_child_samples
-        if not (isinstance(min_child, str) and min_child == "auto"):
-            if isinstance(min_child, str):
-                raise ValueError(f"min_child_samples must be 'auto' or an integer >= 1, got {min_child!r}")
-            min_child = check_param("min_child_samples", min_child, low=1, integer=True)
-        return (check_param("n_estimators", self.n_estimators, low=1, integer=True),
-                check_param("learning_rate", self.learning_rate, low=0.0, low_open=True),
-                check_param("num_leaves", self.num_leaves, low=2, integer=True),
-                min_child,
-                check_param("colsample_bytree", self.colsample_bytree, low=0.0, high=1.0, low_open=True),
-                check_param("sigma", self.sigma, low=0.0, low_open=True),
-                None if self.early_stopping_rounds is None else check_param(
-                    "early_stopping_rounds", self.early_stopping_rounds, low=1, integer=True),
-                check_n_jobs(self.n_jobs))
+    _check = check_params  # cyrank._base.SolverEstimator: LambdaMART's fit is its own (LightGBM grows the trees)
 
     @staticmethod
     def _min_child(min_child, n):
@@ -483,9 +486,3 @@ class LambdaMART(RankerMixin, BaseEstimator):
         state = dict(self.__dict__)
         state.pop("_booster", None)  # rebuilt from model_string_
         return state
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
-        return tags

@@ -5,18 +5,16 @@ estimator wraps.
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import set_fitted
+from .._base import SolverEstimator
 from .._validation import check_param, check_X
-from ..io import register_model
 from . import solver
 from .solver import STABILIZATION
 
 
-@register_model
-class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SolverEstimator):
     """Metric learning to rank: a PSD Mahalanobis matrix W optimised for a ranking loss (McFee & Lanckriet).
 
     Objective, conventions and algorithm: see the module docstring of cyrank/mlr/solver.py and the oracle
@@ -115,26 +113,20 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.verbose = verbose
         self.epsilon = epsilon
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        tags.input_tags.sparse = False
-        return tags
-
     # ------------------------------------------------------------------------------------------ fitting
-    def _solver_params(self, warn=False):
-        """The parameters of :func:`cyrank.mlr.solve`: the deprecated ``epsilon``, when given, is ``tol``."""
-        params = self.get_params()
-        epsilon = params.pop("epsilon")
-        if epsilon is not None:
-            if warn:
-                warnings.warn("MLR's epsilon was renamed tol (the name RankSVM uses for the same cutting-plane "
-                              "tolerance); epsilon will be removed", FutureWarning, stacklevel=3)
-            params["tol"] = check_param("epsilon", epsilon, low=0, low_open=True)
-        return params
+    # the functional layer (cyrank._base.SolverEstimator)
+    _solve = solver.solve
+    _check = solver.check_params
+    _estimator_only_params = ("epsilon",)  # the deprecated name of tol (see _solver_params)
+    _stale_attributes = ("classes_",)  # classes_ only when fitted on labels
+    _sparse_input = False
 
-    def _check_params(self):
-        return solver.check_params(**self._solver_params())
+    def _solver_params(self):
+        """The parameters of :func:`cyrank.mlr.solve`: the deprecated ``epsilon``, when given, is ``tol``."""
+        params = super()._solver_params()
+        if self.epsilon is not None:
+            params["tol"] = check_param("epsilon", self.epsilon, low=0, low_open=True)
+        return params
 
     def fit(self, X, y=None, *, relevance=None, irrelevant=None):
         """Learn W from class labels ``y`` or explicit relevance sets.
@@ -152,8 +144,10 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             irrelevant[q] = indices of the points irrelevant to q (default: all others except q); points in
             neither set are not ranked for q. Queries without a relevant or an irrelevant point are skipped.
         """
-        result = solver.solve(X, y, relevance=relevance, irrelevant=irrelevant, **self._solver_params(warn=True))
-        return set_fitted(self, result, stale=("classes_",))  # classes_ only when fitted on labels
+        if self.epsilon is not None:
+            warnings.warn("MLR's epsilon was renamed tol (the name RankSVM uses for the same cutting-plane "
+                          "tolerance); epsilon will be removed", FutureWarning, stacklevel=2)
+        return self._fit(X, y, relevance=relevance, irrelevant=irrelevant)
 
     # ------------------------------------------------------------------------------------------ metric API
     @property

@@ -7,6 +7,10 @@ init -> term) split into subgraphs E_i1 .. E_is_i by a decomposition:
     F = sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
         + alpha (||coef||^2 + ||theta||^2)
 
+``penalty``: "l2" (alpha (||coef||^2 + ||theta||^2), above), "l1" (alpha (||coef||_1 + ||theta||_1)) or
+"elasticnet" (alpha (l1_ratio (||coef||_1 + ||theta||_1) + (1 - l1_ratio) (||coef||^2 + ||theta||^2))), every
+weight penalised alike.
+
 Written independently of cyrank: graphs are read from any object with ``edge_ptr``, ``init``, ``term`` and
 ``n_labels`` (cyrank's PreferenceGraphs) or from a 0/1 indicator matrix, and decomposed here by plain loops.
 """
@@ -15,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._solve import feature_scale_vector, solve_problem, unscale
+from .ranknet import _penalty_weights
 
 
 def _dense(X):
@@ -55,17 +60,19 @@ def subgraphs(init, term, decomposition, n_labels=None):
     raise ValueError(f"unknown decomposition {decomposition!r}")
 
 
-def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="domination", alpha=0.0):
+def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="domination", alpha=0.0, penalty="l2",
+              l1_ratio=0.5):
     """F in plain numpy (a stable log-sum-exp per subgraph)."""
+    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
     X = _dense(X)
     coef = np.asarray(coef, dtype=np.float64)
     S = X @ coef.T
+    weights = [coef.ravel()]
     if joint is not None:
         theta = np.asarray(joint_coef, dtype=np.float64)
         S = S + np.asarray(joint) @ theta
-        alpha_theta = alpha * float(theta @ theta)
-    else:
-        alpha_theta = 0.0
+        weights.append(theta.ravel())
+    w = np.concatenate(weights)
     total = 0.0
     graphs, L = edges_of(G)
     for i, (init, term) in enumerate(graphs):
@@ -74,22 +81,24 @@ def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="dominat
             t = np.r_[0.0, [S[i, term[e]] - S[i, init[e]] for e in part]]
             top = t.max()
             total += (top + np.log(np.exp(t - top).sum())) / len(parts)
-    return total + alpha * float(np.sum(coef * coef)) + alpha_theta
+    return total + lam1 * float(np.abs(w).sum()) + lam2 * float(w @ w)
 
 
-def solve(X, G, decomposition="domination", alpha=0.0, joint=None, feature_scale=None, **solver_options):
+def solve(X, G, decomposition="domination", alpha=0.0, joint=None, feature_scale=None, penalty="l2", l1_ratio=0.5,
+          **solver_options):
     """Exact minimiser; returns a :class:`reference.Solution` with variables ``"coef"`` (n_labels x d) and, with
     joint features (n x n_labels x p), ``"joint_coef"`` (p).
 
     Epigraph form: one variable t_k per subgraph with exp(-t_k) + sum_{e in E_ik} exp(m_e - t_k) <= 1, i.e.
-    t_k >= log(1 + sum exp(m_e)), and the objective sum_i (1/s_i) sum_k t_k + alpha ||coef||^2; the margins
+    t_k >= log(1 + sum exp(m_e)), and the objective sum_i (1/s_i) sum_k t_k + the penalty; the margins
     m_e = x_i . (coef[term e] - coef[init e]) are one sparse linear map of vec(coef), so the problem compiles in
-    O(memberships) whatever the number of subgraphs.
+    O(memberships) whatever the number of subgraphs. ``penalty``, ``l1_ratio``: the penalty (module docstring).
 
     ``feature_scale``: positive vector s (n_features); cvxpy then solves the same problem in v = coef * s (every
-    label's weights) on the columns X / s (penalty alpha ||v / s||^2; joint features and their weights unscaled),
+    label's weights) on the columns X / s (the penalty of v / s; joint features and their weights unscaled),
     for columns on far-off scales; "coef" is v / s.
     """
+    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
     X = _dense(X)
     n, d = X.shape
     s = feature_scale_vector(feature_scale, d)
@@ -125,9 +134,11 @@ def solve(X, G, decomposition="domination", alpha=0.0, joint=None, feature_scale
     params = cp.hstack([cp.reshape(C, (L * d,), order="C"), theta]) if p else cp.reshape(C, (L * d,), order="C")
     # with feature_scale, C holds v = coef * s: penalise v / s (joint weights unscaled)
     params_pen = params if s is None else cp.multiply(np.r_[np.tile(1.0 / s, L), np.ones(p)], params)
-    penalty = alpha * cp.sum_squares(params_pen) if alpha > 0 else 0.0
+    terms = ([lam1 * cp.norm1(params_pen)] if lam1 > 0 else []) + ([lam2 * cp.sum_squares(params_pen)] if lam2 > 0
+                                                                   else [])
+    penalty = terms[0] + terms[1] if len(terms) == 2 else terms[0] if terms else 0.0
     if not weights:
-        problem = cp.Problem(cp.Minimize(penalty if alpha > 0 else cp.sum(params) * 0.0))
+        problem = cp.Problem(cp.Minimize(penalty if lam1 > 0 or lam2 > 0 else cp.sum(params) * 0.0))
         return unscale(solve_problem(problem, variables, **solver_options), s, "coef")
     K = len(weights)
     margins = sp.csr_matrix((vals, (rows, cols)), shape=(n_members, L * d + p)) @ params

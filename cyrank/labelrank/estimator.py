@@ -21,10 +21,11 @@ class LabelRankBoost(BaseEstimator):
 
     Objective (Dekel, Manning & Singer 2003, section 3; natural log)::
 
-        sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
-            + alpha (||coef||^2 + ||theta||^2)
+        sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e))) + penalty(w)
 
-    over the subgraphs E_i1 .. E_is_i of each instance's preference graph under ``decomposition``.
+    over the subgraphs E_i1 .. E_is_i of each instance's preference graph under ``decomposition``, w every
+    parameter (coef and theta). penalty: alpha ||w||_2^2 ("l2", not halved), alpha ||w||_1 ("l1") or
+    alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"), as every cyrank estimator's.
 
     Parameters
     ----------
@@ -32,20 +33,25 @@ class LabelRankBoost(BaseEstimator):
         How each graph is split into subgraphs (section 2; the paper found "domination" best on every error). A
         callable ``f(init, term, n_labels) -> list of arrays of edge positions`` defines your own.
     solver : {"auto", "boost", "newton"}, default="auto"
-        "boost": the parallel boosting update of Fig. 3 (first order; many iterations). "newton": trust-region
-        Newton-CG with exact Hessian products. "auto": "newton".
+        "boost": the parallel boosting update of Fig. 3 (first order; many iterations; smooth penalties only).
+        "newton": trust-region Newton-CG with exact Hessian products, or with an l1 term proximal Newton with
+        working sets (Yuan, Ho & Lin, JMLR 2012). "auto": "newton".
     alpha : float >= 0, default=0.0
-        Weight of ||coef||^2. With alpha = 0 (the paper's loss) the optimum can be at infinity (separable data,
-        or a label never preferred to another): use alpha > 0 then. When the fit sees it (the coefficients order
-        every edge, or a boosting base function meets edges of one sign only), converged_ is False and a
-        ConvergenceWarning says so.
+        Penalty weight. With alpha = 0 (the paper's loss) the optimum can be at infinity (separable data, or a
+        label never preferred to another): use alpha > 0 then (any penalty makes the optimum finite). When the fit
+        sees it (the coefficients order every edge, or a boosting base function meets edges of one sign only),
+        converged_ is False and a ConvergenceWarning says so.
+    penalty : {"l2", "l1", "elasticnet"}, default="l2"
+    l1_ratio : float in [0, 1], default=0.5
+        Share of the l1 term for "elasticnet".
     max_iter : int >= 1, default=1000
         Newton iterations or boosting rounds; ConvergenceWarning when reached.
     tol : float > 0, default=1e-6
-        Stop when ||grad|| <= tol ||grad at coef = 0|| (``grad_norm_``) and the objective is within
-        tol * max(1, |objective|) of the optimum (``gap_``: ||grad||^2 / (4 alpha), certified, or the Newton
-        decrement; "newton" runs preconditioned by the feature scales when they are far apart, "boost" is slow
-        on unnormalised features and then says so).
+        Stop when ||grad|| <= tol ||grad at coef = 0|| (``grad_norm_``; with an l1 term the KKT violation
+        max_r |p_r| / max_r |grad_r at 0|, p the minimum-norm subgradient) and the objective is within
+        tol * max(1, |objective|) of the optimum (``gap_``: ||p||^2 / (2 mu), mu = 2 alpha (1 - l1_ratio) for
+        "elasticnet" and 2 alpha for "l2", certified, or the Newton decrement; "newton" runs preconditioned by
+        the feature scales when they are far apart, "boost" is slow on unnormalised features and then says so).
     verbose : int, default=0
 
     Attributes
@@ -55,10 +61,10 @@ class LabelRankBoost(BaseEstimator):
         None when fitted without joint features.
     objective_ : float
     grad_norm_ : float
-        Relative: ||grad|| / ||grad at coef = 0||.
+        Relative: ||grad|| / ||grad at coef = 0|| (with an l1 term: the relative KKT violation, see ``tol``).
     n_iter_ : int
     n_cg_iter_ : int
-        Hessian products of "newton".
+        Hessian products of "newton" (with an l1 term: the inner sweeps of proximal Newton's model).
     converged_ : bool
     solver_ : str
     n_labels_, n_features_in_ : int
@@ -91,10 +97,13 @@ class LabelRankBoost(BaseEstimator):
             raise ValueError("joint_coef_ is empty; a model fitted with joint features has one weight per joint "
                              "feature (a model without them stores None)")
 
-    def __init__(self, decomposition="domination", solver="auto", alpha=0.0, max_iter=1000, tol=1e-6, verbose=0):
+    def __init__(self, decomposition="domination", solver="auto", alpha=0.0, penalty="l2", l1_ratio=0.5,
+                 max_iter=1000, tol=1e-6, verbose=0):
         self.decomposition = decomposition
         self.solver = solver
         self.alpha = alpha
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.max_iter = max_iter
         self.tol = tol
         self.verbose = verbose
@@ -173,10 +182,11 @@ class LabelRankBoost(BaseEstimator):
         return 1.0 - label_ranking_error(self._graphs(y, scores.shape[0]), scores, self.decomposition)
 
     def objective(self, X, y, joint=None):
-        """The objective at ``coef_`` (and ``joint_coef_``) with this estimator's decomposition and alpha."""
+        """The objective at ``coef_`` (and ``joint_coef_``) with this estimator's decomposition and penalty."""
         check_is_fitted(self, "coef_")
         return solver.objective(X, self._graphs(y, np.shape(X)[0]), self.coef_, joint=joint,
-                                joint_coef=self.joint_coef_, decomposition=self.decomposition, alpha=self.alpha)
+                                joint_coef=self.joint_coef_, decomposition=self.decomposition, penalty=self.penalty,
+                                alpha=self.alpha, l1_ratio=self.l1_ratio)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -9,12 +9,16 @@ instance and label, with one weight vector theta for every label),
 
 and the subgraphs G_i1 .. G_is_i of each instance's preference graph under the chosen decomposition (graphs.py):
 
-    F = sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
-        + alpha (||coef||^2 + ||theta||^2)
+    F = L(w) + penalty(w),
+    L(w) = sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
 
-(natural log; the penalty is optional, alpha = 0 is the paper's loss; with alpha > 0 the optimum is finite on
-every data set). Loss, gradient and Hessian products in the scores are the Cython kernels of _loss.pyx; the
-products with X are X @ W and X' @ G (BLAS or scipy's sparse kernels), O(nnz L) each.
+(natural log) over every parameter w = (coef, theta), with ``penalty`` as every objective of the package
+(cyrank.optim.penalties): "l2" (the default) alpha (||coef||^2 + ||theta||^2), "l1" alpha (||coef||_1 +
+||theta||_1), "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2). alpha = 0 is the paper's loss;
+with alpha > 0 the optimum is finite on every data set (either term is coercive). Loss, gradient and Hessian
+products in the scores are the Cython kernels of _loss.pyx; the products with X are X @ W and X' @ G (BLAS or
+scipy's sparse kernels), O(nnz L) each. :func:`loss` is L alone as a public datafit (cyrank.optim.datafit) over
+the parameter vector (:class:`LabelRankLoss`: its layout, and the way back to coef and joint_coef).
 
 Solvers:
 - "boost": the parallel update of Fig. 3 exactly, over the base functions x_j [y' = y] (label-specific) and
@@ -28,19 +32,24 @@ Solvers:
   decreases without bound along that coordinate, so it has no minimiser; Lambda is then smoothed,
   (1/2) ln((W+ + eps) / (W- + eps)) with eps = SMOOTHING (W+ + W-) (Schapire & Singer 1999), and the fit is
   reported not converged (below).
-- "newton": trust-region Newton-CG (cyrank.optim.tron) on F with the exact Hessian products.
+  The boosting bound is for a smooth penalty: "boost" refuses an l1 term.
+- "newton": cyrank.optim.datafit.minimise on L + penalty with the exact Hessian products: trust-region
+  Newton-CG (cyrank.optim.tron) when the penalty is smooth, proximal Newton with working sets
+  (cyrank.optim.prox_newton; Yuan, Ho & Lin, JMLR 2012) with an l1 term.
 - "auto": "newton".
-Every solver stops when ||grad F|| <= tol ||grad F at 0|| (``grad_norm`` is the relative value) and the gap
-F - F* is at most tol * max(1, |F|) by cyrank.optim.certificate (``gap``, ``gap_kind``: the certified bound
-||grad||^2 / (4 alpha), or the Newton decrement); Newton runs preconditioned by the Jacobi diagonal of the
-feature scales, so unnormalised features cost it few extra iterations.
+Every solver stops when ||grad F|| <= tol ||grad F at 0|| (``grad_norm`` is the relative value; with an l1 term
+the KKT violation max_r |p_r| / max_r |dL/dw_r at 0|, p the minimum-norm subgradient) and the gap F - F* is at
+most tol * max(1, |F|) by cyrank.optim.certificate (``gap``, ``gap_kind``: the certified bound ||p||^2 / (2 mu),
+mu = 2 alpha (1 - l1_ratio) for "elasticnet", or the Newton decrement); Newton runs preconditioned by the Jacobi
+diagonal of the feature scales, so unnormalised features cost it few extra iterations.
 
-No minimiser (alpha = 0 only): when the returned w orders every edge of every subgraph (all margins along w <= 0,
+No minimiser (alpha = 0 only, whatever the penalty's name): when the returned w orders every edge of every subgraph (all margins along w <= 0,
 one < 0; e.g. separable preferences), F(t w) decreases strictly in t, so no point is a minimiser and the gradient
 rule only means that w is large; likewise when a boosting base function meets edges of one sign only. The fit
 then reports converged = False, and its message says to set alpha > 0.
 """
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,10 +58,11 @@ from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import check_joint_features, check_option, check_param, check_X, warn_no_preferences
 from .._validation import check_options
-from ..optim.certificate import certify, group_column_squares, jacobi_diagonal
+from ..optim.certificate import certify, group_column_squares
+from ..optim.datafit import Datafit, minimise
+from ..optim.path import alpha_grid, check_path_params, run_path
+from ..optim.penalties import PENALTIES, Penalty, penalty_weights
 from ..optim.result import gap_target
-from ..optim.smooth import SmoothProblem
-from ..optim.tron import tron
 from . import _loss
 from .graphs import as_graphs
 
@@ -116,43 +126,108 @@ class _State:
         self.p = np.empty_like(data.p)
 
 
-class _Problem(SmoothProblem):
-    """F (module docstring) over the flattened W = coef' (d x L, C order), for cyrank.optim.tron."""
+class LabelRankLoss(Datafit):
+    """The loss L of LabelRankBoost (module docstring) on one data set, as a datafit (cyrank.optim.datafit): a
+    SmoothProblem evaluating L(w) + ridge ||w||^2 (``ridge`` 0 unless set; :func:`cyrank.optim.datafit.minimise`
+    sets it from the penalty), with ``fun(w)``, ``grad(w)`` and ``hess_vec(v)`` (at the point of the last ``grad``
+    call). Built by :func:`loss` (checked data) or by :func:`solve` and :func:`path`.
 
-    def __init__(self, data, alpha):
-        self.data, self.alpha = data, alpha
+    Layout of the parameter vector w (``n_features`` = n_features_in * n_labels + n_joint entries): first
+    W = coef' (n_features_in x n_labels) flattened in C order, so coef[y, j] is w[j * n_labels + y]; then
+    theta = joint_coef (n_joint entries, none without joint features). :meth:`coefficients` turns a vector back
+    into (coef, joint_coef), :meth:`parameters` the other way.
+
+    L is a sum over instances: the losses of disjoint sets of rows (X[A], G[A], joint[A]) sum to the loss of their
+    union, and so do their gradients and Hessian products (the shards of a distributed fit).
+
+    Attributes
+    ----------
+    n_features : int
+        Size of w.
+    n_rows : int
+        Instances (the rows the column squares sum over).
+    n_labels, n_features_in, n_joint : int
+        Labels, columns of X, joint features per label (0 without them).
+    """
+
+    def __init__(self, data, ridge=0.0):
+        self.data, self.ridge = data, float(ridge)
         n, L = data.n, data.L
+        self.n_features, self.n_rows = data.size, n
+        self.n_labels, self.n_features_in, self.n_joint = L, data.d, data.n_joint
         self.A, self.B = np.empty((n, L)), np.empty((n, L))
+        self._squares = None
         super().__init__()
+
+    def coefficients(self, w):
+        """(coef of shape (n_labels, n_features_in), joint_coef of shape (n_joint,) or None without joint features)
+        of a parameter vector w (copies)."""
+        w = np.asarray(w, dtype=np.float64)
+        if w.shape != (self.n_features,):
+            raise ValueError(f"a parameter vector of this loss has {self.n_features} entries "
+                             f"(n_features_in * n_labels + n_joint); got shape {w.shape}")
+        W, theta = self.data.split(w)
+        return np.ascontiguousarray(W.T), (theta.copy() if self.n_joint else None)
+
+    def parameters(self, coef, joint_coef=None):
+        """The parameter vector w of (coef (n_labels x n_features_in), joint_coef (n_joint) or None: zeros)."""
+        return _parameters(self.data, coef, joint_coef, "coef")
+
+    def column_squares(self):
+        """Per coordinate of w, the scale of the Hessian's diagonal: sum_i (x_ij - mean_j)^2 for every label's
+        weight j (the same for each label), and the within-instance centred squares of the joint features for
+        theta (cyrank.optim.certificate.group_column_squares)."""
+        if self._squares is None:
+            D = self.data
+            squares = np.repeat(group_column_squares(D.X), D.L)
+            if D.n_joint:
+                n, L, p = D.J.shape
+                joint = group_column_squares(D.J.reshape(n * L, p), offsets=np.arange(0, n * L + 1, L))
+                squares = np.concatenate([squares, joint])
+            self._squares = squares
+        return self._squares
 
     def new_state(self):
         return _State(self.data)
 
     def evaluate(self, w, Mw, state):
         D = self.data
-        loss = D.loss_grad_scores(D.scores(w), self.A, self.B)
+        value = D.loss_grad_scores(D.scores(w), self.A, self.B)
         state.p[:] = D.p
-        return loss + self.alpha * float(w @ w), D.xt(self.A - self.B) + 2.0 * self.alpha * w
+        return value + self.ridge * float(w @ w), D.xt(self.A - self.B) + 2.0 * self.ridge * w
 
     def hessian_product(self, state, v, Mv):
         D = self.data
         dG = np.empty((D.n, D.L))
         _loss.hess_scores(D.scores(v), D.G.edge_ptr, D.G.init, D.G.term, D.sub.sub_ptr, D.sub.member_ptr,
                           D.sub.members, state.p, dG, D.parallel_min_rows)
-        return D.xt(dG) + 2.0 * self.alpha * v
+        return D.xt(dG) + 2.0 * self.ridge * v
 
 
-def check_params(*, decomposition, solver, alpha, max_iter, tol):
-    """Validated (alpha, max_iter, tol) and the solver to run."""
+def check_params(*, decomposition, solver, penalty="l2", alpha, l1_ratio=0.5, max_iter, tol):
+    """(the solver to run, the Penalty, max_iter, tol), validated; "boost" with an l1 term is refused."""
     check_option("solver", solver, SOLVERS)
+    _check_decomposition(decomposition)
+    check_option("penalty", penalty, PENALTIES)
+    alpha = check_param("alpha", alpha, low=0.0)
+    check_param("l1_ratio", l1_ratio, low=0.0, high=1.0)
+    pen = Penalty(*penalty_weights(penalty, alpha, l1_ratio))
+    if solver == "boost" and not pen.smooth:
+        raise ValueError(f"solver='boost' minimises a smooth objective (the bound of Theorem 1 plus a ridge) and "
+                         f"cannot handle the l1 term of penalty={penalty!r} with alpha={alpha!r}"
+                         + (f", l1_ratio={l1_ratio!r}" if penalty == "elasticnet" else "")
+                         + "; use solver='auto' or 'newton' (proximal Newton), or penalty='l2'")
+    max_iter = check_param("max_iter", max_iter, low=1, integer=True)
+    tol = check_param("tol", tol, low=0.0, low_open=True)
+    return ("newton" if solver == "auto" else solver), pen, max_iter, tol
+
+
+def _check_decomposition(decomposition):
+    """A ValueError unless ``decomposition`` is a callable or one of graphs.DECOMPOSITIONS."""
     if not callable(decomposition):
         from .graphs import DECOMPOSITIONS
 
         check_option("decomposition", decomposition, DECOMPOSITIONS)
-    alpha = check_param("alpha", alpha, low=0.0)
-    max_iter = check_param("max_iter", max_iter, low=1, integer=True)
-    tol = check_param("tol", tol, low=0.0, low_open=True)
-    return ("newton" if solver == "auto" else solver), alpha, max_iter, tol
 
 
 def _check_data(X, G, joint):
@@ -176,25 +251,41 @@ def _parameters(data, coef, joint_coef, what):
     return np.concatenate([coef.T.ravel(), theta])
 
 
-def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="domination", alpha=0.0):
+def loss(X, G, *, joint=None, decomposition="domination"):
+    """The unpenalised loss L (module docstring) of (X, G, joint) as a :class:`LabelRankLoss` (ridge 0), over the
+    flattened parameter vector w = (coef' (n_features x n_labels, C order), then joint_coef): ``fun(w)``,
+    ``grad(w)``, ``hess_vec(v)``; ``coefficients(w)`` gives (coef, joint_coef) back. The data are checked as by
+    :func:`solve`. Losses of disjoint sets of rows sum to the loss of their union (a distributed fit's shards);
+    :func:`cyrank.optim.datafit.minimise` minimises it plus a penalty."""
+    _check_decomposition(decomposition)
+    X, G, joint = _check_data(X, G, joint)
+    return LabelRankLoss(_Data(X, G, decomposition, Options(), joint))
+
+
+def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="domination", penalty="l2", alpha=0.0,
+              l1_ratio=0.5):
     """F (module docstring) at coef (n_labels x n_features) and, with joint features, joint_coef (p)."""
     X, G, joint = _check_data(X, G, joint)
-    alpha = check_param("alpha", alpha, low=0.0)
+    check_param("l1_ratio", l1_ratio, low=0.0, high=1.0)
+    pen = Penalty(*penalty_weights(penalty, alpha, l1_ratio))
     data = _Data(X, G, decomposition, Options(), joint)
     w = _parameters(data, coef, joint_coef, "coef")
     n, L = data.n, data.L
-    return data.loss_grad_scores(data.scores(w), np.empty((n, L)), np.empty((n, L))) + alpha * float(w @ w)
+    return data.loss_grad_scores(data.scores(w), np.empty((n, L)), np.empty((n, L))) + pen.value(w)
 
 
-def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=0.0, max_iter=1000, tol=1e-6,
-          coef_init=None, verbose=0, options=None):
+def solve(X, G, *, joint=None, decomposition="domination", solver="auto", penalty="l2", alpha=0.0, l1_ratio=0.5,
+          max_iter=1000, tol=1e-6, coef_init=None, verbose=0, options=None):
     """Minimise F (module docstring) on X (n x d, dense or sparse), preference graphs G (PreferenceGraphs or a
-    multilabel indicator matrix) and optional joint features (n x n_labels x p). Returns a SolveResult with coef
-    (n_labels x n_features), joint_coef (p, or None without joint features), objective, grad_norm
-    (||grad F|| / ||grad F at 0||), n_iter, n_cg_iter, converged, solver, n_labels, n_features_in.
-    ``coef_init``: a starting coef (and with joint features a pair (coef, joint_coef))."""
-    solver, alpha, max_iter, tol = check_params(decomposition=decomposition, solver=solver, alpha=alpha,
-                                                max_iter=max_iter, tol=tol)
+    multilabel indicator matrix) and optional joint features (n x n_labels x p), with the penalty ``penalty``
+    ("l2" alpha ||w||^2, "l1" alpha ||w||_1, "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2), w
+    every parameter: coef and joint_coef). Returns a SolveResult with coef (n_labels x n_features), joint_coef (p,
+    or None without joint features), objective, grad_norm (||grad F|| / ||grad F at 0||; with an l1 term the
+    relative KKT violation), gap, gap_kind, n_iter, n_cg_iter (with an l1 term: the model's inner sweeps),
+    converged, solver, n_labels, n_features_in. ``coef_init``: a starting coef (and with joint features a pair
+    (coef, joint_coef))."""
+    solver, pen, max_iter, tol = check_params(decomposition=decomposition, solver=solver, penalty=penalty,
+                                              alpha=alpha, l1_ratio=l1_ratio, max_iter=max_iter, tol=tol)
     X, G, joint = _check_data(X, G, joint)
     options = check_options(options, Options, "cyrank.labelrank.solve")
     data = _Data(X, G, decomposition, options, joint)
@@ -204,25 +295,30 @@ def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=
     if coef_init is not None:
         coef, theta = coef_init if isinstance(coef_init, tuple) else (coef_init, None)
         w = _parameters(data, coef, theta, "coef_init")
-    problem = _Problem(data, alpha)
+    return _solve_data(LabelRankLoss(data), solver, pen, w, tol=tol, max_iter=max_iter, verbose=verbose)[0]
+
+
+def _solve_data(problem, solver, pen, w, *, tol, max_iter, verbose):
+    """:func:`solve` on checked data (``problem``, a LabelRankLoss) from the parameter vector w (overwritten by
+    "boost"): (SolveResult, the solution's parameter vector)."""
+    data = problem.data
     with one_blas_thread():
-        g0 = float(np.linalg.norm(problem.grad(np.zeros(data.size))))
-        if solver == "newton":  # preconditioned only if a feature's scale fools the gradient rule
-            res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose,
-                       name="LabelRankBoost (newton)", precond=lambda x: _preconditioner(problem, data, alpha, x),
-                       gap_tol=tol, strong_convexity=2.0 * alpha)
+        if solver == "newton":
+            name = "LabelRankBoost (newton)" if pen.smooth else "LabelRankBoost (prox_newton)"
+            res = minimise(problem, pen, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
             w = res.x
-            objective, n_iter, n_inner, grad_norm, converged = (res.objective, res.n_iter, res.n_inner,
-                                                                res.info["grad_norm"], res.converged)
-            gap, gap_kind = res.gap, res.gap_kind
-            message = "" if converged else res.message
-            one_sided = False
+            objective, n_iter, n_inner, converged = res.objective, res.n_iter, res.n_inner, res.converged
+            rel = res.optimality if res.info.get("grad_norm0", 0.0) > 0 else 0.0
+            gap, gap_kind, message, one_sided = res.gap, res.gap_kind, res.message, False
         else:
-            precond = _preconditioner(problem, data, alpha, None)  # the Hessian state at 0 from g0's line
+            problem.ridge = pen.ridge
+            g0 = float(np.linalg.norm(problem.grad(np.zeros(data.size))))
+            precond = problem.preconditioner()  # None unless the columns' scales call for it
             objective, n_iter, grad_norm, converged, message, gap, gap_kind, one_sided = _boost(
-                data, w, alpha, tol, max_iter, g0, verbose, problem, precond)
+                data, w, pen.ridge, tol, max_iter, g0, verbose, problem, precond)
             n_inner = 0
-    if alpha == 0.0:
+            rel = grad_norm / g0 if g0 > 0 else 0.0
+    if pen.smooth and pen.ridge == 0.0:  # alpha = 0: the loss alone
         why = ("some base function meets edges of one sign only" if solver == "boost" and one_sided else
                _orders_every_edge(data, w, objective))
         if why:
@@ -231,12 +327,64 @@ def solve(X, G, *, joint=None, decomposition="domination", solver="auto", alpha=
                        "decreases without bound along it and the coefficients only grow (largest |coef| now "
                        f"{float(np.max(np.abs(w), initial=0.0)):.3g}); set alpha > 0 (e.g. alpha=1e-3) for a finite "
                        "optimum. " + message)
-    W, theta = data.split(w)
-    rel = grad_norm / g0 if g0 > 0 else 0.0
-    return SolveResult(coef=np.ascontiguousarray(W.T), joint_coef=theta.copy() if data.n_joint else None,
-                       objective=float(objective), grad_norm=float(rel), n_iter=int(n_iter), n_cg_iter=int(n_inner),
-                       converged=bool(converged), solver=solver, n_labels=data.L, n_features_in=data.d,
-                       gap=float(gap), gap_kind=gap_kind, optimality_name="grad_norm", message=message)
+    coef, joint_coef = problem.coefficients(w)
+    result = SolveResult(coef=coef, joint_coef=joint_coef, objective=float(objective), grad_norm=float(rel),
+                         n_iter=int(n_iter), n_cg_iter=int(n_inner), converged=bool(converged), solver=solver,
+                         n_labels=data.L, n_features_in=data.d, gap=float(gap), gap_kind=gap_kind,
+                         optimality_name="grad_norm", message=message)
+    return result, w
+
+
+def path(X, G, *, joint=None, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5,
+         decomposition="domination", max_iter=1000, tol=1e-6, verbose=0):
+    """The regularisation path of LabelRankBoost (cyrank.optim.path): one :func:`solve` (solver "newton") per
+    alpha, decreasing, each warm-started from the previous solution, on data checked and decomposed once.
+
+    Parameters
+    ----------
+    X, G, joint : arrays
+        The data, as for :func:`solve`.
+    alphas : sequence of float >= 0 or None, default=None
+        The alphas (sorted decreasing). None: ``n_alphas`` values from alpha_max down to ``eps`` * alpha_max,
+        geometrically spaced, alpha_max = max_r |dL/dw_r at 0| (/ l1_ratio for "elasticnet"), the smallest alpha
+        with w = 0 optimal ("l2" needs ``alphas``).
+    n_alphas : int >= 1, default=20
+    eps : float in (0, 1), default=1e-3
+    penalty, l1_ratio, decomposition, max_iter, tol, verbose : any
+        As for :func:`solve`.
+
+    Returns
+    -------
+    PathResult
+        Per alpha: the parameter vector (column k of the sparse ``coefs``, in the layout of :class:`LabelRankLoss`:
+        ``loss(X, G, joint=joint).coefficients(coefs[:, k].toarray().ravel())`` gives (coef, joint_coef)),
+        objective, optimality measure (``kkt_violations``: the ``grad_norm`` of :func:`solve`), iterations,
+        convergence and the solver's message (nothing is warned here).
+    """
+    n_alphas, eps = check_path_params(penalty, n_alphas, eps)
+    _, _, max_iter, tol = check_params(decomposition=decomposition, solver="auto", penalty=penalty, alpha=0.0,
+                                       l1_ratio=l1_ratio, max_iter=max_iter, tol=tol)
+    X, G, joint = _check_data(X, G, joint)
+    data = _Data(X, G, decomposition, Options(), joint)
+    if G.n_edges == 0:
+        warn_no_preferences()
+    problem = LabelRankLoss(data)
+
+    def top():
+        problem.ridge = 0.0
+        with one_blas_thread():
+            return float(np.max(np.abs(problem.grad(np.zeros(data.size))), initial=0.0)), 0.0
+
+    alphas, a_max = alpha_grid(alphas, n_alphas, eps, penalty, l1_ratio, top)
+
+    def fit(alpha, coef):
+        pen = Penalty(*penalty_weights(penalty, alpha, l1_ratio))
+        w = np.zeros(data.size) if coef is None else coef.copy()
+        res, w = _solve_data(problem, "newton", pen, w, tol=tol, max_iter=max_iter, verbose=verbose)
+        return SimpleNamespace(coef=w, objective=res.objective, optimality=res.grad_norm, n_iter=res.n_iter,
+                               converged=res.converged, message=res.message)
+
+    return run_path(alphas, a_max, fit)
 
 
 def _orders_every_edge(data, w, f):
@@ -259,21 +407,6 @@ def _orders_every_edge(data, w, f):
     if not f2 < f:
         return ""
     return "the coefficients order every preference edge (separable preferences)"
-
-
-def _preconditioner(problem, data, alpha, x):
-    """The Jacobi diagonal (cyrank.optim.certificate.jacobi_diagonal) of F's Hessian, whose diagonal scales as
-    sum_i x_ij^2 for every label's weight j (the same for each label), and as the within-instance centred squares
-    of the joint features for theta, calibrated at x (None: at the problem's current Hessian state)."""
-    if x is not None:
-        problem.fun(x)
-        problem.grad(x)
-    squares = np.repeat(group_column_squares(data.X), data.L)
-    if data.n_joint:
-        n, L, p = data.J.shape
-        joint = group_column_squares(data.J.reshape(n * L, p), offsets=np.arange(0, n * L + 1, L))
-        squares = np.concatenate([squares, joint])
-    return jacobi_diagonal(problem.hess_vec, squares, 2.0 * alpha, n_rows=data.n)
 
 
 def _boost_step(Wp, Wm, w, alpha, rho):

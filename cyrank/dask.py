@@ -2,11 +2,17 @@
 
 The design of distributed LIBLINEAR (Zhuang, Chin, Juan & Lin, "Distributed Newton Methods for Regularized
 Logistic Regression", PAKDD 2015): the data are split by rows into partitions held by the workers; each worker
-builds, through the functional layer, the same loss object the single-machine solver uses, on its partition
-(``cyrank.ranksvm.problems.LinearSquaredHinge`` without the regulariser; ``cyrank.domination.solver._NewtonProblem``
-with lam2 = 0; ``cyrank.lambdarank.solver._RankNetProblem`` with alpha = 0), and keeps it in memory. The driver
-runs the shared :func:`cyrank.optim.tron.tron`; every loss and gradient evaluation and every Hessian-vector
-product is one map over the partitions and one sum, with the regulariser added on the driver. Only vectors of n_features floats travel per call (w, v and the partial sums).
+builds, on its partition, the family's public loss object (a :class:`cyrank.optim.datafit.Datafit`:
+``cyrank.domination.loss``, ``cyrank.lambdarank.loss``, ...; no penalty) and keeps it in memory. On the driver
+their sum is a datafit too (:class:`DistributedLoss`), minimised with the smooth penalty's ridge by the
+single-machine driver :func:`cyrank.optim.datafit.minimise` (TRON); every loss and gradient evaluation and every
+Hessian-vector product is one map over the partitions and one sum, the ridge added on the driver. Only vectors of
+n_features floats travel per call (w, v and the partial sums).
+
+One table, :data:`FAMILIES`, says per distributed estimator what differs: its single-machine estimator, the
+family's ``loss`` builder and the parameters it takes from the estimator, the ridge, what the estimator refuses
+(non-smooth penalties, other kernels), and how the stopping measure and the family's own attributes are reported
+(:func:`cyrank.optim.datafit.solve_result`). One fit, :class:`DaskFitMixin`, serves every estimator.
 
 Whole queries. The pairwise losses couple the rows of a query, so no query may be split between partitions. The
 driver computes the (qid, count) pairs of every row chunk (one pass over qid, O(rows of qid) on the workers,
@@ -14,71 +20,81 @@ O(queries) to the driver), gives each query to the chunk holding most of its row
 that query there: for LETOR-style files (rows of a query contiguous) only the queries straddling a chunk boundary
 move, at most one query per boundary; for scattered query ids it is a shuffle of the scattered rows.
 ``rows_moved_`` reports the count. The query ids are checked as the single-machine estimators check them: a NaN
-or non-integer qid is an error naming its first row, never a dropped row; the no-pair warning is given once, on the driver.
+or non-integer qid is an error naming its first row, never a dropped row; the no-pair warning is given once, on
+the driver. Label ranking has no queries: each row is an instance, and the row chunks are the partitions.
 
 Failures. Every call carries the point it is made at: a partition whose state is not at that point (a worker
 restarted and Dask recomputed the partition from its lineage, or the task ran on a copy) evaluates it first. So a
 killed worker costs a recomputation, never a wrong model; if Dask cannot recompute (the data are gone), the fit
 raises Dask's error.
 
-The fitted estimators are plain single-machine estimators (subclasses of RankSVM, DominationRank and RankNet):
-predict, score and cyrank.io.save_model work without a cluster.
+The fitted estimators are plain single-machine estimators (subclasses of RankSVM, DominationRank, RankNet and
+LabelRankBoost): predict, score and cyrank.io.save_model work without a cluster.
 """
 import types
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
+from . import domination, lambdarank
+from ._base import set_fitted
 from ._queries import QueryGroups
-from .domination import solver as _dsolver
+from ._validation import check_qid, check_ranking_data, warn_if_no_pairs
 from .domination.estimator import DominationRank
-from .lambdarank import solver as _lsolver
-from .lambdarank.estimator import RankNet
 from .io import register_model
-from .optim.certificate import group_column_squares, jacobi_diagonal
-from .optim.smooth import SmoothProblem
-from .optim.tron import tron
+from .lambdarank.estimator import RankNet
+from .optim.certificate import group_column_squares
+from .optim.datafit import Datafit, minimise, solve_result
+from .optim.penalties import Penalty, penalty_weights
 from .ranksvm.estimator import RankSVM
 from .ranksvm.problems import LinearSquaredHinge, make_layout
-from ._base import set_fitted
-from ._result import SolveResult
-from ._validation import check_qid, check_ranking_data, warn_if_no_pairs
 
-__all__ = ["DaskRankSVM", "DaskDominationRank", "DaskRankNet", "query_partitions"]
+__all__ = ["DaskDominationRank", "DaskFitMixin", "DaskRankNet", "DaskRankSVM", "DistributedLoss", "FAMILIES",
+           "query_partitions", "row_partitions"]
 
 
 # ------------------------------------------------------------------------------------------- partitions
-def _as_arrays(X, y, qid):
-    """X, y, qid as dask arrays with the same row chunks and one column chunk (dask DataFrames / Series are
-    converted with their lengths computed)."""
+def _as_array(a):
     import dask.array as da
 
-    def arr(a):
-        if hasattr(a, "to_dask_array"):
-            return a.to_dask_array(lengths=True)
-        if not isinstance(a, da.Array):
-            raise TypeError(f"expected a dask array, DataFrame or Series; got {type(a).__name__} (for in-memory "
-                            "data use the single-machine estimator)")
-        return a
+    if hasattr(a, "to_dask_array"):
+        return a.to_dask_array(lengths=True)
+    if not isinstance(a, da.Array):
+        raise TypeError(f"expected a dask array, DataFrame or Series; got {type(a).__name__} (for in-memory "
+                        "data use the single-machine estimator)")
+    return a
 
-    X, y, qid = arr(X), arr(y), arr(qid)
-    if X.ndim != 2 or y.ndim != 1 or qid.ndim != 1:
-        raise ValueError(f"X must be 2-d and y, qid 1-d; got {X.ndim}, {y.ndim}, {qid.ndim} dimensions")
-    for name, a in (("X", X), ("y", y), ("qid", qid)):
+
+def _as_arrays(X, y, qid=None, y_ndim=1):
+    """X, y (and qid) as dask arrays with the same row chunks and one column chunk (dask DataFrames / Series are
+    converted with their lengths computed). ``y_ndim``: 1 (labels) or 2 (a multilabel indicator matrix)."""
+    named = [("X", _as_array(X)), ("y", _as_array(y))] + ([] if qid is None else [("qid", _as_array(qid))])
+    X, y = named[0][1], named[1][1]
+    if X.ndim != 2 or y.ndim != y_ndim or (qid is not None and named[2][1].ndim != 1):
+        if qid is None:
+            raise ValueError(f"X and y must be 2-d (y an indicator matrix, one row per instance); got {X.ndim} "
+                             f"and {y.ndim} dimensions")
+        raise ValueError(f"X must be 2-d and y, qid 1-d; got {X.ndim}, {y.ndim}, {named[2][1].ndim} dimensions")
+    for name, a in named:
         if np.isnan(a.shape[0]):
             raise ValueError(f"{name} has unknown chunk sizes (shape {a.shape}), as after boolean indexing; call "
                              f"{name}.compute_chunk_sizes() (or select the same rows of X, y and qid from a dask "
                              "DataFrame) before fitting")
-    if not X.shape[0] == y.shape[0] == qid.shape[0]:
+    if any(a.shape[0] != X.shape[0] for _, a in named):
+        if qid is None:
+            raise ValueError(f"X has {X.shape[0]} rows (row chunks {X.chunks[0]}) but y has {y.shape[0]} (chunks "
+                             f"{y.chunks[0]}); give one row of y per row of X (y is then rechunked like X's rows)")
+        q = named[2][1]
         raise ValueError(f"X has {X.shape[0]} rows (row chunks {X.chunks[0]}) but y has {y.shape[0]} (chunks "
-                         f"{y.chunks[0]}) and qid {qid.shape[0]} (chunks {qid.chunks[0]}); give one y and one qid "
+                         f"{y.chunks[0]}) and qid {q.shape[0]} (chunks {q.chunks[0]}); give one y and one qid "
                          "per row of X (y and qid are then rechunked like X's rows)")
-    X = X.rechunk({1: -1})
-    if y.chunks[0] != X.chunks[0]:
-        y = y.rechunk((X.chunks[0],))
-    if qid.chunks[0] != X.chunks[0]:
-        qid = qid.rechunk((X.chunks[0],))
-    return X, y, qid
+    out = [X.rechunk({1: -1})]
+    for _, a in named[1:]:
+        chunks = (out[0].chunks[0],) + ((a.shape[1],) if a.ndim == 2 else ())
+        out.append(a if a.chunks == chunks else a.rechunk(chunks))
+    return out
 
 
 def _query_counts(q, start=0):
@@ -115,10 +131,14 @@ def query_partitions(X, y, qid):
     Each query goes to the row chunk that holds most of its rows; its other rows move there (module docstring).
     Chunks left without a query are dropped.
     """
+    return _query_partitions(*_as_arrays(X, y, qid))
+
+
+def _query_partitions(X, y, qid):
+    """:func:`query_partitions` on the arrays of _as_arrays."""
     import dask
     from dask import delayed
 
-    X, y, qid = _as_arrays(X, y, qid)
     Xb, yb, qb = X.to_delayed().ravel(), y.to_delayed().ravel(), qid.to_delayed().ravel()
     starts = np.r_[0, np.cumsum(qid.chunks[0])[:-1]]
     counts = dask.compute(*[delayed(_query_counts)(q, int(a)) for q, a in zip(qb, starts)])
@@ -145,60 +165,189 @@ def query_partitions(X, y, qid):
     return parts, moved
 
 
+def _pair(X, y):
+    return X, y
+
+
+def row_partitions(X, y):
+    """Partitions of (X, y) by row chunks, for losses without queries (label ranking: y a multilabel indicator
+    matrix, one row per instance): (list of dask.delayed (X_p, y_p), 0 rows moved). Empty chunks are dropped."""
+    return _row_partitions(*_as_arrays(X, y, y_ndim=2))
+
+
+def _row_partitions(X, y):
+    from dask import delayed
+
+    Xb, yb = X.to_delayed().ravel(), y.to_delayed().ravel()
+    return [delayed(_pair)(a, b) for a, b, n in zip(Xb, yb, X.chunks[0]) if n > 0], 0
+
+
+# ------------------------------------------------------------------------------------------- the families
+def _query_pairs(part, params):
+    """Preference pairs of a ranking partition (X, y, qid), checked as the single-machine fit checks it (labels
+    y > 0 with ``binary``)."""
+    X, y, qid = check_ranking_data(*part, accept_sparse=("csr", "csc"))
+    labels = (y > 0).astype(np.float64) if params.get("binary") else y
+    return QueryGroups(qid, labels).n_pairs_possible
+
+
+def _warn_no_pairs(n_pairs):
+    warn_if_no_pairs(types.SimpleNamespace(n_pairs_possible=n_pairs))
+
+
+class _SquaredHingeLoss(Datafit):
+    """C sum_P max(0, 1 - w'(x_i - x_j))^2 (RankSVM's loss, Kuo, Lee & Lin 2014, (3.11)) as a datafit, from
+    cyrank.ranksvm.problems (LinearSquaredHinge without its w'w / 2, which is the ridge 1/2 here)."""
+
+    def __init__(self, X, y, qid=None, *, C=1.0):
+        X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csr", "csc"))
+        layout, self.n_pairs = make_layout(y, qid)
+        self.problem = LinearSquaredHinge(X, layout, C, regularize=False)
+        self.X, self.layout = X, layout
+        self.n_features, self.n_rows = X.shape[1], int(layout.rows.shape[0])
+        super().__init__()
+
+    def column_squares(self):
+        return group_column_squares(self.X, self.layout.offsets, self.layout.rows)
+
+    def new_state(self):
+        return self.problem.new_state()
+
+    def evaluate(self, w, Mw, state):
+        f, g = self.problem.evaluate(w, Mw, state)
+        return f + self.ridge * float(w @ w), g + 2.0 * self.ridge * w
+
+    def hessian_product(self, state, v, Mv):
+        return self.problem.hessian_product(state, v, Mv) + 2.0 * self.ridge * v
+
+
+def _ranksvm_check(est):
+    if est.kernel != "linear" or est.loss != "squared_hinge":
+        raise ValueError("DaskRankSVM fits the linear squared-hinge rankSVM (kernel='linear', "
+                         "loss='squared_hinge'); use RankSVM for the others")
+
+
+def _domination_check(est):
+    lam1, _ = penalty_weights(est.penalty, est.alpha, est.l1_ratio)
+    if lam1 != 0 or est.feature_induction is not None or est.neg_sample is not None \
+            or not est.group_by_query or est.solver not in ("auto", "newton"):
+        raise ValueError("DaskDominationRank fits the smooth objective by Newton: penalty='l2' (or "
+                         "'elasticnet' with l1_ratio=0), solver 'auto' or 'newton', no feature_induction or "
+                         "neg_sample, group_by_query=True")
+
+
+def _ranknet_check(est):
+    lam1, _ = penalty_weights(est.penalty, est.alpha, est.l1_ratio)
+    if lam1 > 0:
+        raise ValueError(f"{type(est).__name__} minimises the smooth objective only: use penalty='l2' (or "
+                         f"cyrank.RankNet for penalty={est.penalty!r})")
+
+
+@dataclass(frozen=True)
+class Family:
+    """What one distributed estimator takes from its family (module docstring).
+
+    base      the single-machine estimator it subclasses
+    loss      the family's public loss builder: loss(X, y, qid, **params) (loss(X, Y, **params) without queries)
+              -> a Datafit without penalty
+    params    estimator -> the builder's keyword parameters
+    ridge     estimator -> lam2 of the smooth penalty lam2 ||w||^2
+    check     estimator -> None, or a ValueError naming what the distributed fit does not fit
+    pairs     (partition, params) -> its number of preference pairs (0: the partition adds nothing)
+    warn_none n_pairs -> the single-machine warning when the whole data have no pair
+    measure   the stopping measure: "grad_norm" (||grad|| <= tol ||grad at 0||) or "kkt_violation"
+              (||grad|| <= tol max_r |grad_r at 0|, reported as the relative KKT violation)
+    fields    run -> the family's own SolveResult values (run: loss, res, nonzeros, n_columns, n_outputs)
+    queries   partitions keep queries whole (False: no qid, rows are instances)
+    size      (n_columns of X, n_outputs of y) -> the number of coefficients
+    """
+
+    base: type
+    loss: Callable
+    params: Callable
+    ridge: Callable
+    check: Callable
+    pairs: Callable
+    warn_none: Callable
+    measure: str
+    fields: Callable
+    queries: bool = True
+    size: Callable = lambda d, outputs: d
+
+
+FAMILIES = {
+    "DaskRankSVM": Family(
+        base=RankSVM, loss=_SquaredHingeLoss, params=lambda est: {"C": float(est.C)}, ridge=lambda est: 0.5,
+        check=_ranksvm_check, pairs=_query_pairs, warn_none=_warn_no_pairs, measure="grad_norm",
+        fields=lambda run: {"n_pairs": run.loss.n_pairs,
+                            "n_active_pairs": run.loss.state_sum(run.res.x, "n_active")}),
+    "DaskDominationRank": Family(
+        base=DominationRank, loss=domination.loss, params=lambda est: {"binary": bool(est.binary)},
+        ridge=lambda est: penalty_weights(est.penalty, est.alpha, est.l1_ratio)[1], check=_domination_check,
+        pairs=_query_pairs, warn_none=_warn_no_pairs, measure="kkt_violation",
+        fields=lambda run: {"solver": "newton", "sample_mask": None,
+                            "history": {"objective": np.asarray(run.res.history["fun"][1:], dtype=np.float64),
+                                        "n_nonzero": np.asarray(run.nonzeros, dtype=np.int64)}}),
+    "DaskRankNet": Family(
+        base=RankNet, loss=lambdarank.loss, params=lambda est: {"sigma": float(est.sigma)},
+        ridge=lambda est: penalty_weights(est.penalty, est.alpha, est.l1_ratio)[1], check=_ranknet_check,
+        pairs=_query_pairs, warn_none=_warn_no_pairs, measure="grad_norm", fields=lambda run: {}),
+}
+
+
 # ------------------------------------------------------------------------------------------- worker side
+class _NoPairs(Datafit):
+    """The loss of a partition without a preference pair: 0 whatever w (the family's loss is not built: its
+    layout would be empty, and it would warn on the worker)."""
+
+    def __init__(self, d):
+        self.n_features, self.n_rows = d, 0
+        super().__init__()
+
+    def column_squares(self):
+        return np.zeros(self.n_features)
+
+    def new_state(self):
+        return types.SimpleNamespace(n_active=0)
+
+    def evaluate(self, w, Mw, state):
+        return self.ridge * float(w @ w), 2.0 * self.ridge * w
+
+    def hessian_product(self, state, v, Mv):
+        return 2.0 * self.ridge * v
+
+
 class _Shard:
     """One partition's loss, built on the worker from its rows and kept there. Picklable from its inputs (a copy
     rebuilds the loss object when first used); ``at`` is the point of its loss object's state."""
 
-    def __init__(self, kind, part, params):
-        self.kind, self.part, self.params = kind, part, params
+    def __init__(self, name, part, params, size):
+        self.name, self.part, self.params, self.size = name, part, params, size
         self._problem, self.at, self.n_pairs = None, None, 0
 
     def __getstate__(self):
-        return {"kind": self.kind, "part": self.part, "params": self.params}
+        return {"name": self.name, "part": self.part, "params": self.params, "size": self.size}
 
     def __setstate__(self, state):
-        self.__init__(state["kind"], state["part"], state["params"])
+        self.__init__(state["name"], state["part"], state["params"], state["size"])
 
     @property
     def problem(self):
         if self._problem is None:
-            X, y, qid = self.part
-            X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csr", "csc"))
-            labels = (y > 0).astype(np.float64) if self.kind == "domination" and self.params["binary"] else y
-            self.n_pairs = QueryGroups(qid, labels).n_pairs_possible
-            if self.n_pairs == 0 and self.kind != "ranknet":
-                # no pair in this partition: its loss is 0 (the driver warns once if no partition has a pair)
-                self._problem, self.squares, self.noise = _NoPairs(X.shape[1]), np.zeros(X.shape[1]), 0.0
-            elif self.kind == "ranksvm":
-                layout, _ = make_layout(y, qid)
-                self._problem = LinearSquaredHinge(X, layout, self.params["C"], regularize=False)
-                self.squares = group_column_squares(X, layout.offsets, layout.rows)
-            elif self.kind == "ranknet":
-                pairs = _lsolver._Pairs(y, qid, sigma=self.params["sigma"])
-                Xs = X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
-                self._problem = _lsolver._RankNetProblem(Xs, pairs, 0.0)
-                self.squares = group_column_squares(Xs, pairs.offsets)
-            else:
-                layout, _ = _dsolver._layout(y, qid, np.zeros(y.shape[0]), binary=self.params["binary"],
-                                             group_by_query=True)
-                rows = _dsolver._rows_of(X, layout.rows)
-                self._problem = _dsolver._NewtonProblem(rows, layout, 0.0, X.shape[1])
-                self.squares = group_column_squares(X, layout.lay_ptr[layout.q_ptr], layout.rows)
-                # this partition's bound on the rounding error of its gradient (their sum bounds the total's)
-                self.noise = _dsolver._gradient_rounding(X, layout, 0.0)
+            family = FAMILIES[self.name]
+            self.n_pairs = int(family.pairs(self.part, self.params))
+            # no pair in this partition: its loss is 0 (the driver warns once if no partition has a pair)
+            self._problem = family.loss(*self.part, **self.params) if self.n_pairs else _NoPairs(self.size)
             self.at = None
         return self._problem
 
     def info(self):
-        self.problem  # noqa: B018 - built (and n_pairs, noise known) before reporting
-        return {"n_features": int(self.part[0].shape[1]), "n_pairs": int(self.n_pairs),
-                "noise": float(getattr(self, "noise", 0.0)), "n_rows": int(self.part[0].shape[0])}
+        problem = self.problem
+        return {"n_features": int(problem.n_features), "n_pairs": self.n_pairs,
+                "noise": float(problem.gradient_noise), "n_rows": int(problem.n_rows or 0)}
 
     def column_squares(self):
-        """The within-query centred column squares (cyrank.optim.certificate.group_column_squares)."""
-        self.problem  # noqa: B018 - built with them
-        return self.squares
+        return self.problem.column_squares()
 
     def fun_grad(self, w):
         problem = self.problem
@@ -207,99 +356,130 @@ class _Shard:
         self.at = w
         return f, g
 
-    def hess_vec(self, w, v):
+    def _at(self, w):
         if self.at is None or not np.array_equal(self.at, w):  # recomputed or copied: get the state at w first
             self.fun_grad(w)
+
+    def hess_vec(self, w, v):
+        self._at(w)
         return self.problem.hess_vec(v)
 
-    def n_active(self):
-        return int(getattr(self.problem.state, "n_active", 0))
-
-
-class _NoPairs:
-    """The loss of a partition without a preference pair: 0 whatever w (RankSVM's and DominationRank's layouts
-    would be empty, and would warn on the worker)."""
-
-    def __init__(self, d):
-        self.d = d
-        self.state = types.SimpleNamespace(n_active=0)
-
-    def fun(self, w):
-        return 0.0
-
-    def grad(self, w):
-        return np.zeros(self.d)
-
-    def hess_vec(self, v):
-        return np.zeros(self.d)
+    def state_value(self, w, name):
+        """A number the loss's state holds at w (e.g. RankSVM's active pairs)."""
+        self._at(w)
+        return getattr(self.problem.state, name, 0)
 
 
 def _call(shard, method, *args):
     return getattr(shard, method)(*args)
 
 
-def _build(kind, part, params):
-    shard = _Shard(kind, part, params)
+def _build(name, part, params, size):
+    shard = _Shard(name, part, params, size)
     shard.problem  # noqa: B018 - build the loss object on the worker, where the shard stays
     return shard
 
 
 # ------------------------------------------------------------------------------------------- driver side
-class _DistributedLoss(SmoothProblem):
-    """sum_p loss_p(w) + reg w'w for TRON: every evaluation and Hessian product one map over the shards, summed
-    in partition order (deterministic)."""
+class DistributedLoss(Datafit):
+    """sum_p loss_p(w) + ridge ||w||^2 over the shards' losses, a datafit for
+    :func:`cyrank.optim.datafit.minimise`: every evaluation and Hessian product is one map over the shards, summed
+    in partition order (deterministic). ``n_rows``, ``gradient_noise`` and ``n_pairs`` are the shards' sums,
+    ``column_squares()`` theirs summed once (queries are whole, so the sum is the whole data's)."""
 
-    def __init__(self, client, shards, d, reg):
-        self.client, self.shards, self.d, self.reg = client, shards, d, reg
+    def __init__(self, client, shards, infos, size):
+        self.client, self.shards = client, shards
+        self.n_features = int(size)
+        self.n_rows = sum(i["n_rows"] for i in infos)
+        self.n_pairs = sum(i["n_pairs"] for i in infos)
+        self.gradient_noise = float(sum(i["noise"] for i in infos))
         self.n_calls = 0
+        self._squares = None
         super().__init__()
 
-    def _map(self, method, *args):
+    def map(self, method, *args):
+        """[shard.method(*args) for every shard], run where the shards are."""
         self.n_calls += 1
         futures = self.client.map(_call, self.shards, *[[a] * len(self.shards) for a in (method, *args)],
                                   pure=False)
         return self.client.gather(futures)
 
+    def column_squares(self):
+        if self._squares is None:
+            self._squares = np.sum(self.map("column_squares"), axis=0)
+        return self._squares
+
+    def state_sum(self, w, name):
+        """The sum over the shards of a number their states hold at w."""
+        return sum(self.map("state_value", np.asarray(w), name))
+
     def new_state(self):
         return {"x": None}
 
     def evaluate(self, w, Mw, state):
-        parts = self._map("fun_grad", w)
+        parts = self.map("fun_grad", w)
         f = float(sum(p[0] for p in parts))
-        g = np.sum([p[1] for p in parts], axis=0) if parts else np.zeros(self.d)
+        g = np.sum([p[1] for p in parts], axis=0) if parts else np.zeros(self.n_features)
         state["x"] = np.array(w, copy=True)
-        return f + self.reg * float(w @ w), g + 2.0 * self.reg * w
+        return f + self.ridge * float(w @ w), g + 2.0 * self.ridge * w
 
     def hessian_product(self, state, v, Mv):
-        parts = self._map("hess_vec", state["x"], np.ascontiguousarray(v))
-        return np.sum(parts, axis=0) + 2.0 * self.reg * v
+        parts = self.map("hess_vec", state["x"], np.ascontiguousarray(v))
+        return np.sum(parts, axis=0) + 2.0 * self.ridge * v
 
 
-def _start(kind, X, y, qid, params, client):
-    """(client, shard futures, their infos, rows moved): the partitions built and held on the workers."""
+def _start(name, parts, params, size, client):
+    """(shard futures, their infos): the partitions' losses built and held on the workers."""
     from dask import delayed
-    from distributed import get_client, wait
+    from distributed import wait
 
-    client = client or get_client()
-    parts, moved = query_partitions(X, y, qid)
-    if not parts:
-        raise ValueError("no rows to fit")
-    shards = client.compute([delayed(_build)(kind, part, params) for part in parts])
+    shards = client.compute([delayed(_build)(name, part, params, size) for part in parts])
     wait(shards)
     infos = client.gather(client.map(_call, shards, ["info"] * len(shards), pure=False))
-    return client, shards, infos, moved
+    return shards, infos
 
 
-class _DaskFitMixin:
-    def _distributed_tron(self, kind, X, y, qid, params, reg, tol, max_iter, client, callback, grad_norm0=None):
-        client, shards, infos, moved = _start(kind, X, y, qid, params, client)
-        warn_if_no_pairs(types.SimpleNamespace(n_pairs_possible=sum(i["n_pairs"] for i in infos)))
+class DaskFitMixin:
+    """The one distributed fit of every Dask estimator: its family's entry in :data:`FAMILIES` (``_family``, the
+    estimator's name there) says what to build and report.
+
+    ``fit(X, y, qid=None, client=None, callback=None)``: X, y, qid are dask arrays with row chunks (or a dask
+    DataFrame and Series; y a 2-d indicator array and no qid for label ranking); ``client`` the distributed Client
+    (default: the current one); ``callback(w)`` is called on the driver after every Newton iteration. Sets the
+    single-machine estimator's fitted attributes plus ``n_partitions_``, ``rows_moved_`` (rows moved to keep
+    queries whole) and ``n_distributed_calls_``."""
+
+    _family = None
+
+    def _check_params(self):
+        out = super()._check_params()
+        FAMILIES[self._family].check(self)
+        return out
+
+    def fit(self, X, y, qid=None, client=None, callback=None):
+        """Fit on dask collections (class docstring)."""
+        from distributed import get_client
+
+        name = type(self).__name__
+        family = FAMILIES[self._family]
+        self._check_params()
+        if family.queries and qid is None:
+            raise ValueError(f"{name} needs qid: queries are what the partitions keep whole")
+        if not family.queries and qid is not None:
+            raise ValueError(f"{name} has no queries (each row is an instance); call fit(X, y, client=client)")
+        params, ridge = family.params(self), float(family.ridge(self))
+        arrays = _as_arrays(X, y, qid, y_ndim=1 if family.queries else 2)
+        parts, moved = _query_partitions(*arrays) if family.queries else _row_partitions(*arrays)
+        if not parts:
+            raise ValueError("no rows to fit")
+        d, n_outputs = int(arrays[0].shape[1]), int(arrays[1].shape[1]) if arrays[1].ndim == 2 else 1
+        size = family.size(d, n_outputs)
+        client = client or get_client()
+        shards, infos = _start(self._family, parts, params, size, client)
+        loss = DistributedLoss(client, shards, infos, size)
         try:
-            d = infos[0]["n_features"]
-            problem = _DistributedLoss(client, shards, d, reg)
-            if grad_norm0 == "max":  # DominationRank's scale: max_r |dL/dw_r| at 0
-                _, g0 = problem.evaluate(np.zeros(d), None, problem.new_state())
-                grad_norm0 = float(np.max(np.abs(g0), initial=0.0))
+            if loss.n_pairs == 0:
+                family.warn_none(0)
             nonzeros = []
 
             def record(w):  # the non-zeros after each iteration (DominationRank's history), then the user's
@@ -307,34 +487,25 @@ class _DaskFitMixin:
                 if callback is not None:
                     callback(w)
 
-            def precond(x):  # the Jacobi diagonal of the summed column scales, asked for as the single-machine fits
-                problem.fun(x)
-                problem.grad(x)
-                squares = np.sum(problem._map("column_squares"), axis=0)
-                return jacobi_diagonal(problem.hess_vec, squares, 2.0 * reg, n_rows=sum(i["n_rows"] for i in infos))
-
-            zero = np.zeros(d)
-            res = tron(problem, zero, tol=tol, max_iter=max_iter, grad_norm0=grad_norm0, callback=record,
-                       verbose=self.verbose, name=type(self).__name__, precond=precond, gap_tol=tol,
-                       strong_convexity=2.0 * reg)
-            res.history["n_nonzero"] = nonzeros
-            if kind == "ranksvm":
-                extra = {"n_active": sum(client.gather(client.map(_call, shards, ["n_active"] * len(shards),
-                                                                  pure=False)))}
-            else:  # the exact objective and gradient at the returned point, as the single-machine solver reports
-                f, g = problem.evaluate(res.x, None, problem.new_state())
-                extra = {"objective": f, "grad": g}
+            res = minimise(loss, Penalty(0.0, ridge), tol=float(self.tol), max_iter=int(self.max_iter),
+                           verbose=self.verbose, name=name, callback=record,
+                           grad_scale="max" if family.measure == "kkt_violation" else "l2")
+            run = types.SimpleNamespace(loss=loss, res=res, nonzeros=nonzeros, n_columns=d, n_outputs=n_outputs)
+            result = solve_result(res, loss, measure=family.measure, **family.fields(run))
         finally:
             for f in shards:
                 f.release()
         self.n_partitions_ = len(infos)
         self.rows_moved_ = int(moved)
-        self.n_distributed_calls_ = problem.n_calls
-        return res, infos, extra
+        self.n_distributed_calls_ = loss.n_calls
+        return set_fitted(self, result)
+
+
+_DASK_SCHEMA = {"n_partitions_": "int>=1?", "rows_moved_": "int>=0?", "n_distributed_calls_": "int>=0?"}
 
 
 @register_model
-class DaskRankSVM(_DaskFitMixin, RankSVM):
+class DaskRankSVM(DaskFitMixin, RankSVM):
     """:class:`cyrank.RankSVM` (linear, squared hinge) fitted on Dask collections by distributed TRON.
 
     ``fit(X, y, qid, client=None, callback=None)``: X, y, qid are dask arrays with row chunks (or a dask DataFrame
@@ -343,28 +514,12 @@ class DaskRankSVM(_DaskFitMixin, RankSVM):
     ``n_partitions_``, ``rows_moved_`` (rows moved to keep queries whole) and ``n_distributed_calls_``.
     """
 
-    _model_schema = {**RankSVM._model_schema, "n_partitions_": "int>=1?", "rows_moved_": "int>=0?",
-                     "n_distributed_calls_": "int>=0?"}
-
-    def fit(self, X, y, qid=None, client=None, callback=None):
-        self._check_params()
-        if self.kernel != "linear" or self.loss != "squared_hinge":
-            raise ValueError("DaskRankSVM fits the linear squared-hinge rankSVM (kernel='linear', "
-                             "loss='squared_hinge'); use RankSVM for the others")
-        if qid is None:
-            raise ValueError("DaskRankSVM needs qid: queries are what the partitions keep whole")
-        res, infos, extra = self._distributed_tron("ranksvm", X, y, qid, {"C": float(self.C)}, 0.5, self.tol,
-                                                   self.max_iter, client, callback)
-        result = SolveResult(coef=res.x, objective=float(res.objective), n_active_pairs=int(extra["n_active"]),
-                             n_features_in=infos[0]["n_features"], n_pairs=sum(i["n_pairs"] for i in infos),
-                             n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner), grad_norm=float(res.optimality),
-                             converged=bool(res.converged), gap=float(res.gap), gap_kind=res.gap_kind,
-                             optimality_name="grad_norm", message=res.message)
-        return set_fitted(self, result)
+    _family = "DaskRankSVM"
+    _model_schema = {**RankSVM._model_schema, **_DASK_SCHEMA}
 
 
 @register_model
-class DaskDominationRank(_DaskFitMixin, DominationRank):
+class DaskDominationRank(DaskFitMixin, DominationRank):
     """:class:`cyrank.DominationRank` with a smooth penalty (l2, or elasticnet with l1_ratio = 0) fitted on Dask
     collections by distributed TRON (the single-machine ``solver="newton"``): same objective, stopping rule
     (KKT violation <= tol) and attributes, plus ``n_partitions_``, ``rows_moved_`` and ``n_distributed_calls_``.
@@ -372,52 +527,15 @@ class DaskDominationRank(_DaskFitMixin, DominationRank):
     induction; group_by_query must be True.
     """
 
-    _model_schema = {**DominationRank._model_schema, "n_partitions_": "int>=1?", "rows_moved_": "int>=0?",
-                     "n_distributed_calls_": "int>=0?"}
-
-    def fit(self, X, y, qid=None, client=None, callback=None):
-        lam1, lam2, _ = self._check_params()
-        if lam1 != 0 or self.feature_induction is not None or self.neg_sample is not None \
-                or not self.group_by_query or self.solver not in ("auto", "newton"):
-            raise ValueError("DaskDominationRank fits the smooth objective by Newton: penalty='l2' (or "
-                             "'elasticnet' with l1_ratio=0), solver 'auto' or 'newton', no feature_induction or "
-                             "neg_sample, group_by_query=True")
-        if qid is None:
-            raise ValueError("DaskDominationRank needs qid: queries are what the partitions keep whole")
-        res, infos, extra = self._distributed_tron("domination", X, y, qid, {"binary": bool(self.binary)}, lam2,
-                                               self.tol, self.max_iter, client, callback, grad_norm0="max")
-        noise, scale = sum(i["noise"] for i in infos), res.info["grad_norm0"]
-        excess = np.maximum(np.abs(extra["grad"]) - noise, 0.0)
-        violation = float(np.max(excess, initial=0.0)) / scale if scale > 0 else 0.0
-        result = SolveResult(coef=res.x, objective=float(extra["objective"]), kkt_violation=violation,
-                             n_iter=int(res.n_iter),
-                             n_cg_iter=int(res.n_inner), converged=bool(res.converged), solver="newton",
-                             gap=float(res.gap), gap_kind=res.gap_kind,
-                             history={"objective": np.asarray(res.history["fun"][1:], dtype=np.float64),
-                                      "n_nonzero": np.asarray(res.history["n_nonzero"], dtype=np.int64)},
-                             sample_mask=None, n_features_in=infos[0]["n_features"],
-                             optimality_name="kkt_violation", message=res.message)
-        return set_fitted(self, result)
+    _family = "DaskDominationRank"
+    _model_schema = {**DominationRank._model_schema, **_DASK_SCHEMA}
 
 
 @register_model
-class DaskRankNet(_DaskFitMixin, RankNet):
+class DaskRankNet(DaskFitMixin, RankNet):
     """:class:`cyrank.RankNet` (linear, convex) fitted on Dask collections by distributed TRON: same objective,
     stopping rule (||grad|| <= tol ||grad at 0||) and attributes, plus ``n_partitions_``, ``rows_moved_`` and
     ``n_distributed_calls_``. ``fit(X, y, qid, client=None, callback=None)`` as :class:`DaskRankSVM`."""
 
-    _model_schema = {**RankNet._model_schema, "n_partitions_": "int>=1?", "rows_moved_": "int>=0?",
-                     "n_distributed_calls_": "int>=0?"}
-
-    def fit(self, X, y, qid=None, client=None, callback=None):
-        sigma, alpha, max_iter, tol = self._check_params()
-        if qid is None:
-            raise ValueError("DaskRankNet needs qid: queries are what the partitions keep whole")
-        res, infos, _ = self._distributed_tron("ranknet", X, y, qid, {"sigma": float(sigma)}, float(alpha), tol,
-                                               max_iter, client, callback)
-        result = SolveResult(coef=res.x, objective=float(res.objective), grad_norm=float(res.optimality),
-                             n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner), converged=bool(res.converged),
-                             gap=float(res.gap), gap_kind=res.gap_kind,
-                             n_features_in=infos[0]["n_features"], optimality_name="grad_norm",
-                             message="" if res.converged else res.message)
-        return set_fitted(self, result)
+    _family = "DaskRankNet"
+    _model_schema = {**RankNet._model_schema, **_DASK_SCHEMA}

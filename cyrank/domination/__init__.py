@@ -1,7 +1,7 @@
 """Domination-loss ranking (Stevens, "Efficient Coordinate Descent for Ranking with Domination Loss", MEng thesis,
-MIT 2010): ``solve`` and ``objective`` (functional layer, no scikit-learn import) and the estimator
-``DominationRank`` (imported on first use)."""
-from .solver import Options, PathResult, objective, path, solve
+MIT 2010): ``solve``, ``objective``, ``path`` and the loss object ``loss`` (a cyrank.optim.datafit.Datafit; functional
+layer, no scikit-learn import) and the estimator ``DominationRank`` (imported on first use)."""
+from .solver import Options, PathResult, loss, objective, path, solve
 
 
 def __getattr__(name):
@@ -12,4 +12,4 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["DominationRank", "Options", "PathResult", "objective", "path", "solve"]
+__all__ = ["DominationRank", "Options", "PathResult", "loss", "objective", "path", "solve"]

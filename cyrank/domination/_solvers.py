@@ -8,11 +8,11 @@ import scipy.sparse as sp
 
 from .._threads import one_blas_thread
 from ..optim.certificate import certify, group_column_squares, jacobi_preconditioner
+from ..optim.datafit import Datafit
 from ..optim.owlqn import owlqn_penalized
 from ..optim.penalties import Penalty
 from ..optim.prox_newton import RIDGE, GramModel, prox_newton
 from ..optim.result import OptimResult
-from ..optim.smooth import SmoothProblem
 from ..optim.tron import tron
 from . import _cd, _model_cd, _smooth
 from ._layout import _columns, _gradient_rounding, _rows_of
@@ -30,26 +30,55 @@ class _NewtonState:
         self.xg = np.zeros(d)
 
 
-class _NewtonProblem(SmoothProblem):
-    """L(Xw) + lam2 ||w||_2^2 for cyrank.optim.tron: loss and gradient 2 lam2 w + X'g in one pass of _smooth.pyx,
-    Hessian products 2 lam2 v + X'H X v from the state of the last accepted point (SmoothProblem's protocol)."""
+class _NewtonProblem(Datafit):
+    """The domination loss L(Xw) (cyrank.domination.solver's module docstring) + ridge ||w||_2^2 as a datafit
+    (cyrank.optim.datafit): loss and gradient 2 ridge w + X'g in one pass of _smooth.pyx, Hessian products
+    2 ridge v + X'H X v from the state of the last accepted point (SmoothProblem's protocol).
 
-    def __init__(self, rows, layout, lam2, d, parallel_min_rows=-1):
-        self.rows, self.layout, self.lam2, self.d = rows, layout, lam2, d
+    ``rows``: the sorted rows of X (_layout._rows_of), ``layout`` their layout, ``lam2`` the ridge, ``d`` the
+    number of features. With ``X`` (the checked data the layout was made from) it also gives the column squares
+    (the within-query centred squares of X's columns, kept on the layout) and the gradient's rounding error
+    (_layout._gradient_rounding); w is in X's column order, whatever the order of the sorted rows."""
+
+    def __init__(self, rows, layout, lam2, d, parallel_min_rows=-1, X=None):
+        self.rows, self.layout, self.ridge, self.d = rows, layout, float(lam2), d
+        self.n_features, self.n_rows = d, int(layout.rows.shape[0])
         self.parallel_min_rows = parallel_min_rows
+        self.X = X
+        self._noise = None
         super().__init__()
+
+    @property
+    def lam2(self):
+        """The ridge (the name of the l2 weight in this family's solvers)."""
+        return self.ridge
+
+    def column_squares(self):
+        if self.layout.squares is None:  # once per layout (the chained solvers of "auto" and a path share it)
+            if self.X is None:
+                raise ValueError("the column squares need X: build the loss with cyrank.domination.loss")
+            self.layout.squares = group_column_squares(self.X, self.layout.lay_ptr[self.layout.q_ptr],
+                                                       self.layout.rows)
+        return self.layout.squares
+
+    @property
+    def gradient_noise(self):
+        """Bound on the rounding error of the computed loss gradient (_layout._gradient_rounding, in full)."""
+        if self._noise is None:
+            self._noise = 0.0 if self.X is None else _gradient_rounding(self.X, self.layout, 0.0)
+        return self._noise
 
     def new_state(self):
         return _NewtonState(self.layout, self.d, self.parallel_min_rows)
 
     def evaluate(self, w, Mw, state):
         loss = _smooth.fun_grad(*self.rows, self.d, state.smooth, w, state.xg)
-        return loss + self.lam2 * float(w @ w), state.xg + 2.0 * self.lam2 * w
+        return loss + self.ridge * float(w @ w), state.xg + 2.0 * self.ridge * w
 
     def hessian_product(self, state, v, Mv):
         out = np.empty(self.d)
         _smooth.hess_vec(*self.rows, self.d, state.smooth, v, out)
-        return out + 2.0 * self.lam2 * v
+        return out + 2.0 * self.ridge * v
 
 
 def _result(w, objective, hist_obj, hist_nnz, violation, n_iter, n_inner, converged, stalled=False,
@@ -117,7 +146,7 @@ def _smooth_problem(X, layout, lam2, options):
     max_r |dL/dw_r| at w = 0 (the reference of every KKT measure here), the rounding error of the gradient
     (_gradient_rounding), and the objective and gradient at 0. Leaves the problem's Hessian state at w = 0."""
     rows = _rows_of(X, layout.rows, options)
-    problem = _NewtonProblem(rows, layout, lam2, X.shape[1], options.parallel_min_rows)
+    problem = _NewtonProblem(rows, layout, lam2, X.shape[1], options.parallel_min_rows, X=X)
     with one_blas_thread():
         zero = np.zeros(X.shape[1])
         f0 = problem.fun(zero)

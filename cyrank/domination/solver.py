@@ -266,6 +266,26 @@ def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_
     return float(loss + pen)
 
 
+# --------------------------------------------------------------------------------------------------- loss
+def loss(X, y, qid=None, offset=None, *, binary=False, group_by_query=True):
+    """The domination loss (Stevens, MIT thesis 2010, sections 3-4; module docstring) on (X, y, qid, offset), no
+    penalty: a :class:`cyrank.optim.datafit.Datafit` evaluating
+
+        L(w) = sum_q sum_{i: D(q, i) != {}} log(1 + sum_{j in D(q, i)} exp((f_j - o_j) - (f_i - o_i))),  f = X w,
+
+    its gradient and Hessian products (+ ridge ||w||^2 when :func:`cyrank.optim.datafit.minimise` sets a ridge),
+    with ``n_features``, ``n_rows`` (rows of queries with two label levels), ``column_squares()`` and
+    ``gradient_noise``. The data are checked as :func:`solve` checks them; ``binary`` and ``group_by_query`` as
+    there. Rows are sorted by (query, label) inside the object; w is in X's column order, so the object is used
+    like ``objective``: ``loss(X, y, qid).fun(w) == objective(X, y, qid, coef=w, alpha=0)``."""
+    check_option("binary", binary, (True, False))
+    check_option("group_by_query", group_by_query, (True, False))
+    X, y, qid, offset, x_max = _check_data(X, y, qid, offset)
+    layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
+    layout.x_max = x_max
+    return _NewtonProblem(_rows_of(X, layout.rows), layout, 0.0, X.shape[1], X=X)
+
+
 # ------------------------------------------------------------------------------------------ regularisation path
 def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5,
          binary=False, group_by_query=True, solver="auto", feature_induction=None, max_iter=1000, tol=1e-6,

@@ -32,7 +32,7 @@ from .._validation import (check_gain_labels, check_option, check_param, check_r
                            warn_if_no_pairs)
 from ..metrics import parse_metric_name
 from ..optim.certificate import group_column_squares
-from ..optim.datafit import Datafit, minimise
+from ..optim.datafit import Datafit, minimise, solve_result
 from ..optim.path import alpha_grid, check_path_params, run_path
 from ..optim.penalties import Penalty, penalty_weights
 from . import _lambdas
@@ -239,14 +239,11 @@ class _WeightedRankNetProblem(_RankNetProblem):
         self.ref.hess_vec(s, self.pairs.sigma, u, out)
 
 
-def _result(res, d):
-    """The SolveResult of an OptimResult of :func:`cyrank.optim.datafit.minimise` on d features: grad_norm is the
-    relative gradient norm, or with an l1 term the relative KKT violation (0 when the scale at 0 is 0)."""
-    scale = res.info.get("grad_norm0", 0.0)
-    return SolveResult(coef=res.x, objective=float(res.objective), n_features_in=d, optimality_name="grad_norm",
-                       grad_norm=float(res.optimality if scale > 0 else 0.0), n_iter=int(res.n_iter),
-                       n_cg_iter=int(res.n_inner), converged=bool(res.converged), gap=float(res.gap),
-                       gap_kind=res.gap_kind, message=res.message)
+def _result(res, datafit):
+    """The SolveResult of an OptimResult of :func:`cyrank.optim.datafit.minimise` (cyrank.optim.datafit.solve_result):
+    grad_norm is the relative gradient norm, or with an l1 term the relative KKT violation (0 when the scale at 0
+    is 0)."""
+    return solve_result(res, datafit, measure="grad_norm")
 
 
 def _sorted_X(X, pairs):
@@ -291,6 +288,24 @@ def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0, penalty="l2", l1_ra
     return pairs.lambdas(s, np.empty(n), np.empty(n)) + Penalty(lam1, lam2).value(coef)
 
 
+def loss(X, y, qid=None, *, sigma=1.0):
+    """The RankNet loss (Burges 2010, section 1; module docstring) on (X, y, qid), no penalty: a
+    :class:`cyrank.optim.datafit.Datafit` evaluating
+
+        L(w) = sum_{(i, j): same query, y_i > y_j} log(1 + exp(-sigma (x_i - x_j) . w)),
+
+    its gradient X' lambda and Hessian products (+ ridge ||w||^2 when :func:`cyrank.optim.datafit.minimise` sets a
+    ridge), with ``n_features``, ``n_rows``, ``column_squares()`` (within-query centred squares of X's columns) and
+    ``gradient_noise`` (0). The data are checked as :func:`solve` checks them, and a RankingDataWarning is given
+    when no query has a pair. Rows are sorted by (query, label) inside the object (by content inside a run, as
+    :func:`solve` sorts them); w is in X's column order, so ``loss(X, y, qid).fun(w) ==
+    objective(X, y, qid, coef=w, alpha=0)`` and the object never exposes the row order."""
+    X, y, qid = check_ranking_data(X, y, qid)
+    pairs = _Pairs(y, qid, sigma=check_sigma(sigma), X=X)
+    warn_if_no_pairs(pairs.groups)
+    return _RankNetProblem(_sorted_X(X, pairs), pairs)
+
+
 def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, max_iter=1000, tol=1e-6, coef_init=None,
           verbose=0):
     """Linear RankNet (module docstring) with the penalty ``penalty`` (cyrank.optim.penalties: "l2"
@@ -315,10 +330,11 @@ def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, m
 def _solve_sorted(Xs, pairs, lam1, lam2, w, *, tol, max_iter, verbose):
     """:func:`solve` on checked data in (query, label) order (cyrank.optim.datafit.minimise)."""
     penalty = Penalty(lam1, lam2)
+    problem = _RankNetProblem(Xs, pairs)
     with one_blas_thread():
-        res = minimise(_RankNetProblem(Xs, pairs), penalty, w, tol=tol, max_iter=max_iter, verbose=verbose,
+        res = minimise(problem, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose,
                        name="RankNet" if penalty.smooth else "RankNet prox_newton")
-    return _result(res, Xs.shape[1])
+    return _result(res, problem)
 
 
 def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5, sigma=1.0,
@@ -387,10 +403,11 @@ def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10"
     Xs = _sorted_X(X, pairs)
     ref = pairs.reference(s0[pairs.order])
     w = _check_coef_init(coef_init, X.shape[1])
+    problem = _WeightedRankNetProblem(Xs, pairs, ref)
     with one_blas_thread():
-        res = minimise(_WeightedRankNetProblem(Xs, pairs, ref), Penalty(0.0, alpha), w, tol=tol,
-                       max_iter=max_iter, verbose=verbose, name="weighted RankNet")
-    return _result(res, X.shape[1])
+        res = minimise(problem, Penalty(0.0, alpha), w, tol=tol, max_iter=max_iter, verbose=verbose,
+                       name="weighted RankNet")
+    return _result(res, problem)
 
 
 # ------------------------------------------------------------------------------------------------ LambdaRank

@@ -22,10 +22,12 @@ rounding error of the gradient; 0 when negligible).
   max_r |dL/dw_r at 0| and the gap is <= tol max(1, |F|). ``optimality``: the relative KKT violation.
 
 Either way the result is an :class:`~cyrank.optim.result.OptimResult` whose ``message`` is "" when it converged;
-each family turns it into its SolveResult.
+:func:`solve_result` turns it into the family's SolveResult (the one way back, for the single-machine solvers and
+for cyrank.dask, whose distributed sum of shard losses is a datafit too).
 """
 import numpy as np
 
+from .._result import SolveResult
 from .certificate import certify, jacobi_diagonal, jacobi_preconditioner
 from .prox_newton import GramModel, prox_newton
 from .result import OptimResult
@@ -39,7 +41,7 @@ class Datafit(SmoothProblem):
     ``n_rows``, and implement :meth:`column_squares`."""
 
     ridge = 0.0            # lam2 of + lam2 ||w||^2 (set by minimise from the penalty)
-    gradient_noise = 0.0   # bound on the rounding error of the gradient
+    gradient_noise = 0.0   # bound on the rounding error of the gradient (a family may compute it on first use)
     n_features = 0         # size of w
     n_rows = None          # rows the column squares sum over (None: unknown)
 
@@ -55,24 +57,38 @@ class Datafit(SmoothProblem):
                                      always=always)
 
 
-def minimise(datafit, penalty, w0=None, *, tol, max_iter, verbose=0, name="minimise"):
+def minimise(datafit, penalty, w0=None, *, tol, max_iter, verbose=0, name="minimise", callback=None,
+             grad_scale="l2"):
     """Minimise datafit + penalty from w0 (default 0; copied), the solver chosen by the penalty (module docstring).
     Sets ``datafit.ridge = penalty.ridge``. Returns an OptimResult; ``info["grad_norm0"]`` is the scale of the
-    relative stopping measure (||grad at 0||, or max_r |dL/dw_r at 0| with an l1 term)."""
+    relative stopping measure (||grad at 0||, or max_r |dL/dw_r at 0| with an l1 term).
+
+    Smooth penalties only: ``callback(w)`` is called after every accepted Newton step, and ``grad_scale="max"``
+    makes TRON's rule ||grad F|| <= tol max_r |dL/dw_r at 0| (DominationRank's scale, that of its KKT violation)
+    instead of tol ||grad F at 0||."""
     d = datafit.n_features
     w = np.zeros(d) if w0 is None else np.array(w0, dtype=np.float64)
     datafit.ridge = float(penalty.ridge)
+    if grad_scale not in ("l2", "max"):
+        raise ValueError(f"grad_scale must be 'l2' or 'max', got {grad_scale!r}")
     if penalty.smooth:
-        return _minimise_smooth(datafit, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
+        return _minimise_smooth(datafit, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name,
+                                callback=callback, grad_scale=grad_scale)
+    if callback is not None or grad_scale != "l2":
+        raise ValueError("minimise: callback and grad_scale='max' are for smooth penalties (no l1 term)")
     return _minimise_l1(datafit, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
 
 
-def _minimise_smooth(datafit, w, *, tol, max_iter, verbose, name):
-    """TRON from w, relative to ||grad at 0|| (computed here when w != 0; TRON computes it at 0 itself)."""
-    g0 = float(np.linalg.norm(datafit.grad(np.zeros(w.shape[0])))) if np.any(w) else None
+def _minimise_smooth(datafit, w, *, tol, max_iter, verbose, name, callback=None, grad_scale="l2"):
+    """TRON from w, relative to ||grad at 0|| (computed here when w != 0; TRON computes it at 0 itself), or to
+    max_r |grad_r at 0| (``grad_scale="max"``, always computed here)."""
+    if grad_scale == "max":
+        g0 = float(np.max(np.abs(datafit.grad(np.zeros(w.shape[0]))), initial=0.0))
+    else:
+        g0 = float(np.linalg.norm(datafit.grad(np.zeros(w.shape[0])))) if np.any(w) else None
     mu = 2.0 * datafit.ridge
     res = tron(datafit, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name=name,
-               precond=lambda x: datafit.preconditioner(x), gap_tol=tol, strong_convexity=mu)
+               precond=lambda x: datafit.preconditioner(x), gap_tol=tol, strong_convexity=mu, callback=callback)
     if res.converged:
         res.message = ""
     return res
@@ -109,3 +125,34 @@ def _minimise_l1(datafit, penalty, w, *, tol, max_iter, verbose, name):
                        f"objective gap {res.gap:.3g} ({res.gap_kind or 'not measured'}): {why}")
     res.info["grad_norm0"] = scale
     return res
+
+
+def solve_result(res, datafit, *, measure="grad_norm", **fields):
+    """The family's :class:`cyrank._result.SolveResult` of ``res``, an OptimResult of :func:`minimise` on
+    ``datafit``: ``coef`` (res.x), ``objective``, ``n_iter``, ``n_cg_iter`` (res.n_inner), ``converged``, ``gap``,
+    ``gap_kind``, ``n_features_in`` (datafit.n_features), ``message`` and the stopping measure named ``measure``:
+
+    - "grad_norm": ||grad F|| / ||grad F at 0|| (res.optimality; 0 when the gradient at 0 is 0); with an l1 term
+      the relative KKT violation;
+    - "kkt_violation" (DominationRank's): the objective and gradient recomputed at res.x in float64, and
+      max_r |dF/dw_r| beyond ``datafit.gradient_noise``, relative to res.info["grad_norm0"] (max_r |dL/dw_r at 0|
+      with ``grad_scale="max"``); with an l1 term res.optimality, already that measure.
+
+    ``fields``: the family's own values (they replace the above of the same name)."""
+    scale = float(res.info.get("grad_norm0", 0.0))
+    values = dict(coef=res.x, objective=float(res.objective), n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner),
+                  converged=bool(res.converged), gap=float(res.gap), gap_kind=res.gap_kind,
+                  n_features_in=int(datafit.n_features))
+    if measure == "grad_norm":
+        values["grad_norm"] = float(res.optimality if scale > 0 else 0.0)
+    elif measure == "kkt_violation":
+        if res.optimality_name == "kkt_violation":
+            values["kkt_violation"] = float(res.optimality)
+        else:  # the exact objective and gradient at the returned point (TRON's last one may be a trial point's)
+            values["objective"] = float(datafit.fun(res.x))
+            excess = np.maximum(np.abs(datafit.grad(res.x)) - datafit.gradient_noise, 0.0)
+            values["kkt_violation"] = float(np.max(excess, initial=0.0)) / scale if scale > 0 else 0.0
+    else:
+        raise ValueError(f"measure must be 'grad_norm' or 'kkt_violation', got {measure!r}")
+    values.update(fields)
+    return SolveResult(optimality_name=measure, message=res.message, **values)

@@ -40,13 +40,14 @@ Solvers:
 Every solver stops when ||grad F|| <= tol ||grad F at 0|| (``grad_norm`` is the relative value; with an l1 term
 the KKT violation max_r |p_r| / max_r |dL/dw_r at 0|, p the minimum-norm subgradient) and the gap F - F* is at
 most tol * max(1, |F|) by cyrank.optim.certificate (``gap``, ``gap_kind``: the certified bound ||p||^2 / (2 mu),
-mu = 2 alpha (1 - l1_ratio) for "elasticnet", or the Newton decrement); Newton runs preconditioned by the Jacobi
-diagonal of the feature scales, so unnormalised features cost it few extra iterations.
+mu = 2 alpha ("l2") or 2 alpha (1 - l1_ratio) ("elasticnet"), or the Newton decrement); Newton runs
+preconditioned by the Jacobi diagonal of the feature scales, so unnormalised features cost it few extra
+iterations.
 
-No minimiser (alpha = 0 only, whatever the penalty's name): when the returned w orders every edge of every subgraph (all margins along w <= 0,
-one < 0; e.g. separable preferences), F(t w) decreases strictly in t, so no point is a minimiser and the gradient
-rule only means that w is large; likewise when a boosting base function meets edges of one sign only. The fit
-then reports converged = False, and its message says to set alpha > 0.
+No minimiser (alpha = 0 only, whatever the penalty's name): when the returned w orders every edge of every
+subgraph (all margins along w <= 0, one < 0; e.g. separable preferences), F(t w) decreases strictly in t, so no
+point is a minimiser and the gradient rule only means that w is large; likewise when a boosting base function
+meets edges of one sign only. The fit then reports converged = False, and its message says to set alpha > 0.
 """
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -454,9 +455,10 @@ class _JointBoost:
 
 def _boost(data, w, alpha, tol, max_iter, g0, verbose, problem, precond):
     """Fig. 3 in place on w (module docstring): (objective, iterations, ||grad||, converged, message, gap,
-    gap_kind, whether a one-sided base function was smoothed). It stops when ||grad|| <= tol ||grad at 0|| and the gap (cyrank.optim.certificate, with the Hessian
-    of ``problem``) is <= tol * max(1, |F|); when the first holds and not the second, the gradient target is
-    lowered by sqrt(target / gap) (at least 2x) and the updates go on."""
+    gap_kind, whether a one-sided base function was smoothed). ``alpha``: the ridge. It stops when
+    ||grad|| <= tol ||grad at 0|| and the gap (cyrank.optim.certificate, with the Hessian of ``problem``) is
+    <= tol * max(1, |F|); when the first holds and not the second, the gradient target is lowered by
+    sqrt(target / gap) (at least 2x) and the updates go on."""
     X = data.X
     n, L, d = data.n, data.L, data.d
     if sp.issparse(X):

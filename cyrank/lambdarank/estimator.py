@@ -70,12 +70,8 @@ class RankNet(LinearRankerMixin, SolverEstimator):
     _check = solver.check_params  # (sigma, alpha, max_iter, tol); the penalty is checked by penalty_weights
 
     def _check_params(self):
-        """(sigma, alpha, max_iter, tol), the penalty checked too."""
-        lam1, _ = penalty_weights(self.penalty, self.alpha, self.l1_ratio)
-        if lam1 > 0 and type(self).fit is not RankNet.fit:
-            # a subclass with its own fit (cyrank.dask.DaskRankNet: distributed TRON) minimises the smooth objective
-            raise ValueError(f"{type(self).__name__} minimises the smooth objective only: use penalty='l2' (or "
-                             f"cyrank.RankNet for penalty={self.penalty!r})")
+        """(sigma, alpha, max_iter, tol), the penalty checked too (cyrank.optim.penalties.penalty_weights)."""
+        penalty_weights(self.penalty, self.alpha, self.l1_ratio)
         return super()._check_params()
 
     def fit(self, X, y, qid=None):

@@ -48,9 +48,10 @@ def _noop(shard):
 def bench_dask(quick):
     import distributed
 
-    from cyrank.dask import _DistributedLoss, _start
-    from cyrank.optim.tron import tron
-    from cyrank.ranksvm.problems import LinearSquaredHinge, make_layout
+    from cyrank import ranksvm
+    from cyrank.dask import DistributedLoss
+    from cyrank.optim.datafit import minimise
+    from cyrank.optim.penalties import Penalty
 
     n, d, chunk = (200_000, 20, 50_000) if quick else (2_000_000, 50, 100_000)
     print(f"\n### DaskRankSVM: {n:,} documents x {d} dense features, queries of 100, C = 1e-3, tol = 1e-3\n")
@@ -69,23 +70,21 @@ def bench_dask(quick):
         try:
             X, y, qid = letor_dask(n, d, chunk)
             t0 = time.perf_counter()
-            client, shards, infos, moved = _start("ranksvm", X, y, qid, {"C": 1e-3}, client)
+            problem = DistributedLoss.build("DaskRankSVM", X, y, qid, params={"C": 1e-3}, client=client)
             t_build = time.perf_counter() - t0
             trips = []
             for _ in range(20):
                 t = time.perf_counter()
-                client.gather(client.map(_noop, shards, pure=False))
+                client.gather(client.map(_noop, problem.shards, pure=False))
                 trips.append(time.perf_counter() - t)
-            problem = _DistributedLoss(client, shards, d, 0.5)
             t0 = time.perf_counter()
-            res = tron(problem, np.zeros(d), tol=1e-3, max_iter=1000)
+            res = minimise(problem, Penalty(0.0, 0.5), tol=1e-3, max_iter=1000)  # DaskRankSVM.fit's solve
             t_newton = time.perf_counter() - t0
-            rows.append((f"DaskRankSVM, {workers} worker{'s' * (workers > 1)}", len(infos), t_build, t_newton,
-                         res.n_iter, res.n_cg, problem.n_calls, float(np.median(trips)), res.fun))
+            rows.append((f"DaskRankSVM, {workers} worker{'s' * (workers > 1)}", problem.n_partitions, t_build,
+                         t_newton, res.n_iter, res.n_inner, problem.n_calls, float(np.median(trips)), res.objective))
             if workers == 2:
                 Xl, yl, ql = (np.asarray(a) for a in client.compute([X, y, qid], sync=True))
-            for f in shards:
-                f.release()
+            problem.release()
         finally:
             client.close()
             cluster.close()
@@ -94,17 +93,16 @@ def bench_dask(quick):
 
     with threadpool_limits(1):  # one core, as each worker (distributed's nannies set OMP_NUM_THREADS=1); the
         t0 = time.perf_counter()  # layout fixes the kernels' thread count, so it is made inside the limit
-        layout, _ = make_layout(yl, ql)
-        local = LinearSquaredHinge(Xl, layout, 1e-3)
+        local = ranksvm.loss(Xl, yl, ql, C=1e-3)
         t_build = time.perf_counter() - t0
         evaluate, hess = local.evaluate, local.hessian_product
         local.evaluate = lambda *a: (calls.__setitem__(0, calls[0] + 1), evaluate(*a))[1]
         local.hessian_product = lambda *a: (calls.__setitem__(0, calls[0] + 1), hess(*a))[1]
         t0 = time.perf_counter()
-        res = tron(local, np.zeros(d), tol=1e-3, max_iter=1000)
+        res = minimise(local, Penalty(0.0, 0.5), tol=1e-3, max_iter=1000)
         t_newton = time.perf_counter() - t0
-    rows.append(("RankSVM, one process, one thread (data in memory)", 1, t_build, t_newton, res.n_iter, res.n_cg, calls[0], 0.0,
-                 res.fun))
+    rows.append(("RankSVM, one process, one thread (data in memory)", 1, t_build, t_newton, res.n_iter, res.n_inner,
+                 calls[0], 0.0, res.objective))
     print("| fit | partitions | build s | Newton s | Newton iterations | CG steps | calls | s per Newton iteration "
           "| ms per call | round trip ms | scheduling share | objective |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -16,9 +16,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import cyrank
-from cyrank import DominationRank, RankSVM
-from cyrank.domination import solver as domination
-from cyrank.ranksvm.problems import LinearSquaredHinge, make_layout
+from cyrank import DominationRank, RankSVM, domination, ranksvm
 
 
 def fastest(f, reps):
@@ -51,12 +49,12 @@ def main():
     print("| what | fastest (ms) | bit-identical over repeats |")
     print("|---|---:|:---:|")
 
-    layout, _ = make_layout(y, qid)
-    svm = LinearSquaredHinge(X, layout, 1.0)  # fun + grad: one pass (grad commits the state of fun)
+    svm = ranksvm.loss(X, y, qid, C=1.0)  # fun + grad: one pass (grad commits the state of fun)
+    svm.ridge = 0.5  # RankSVM's w'w / 2
     rows = [("RankSVM pair loss + gradient", lambda: (svm.fun(w), svm.grad(w)), 30),
             ("RankSVM Hessian-vector product", lambda: svm.hess_vec(v), 30)]
-    lay, _ = domination._layout(y, qid, np.zeros(n), binary=False, group_by_query=True)
-    newton = domination._NewtonProblem(domination._rows_of(X, lay.rows), lay, 0.5, d)
+    newton = domination.loss(X, y, qid)
+    newton.ridge = 0.5
     rows += [("Newton loss + gradient", lambda: (newton.fun(w), newton.grad(w)), 30),
              ("Newton Hessian-vector product", lambda: newton.hess_vec(v), 30),
              ("RankSVM(squared_hinge, tol=1e-6) fit", lambda: RankSVM(C=1.0, tol=1e-6).fit(X, y, qid).coef_, 5),

@@ -38,21 +38,21 @@ from typing import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from . import domination, lambdarank
+from . import domination, labelrank, lambdarank, ranksvm
 from ._base import set_fitted
 from ._queries import QueryGroups
-from ._validation import check_qid, check_ranking_data, warn_if_no_pairs
+from ._validation import check_qid, check_ranking_data, check_X, warn_if_no_pairs, warn_no_preferences
 from .domination.estimator import DominationRank
 from .io import register_model
+from .labelrank.estimator import LabelRankBoost
+from .labelrank.graphs import as_graphs
 from .lambdarank.estimator import RankNet
-from .optim.certificate import group_column_squares
 from .optim.datafit import Datafit, minimise, solve_result
 from .optim.penalties import Penalty, penalty_weights
 from .ranksvm.estimator import RankSVM
-from .ranksvm.problems import LinearSquaredHinge, make_layout
 
-__all__ = ["DaskDominationRank", "DaskFitMixin", "DaskRankNet", "DaskRankSVM", "DistributedLoss", "FAMILIES",
-           "query_partitions", "row_partitions"]
+__all__ = ["DaskDominationRank", "DaskFitMixin", "DaskLabelRankBoost", "DaskRankNet", "DaskRankSVM", "DistributedLoss",
+           "FAMILIES", "Family", "query_partitions", "row_partitions"]
 
 
 # ------------------------------------------------------------------------------------------- partitions
@@ -195,36 +195,27 @@ def _warn_no_pairs(n_pairs):
     warn_if_no_pairs(types.SimpleNamespace(n_pairs_possible=n_pairs))
 
 
-class _SquaredHingeLoss(Datafit):
-    """C sum_P max(0, 1 - w'(x_i - x_j))^2 (RankSVM's loss, Kuo, Lee & Lin 2014, (3.11)) as a datafit, from
-    cyrank.ranksvm.problems (LinearSquaredHinge without its w'w / 2, which is the ridge 1/2 here)."""
+def _instance_edges(part, params):
+    """Preference edges of a label-ranking partition (X, Y), checked as the single-machine fit checks it."""
+    X = check_X(part[0], accept_sparse=("csr", "csc"))
+    return as_graphs(part[1], X.shape[0]).n_edges
 
-    def __init__(self, X, y, qid=None, *, C=1.0):
-        X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csr", "csc"))
-        layout, self.n_pairs = make_layout(y, qid)
-        self.problem = LinearSquaredHinge(X, layout, C, regularize=False)
-        self.X, self.layout = X, layout
-        self.n_features, self.n_rows = X.shape[1], int(layout.rows.shape[0])
-        super().__init__()
 
-    def column_squares(self):
-        return group_column_squares(self.X, self.layout.offsets, self.layout.rows)
-
-    def new_state(self):
-        return self.problem.new_state()
-
-    def evaluate(self, w, Mw, state):
-        f, g = self.problem.evaluate(w, Mw, state)
-        return f + self.ridge * float(w @ w), g + 2.0 * self.ridge * w
-
-    def hessian_product(self, state, v, Mv):
-        return self.problem.hessian_product(state, v, Mv) + 2.0 * self.ridge * v
+def _smooth_only(est, what):
+    """A ValueError naming the penalty when it has an l1 term (the distributed fit runs TRON: smooth only)."""
+    lam1, _ = penalty_weights(est.penalty, est.alpha, est.l1_ratio)
+    if lam1 > 0:
+        raise ValueError(f"{type(est).__name__} minimises the smooth objective only: use penalty='l2' (or "
+                         f"{what} for penalty={est.penalty!r})")
 
 
 def _ranksvm_check(est):
     if est.kernel != "linear" or est.loss != "squared_hinge":
         raise ValueError("DaskRankSVM fits the linear squared-hinge rankSVM (kernel='linear', "
                          "loss='squared_hinge'); use RankSVM for the others")
+    if est.penalty != "l2":
+        raise ValueError(f"{type(est).__name__} minimises the l2 objective only: use penalty='l2' (or "
+                         f"cyrank.RankSVM for penalty={est.penalty!r})")
 
 
 def _domination_check(est):
@@ -236,11 +227,25 @@ def _domination_check(est):
                          "neg_sample, group_by_query=True")
 
 
-def _ranknet_check(est):
-    lam1, _ = penalty_weights(est.penalty, est.alpha, est.l1_ratio)
-    if lam1 > 0:
-        raise ValueError(f"{type(est).__name__} minimises the smooth objective only: use penalty='l2' (or "
-                         f"cyrank.RankNet for penalty={est.penalty!r})")
+def _labelrank_check(est):
+    _smooth_only(est, "cyrank.LabelRankBoost")
+    if est.solver not in ("auto", "newton"):
+        raise ValueError(f"{type(est).__name__} fits by Newton (solver 'auto' or 'newton'), got "
+                         f"solver={est.solver!r}; use LabelRankBoost for the boosting updates")
+    if penalty_weights(est.penalty, est.alpha, est.l1_ratio)[1] == 0:
+        raise ValueError(f"{type(est).__name__} needs alpha > 0: with alpha=0 the objective can have no minimiser "
+                         "(separable preferences), which only the single-machine LabelRankBoost detects (on the "
+                         "whole data); set alpha > 0 (e.g. alpha=1e-3), or use LabelRankBoost")
+    if not isinstance(est.decomposition, str):
+        raise ValueError(f"{type(est).__name__} takes a named decomposition (the workers rebuild it), got "
+                         f"{est.decomposition!r}")
+
+
+def _labelrank_fields(run):
+    """LabelRankBoost's values: coef (n_labels x n_features) from w = (coef' flattened, C order)."""
+    d, L = run.n_columns, run.n_outputs
+    return {"coef": np.ascontiguousarray(run.res.x[:d * L].reshape(d, L).T), "joint_coef": None,
+            "solver": "newton", "n_labels": L, "n_features_in": d}
 
 
 @dataclass(frozen=True)
@@ -277,7 +282,7 @@ class Family:
 
 FAMILIES = {
     "DaskRankSVM": Family(
-        base=RankSVM, loss=_SquaredHingeLoss, params=lambda est: {"C": float(est.C)}, ridge=lambda est: 0.5,
+        base=RankSVM, loss=ranksvm.loss, params=lambda est: {"C": float(est.C)}, ridge=lambda est: 0.5,
         check=_ranksvm_check, pairs=_query_pairs, warn_none=_warn_no_pairs, measure="grad_norm",
         fields=lambda run: {"n_pairs": run.loss.n_pairs,
                             "n_active_pairs": run.loss.state_sum(run.res.x, "n_active")}),
@@ -290,8 +295,14 @@ FAMILIES = {
                                         "n_nonzero": np.asarray(run.nonzeros, dtype=np.int64)}}),
     "DaskRankNet": Family(
         base=RankNet, loss=lambdarank.loss, params=lambda est: {"sigma": float(est.sigma)},
-        ridge=lambda est: penalty_weights(est.penalty, est.alpha, est.l1_ratio)[1], check=_ranknet_check,
-        pairs=_query_pairs, warn_none=_warn_no_pairs, measure="grad_norm", fields=lambda run: {}),
+        ridge=lambda est: penalty_weights(est.penalty, est.alpha, est.l1_ratio)[1],
+        check=lambda est: _smooth_only(est, "cyrank.RankNet"), pairs=_query_pairs, warn_none=_warn_no_pairs,
+        measure="grad_norm", fields=lambda run: {}),
+    "DaskLabelRankBoost": Family(
+        base=LabelRankBoost, loss=labelrank.loss, params=lambda est: {"decomposition": est.decomposition},
+        ridge=lambda est: penalty_weights(est.penalty, est.alpha, est.l1_ratio)[1], check=_labelrank_check,
+        pairs=_instance_edges, warn_none=lambda n: warn_no_preferences(), measure="grad_norm",
+        fields=_labelrank_fields, queries=False, size=lambda d, outputs: d * outputs),
 }
 
 
@@ -381,21 +392,61 @@ def _build(name, part, params, size):
 
 
 # ------------------------------------------------------------------------------------------- driver side
+def _start(name, parts, params, size, client):
+    """(shard futures, their infos): the partitions' losses built and held on the workers (DistributedLoss.build)."""
+    from dask import delayed
+    from distributed import wait
+
+    shards = client.compute([delayed(_build)(name, part, params, size) for part in parts])
+    wait(shards)
+    infos = client.gather(client.map(_call, shards, ["info"] * len(shards), pure=False))
+    return shards, infos
+
+
 class DistributedLoss(Datafit):
     """sum_p loss_p(w) + ridge ||w||^2 over the shards' losses, a datafit for
     :func:`cyrank.optim.datafit.minimise`: every evaluation and Hessian product is one map over the shards, summed
     in partition order (deterministic). ``n_rows``, ``gradient_noise`` and ``n_pairs`` are the shards' sums,
-    ``column_squares()`` theirs summed once (queries are whole, so the sum is the whole data's)."""
+    ``column_squares()`` theirs summed once (queries are whole, so for a pairwise loss the sum is the whole
+    data's). Made by :meth:`build`; :meth:`release` frees the shards on the workers."""
 
     def __init__(self, client, shards, infos, size):
         self.client, self.shards = client, shards
         self.n_features = int(size)
+        self.n_partitions = len(infos)
         self.n_rows = sum(i["n_rows"] for i in infos)
         self.n_pairs = sum(i["n_pairs"] for i in infos)
         self.gradient_noise = float(sum(i["noise"] for i in infos))
         self.n_calls = 0
+        self.rows_moved = 0
         self._squares = None
         super().__init__()
+
+    @classmethod
+    def build(cls, name, X, y, qid=None, *, params, client=None):
+        """The losses of the family ``name`` (a key of :data:`FAMILIES`) with the builder's ``params`` on the
+        partitions of (X, y, qid) (:func:`query_partitions`, or :func:`row_partitions` for a family without
+        queries), built and held on the workers of ``client`` (default: the current one). Sets ``rows_moved``,
+        ``n_columns`` (X's) and ``n_outputs`` (y's columns; 1 for labels)."""
+        from distributed import get_client
+
+        family = FAMILIES[name]
+        arrays = _as_arrays(X, y, qid, y_ndim=1 if family.queries else 2)
+        parts, moved = _query_partitions(*arrays) if family.queries else _row_partitions(*arrays)
+        if not parts:
+            raise ValueError("no rows to fit")
+        d, n_outputs = int(arrays[0].shape[1]), int(arrays[1].shape[1]) if arrays[1].ndim == 2 else 1
+        size = family.size(d, n_outputs)
+        client = client or get_client()
+        shards, infos = _start(name, parts, params, size, client)
+        loss = cls(client, shards, infos, size)
+        loss.rows_moved, loss.n_columns, loss.n_outputs = int(moved), d, n_outputs
+        return loss
+
+    def release(self):
+        """Free the shards held on the workers."""
+        for f in self.shards:
+            f.release()
 
     def map(self, method, *args):
         """[shard.method(*args) for every shard], run where the shards are."""
@@ -428,17 +479,6 @@ class DistributedLoss(Datafit):
         return np.sum(parts, axis=0) + 2.0 * self.ridge * v
 
 
-def _start(name, parts, params, size, client):
-    """(shard futures, their infos): the partitions' losses built and held on the workers."""
-    from dask import delayed
-    from distributed import wait
-
-    shards = client.compute([delayed(_build)(name, part, params, size) for part in parts])
-    wait(shards)
-    infos = client.gather(client.map(_call, shards, ["info"] * len(shards), pure=False))
-    return shards, infos
-
-
 class DaskFitMixin:
     """The one distributed fit of every Dask estimator: its family's entry in :data:`FAMILIES` (``_family``, the
     estimator's name there) says what to build and report.
@@ -458,8 +498,6 @@ class DaskFitMixin:
 
     def fit(self, X, y, qid=None, client=None, callback=None):
         """Fit on dask collections (class docstring)."""
-        from distributed import get_client
-
         name = type(self).__name__
         family = FAMILIES[self._family]
         self._check_params()
@@ -468,15 +506,7 @@ class DaskFitMixin:
         if not family.queries and qid is not None:
             raise ValueError(f"{name} has no queries (each row is an instance); call fit(X, y, client=client)")
         params, ridge = family.params(self), float(family.ridge(self))
-        arrays = _as_arrays(X, y, qid, y_ndim=1 if family.queries else 2)
-        parts, moved = _query_partitions(*arrays) if family.queries else _row_partitions(*arrays)
-        if not parts:
-            raise ValueError("no rows to fit")
-        d, n_outputs = int(arrays[0].shape[1]), int(arrays[1].shape[1]) if arrays[1].ndim == 2 else 1
-        size = family.size(d, n_outputs)
-        client = client or get_client()
-        shards, infos = _start(self._family, parts, params, size, client)
-        loss = DistributedLoss(client, shards, infos, size)
+        loss = DistributedLoss.build(self._family, X, y, qid, params=params, client=client)
         try:
             if loss.n_pairs == 0:
                 family.warn_none(0)
@@ -490,13 +520,13 @@ class DaskFitMixin:
             res = minimise(loss, Penalty(0.0, ridge), tol=float(self.tol), max_iter=int(self.max_iter),
                            verbose=self.verbose, name=name, callback=record,
                            grad_scale="max" if family.measure == "kkt_violation" else "l2")
-            run = types.SimpleNamespace(loss=loss, res=res, nonzeros=nonzeros, n_columns=d, n_outputs=n_outputs)
+            run = types.SimpleNamespace(loss=loss, res=res, nonzeros=nonzeros, n_columns=loss.n_columns,
+                                        n_outputs=loss.n_outputs)
             result = solve_result(res, loss, measure=family.measure, **family.fields(run))
         finally:
-            for f in shards:
-                f.release()
-        self.n_partitions_ = len(infos)
-        self.rows_moved_ = int(moved)
+            loss.release()
+        self.n_partitions_ = loss.n_partitions
+        self.rows_moved_ = loss.rows_moved
         self.n_distributed_calls_ = loss.n_calls
         return set_fitted(self, result)
 
@@ -539,3 +569,18 @@ class DaskRankNet(DaskFitMixin, RankNet):
 
     _family = "DaskRankNet"
     _model_schema = {**RankNet._model_schema, **_DASK_SCHEMA}
+
+
+@register_model
+class DaskLabelRankBoost(DaskFitMixin, LabelRankBoost):
+    """:class:`cyrank.LabelRankBoost` (Newton, smooth penalty with alpha > 0, no joint features) fitted on Dask
+    collections by distributed TRON: the same objective, stopping rule (||grad|| <= tol ||grad at 0||) and
+    attributes, plus ``n_partitions_``, ``rows_moved_`` (always 0) and ``n_distributed_calls_``.
+
+    ``fit(X, y, client=None, callback=None)``: X a dask array of instances (rows), y a dask multilabel indicator
+    array (n_instances x n_labels, 0/1: every relevant label preferred to every irrelevant one), row-chunked like
+    X (rechunked if not); instances have no queries, so each row chunk is a partition. alpha = 0 is refused (the
+    single-machine fit detects there a missing minimiser on the whole data)."""
+
+    _family = "DaskLabelRankBoost"
+    _model_schema = {**LabelRankBoost._model_schema, **_DASK_SCHEMA}

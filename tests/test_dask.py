@@ -1,6 +1,7 @@
-"""Distributed TRON on Dask (cyrank.dask): on a two-process LocalCluster, DaskRankSVM and DaskDominationRank reach
-the single-machine coefficients and iteration counts with queries straddling chunk boundaries, survive a worker
-killed in the middle of a fit, and give plain single-machine estimators."""
+"""Distributed TRON on Dask (cyrank.dask): on a two-process LocalCluster, DaskRankSVM, DaskDominationRank and
+DaskRankNet reach the single-machine coefficients and iteration counts with queries straddling chunk boundaries,
+DaskLabelRankBoost the single-machine objective on instances split by rows, they survive a worker killed in the
+middle of a fit, and give plain single-machine estimators."""
 import pickle
 import warnings
 
@@ -10,8 +11,9 @@ import pytest
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
-from cyrank import DominationRank, RankNet, RankSVM  # noqa: E402
-from cyrank.dask import DaskDominationRank, DaskRankNet, DaskRankSVM, query_partitions  # noqa: E402
+from cyrank import DominationRank, LabelRankBoost, RankNet, RankSVM  # noqa: E402
+from cyrank.dask import (DaskDominationRank, DaskLabelRankBoost, DaskRankNet, DaskRankSVM, FAMILIES,  # noqa: E402
+                         query_partitions, row_partitions)
 from cyrank.datasets import make_ranking  # noqa: E402
 from cyrank.io import load_model, save_model  # noqa: E402
 
@@ -147,3 +149,77 @@ def test_refuses_what_it_does_not_fit(client):
         DaskRankSVM().fit(Xd, yd, client=client)
     with pytest.raises(TypeError, match="dask array"):
         DaskRankSVM().fit(X, y, qid, client=client)
+
+
+# ------------------------------------------------------------------------------------------- label ranking
+def label_data(seed, n=300, d=6, L=4):
+    """Instances with a 0/1 indicator of L labels from a noisy linear score (some rows without a relevant label,
+    some with every label relevant: instances without a preference edge)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    Y = (X @ rng.normal(size=(d, L)) + rng.normal(size=(n, L)) > 0.4).astype(np.int8)
+    return X, Y
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("penalty", ["l2", "elasticnet"])
+def test_label_rank_boost_reaches_the_single_machine_objective(client, sparse, penalty):
+    """Rows are instances (no queries): each row chunk is a partition, nothing moves; the distributed fit reaches
+    LabelRankBoost's objective to 1e-8 relative, and the fitted model is a plain LabelRankBoost."""
+    spm = pytest.importorskip("scipy.sparse")
+    X, Y = label_data(5)
+    if sparse:
+        X[np.abs(X) < 0.6] = 0.0
+    Xd = da.from_array(X, chunks=(37, -1))
+    if sparse:
+        Xd = Xd.map_blocks(spm.csr_matrix, dtype=X.dtype)
+    params = {"alpha": 0.3, "tol": 1e-10, "penalty": penalty, "l1_ratio": 0.0}
+    dist = DaskLabelRankBoost(**params).fit(Xd, da.from_array(Y, chunks=(50, -1)), client=client)  # rechunked
+    local = LabelRankBoost(**params).fit(spm.csr_matrix(X) if sparse else X, Y)
+    assert dist.converged_ and dist.n_partitions_ == 9 and dist.rows_moved_ == 0
+    assert dist.objective_ == pytest.approx(local.objective_, rel=1e-8)
+    assert dist.objective(X, Y) == pytest.approx(local.objective_, rel=1e-8)  # the model's own objective
+    np.testing.assert_allclose(dist.coef_, local.coef_, rtol=1e-6, atol=1e-8 * np.abs(local.coef_).max())
+    assert dist.coef_.shape == (4, 6) and dist.n_labels_ == 4 and dist.n_features_in_ == 6
+    assert dist.grad_norm_ <= 1e-10 and dist.solver_ == "newton" and dist.joint_coef_ is None
+    assert dist.score(X, Y) == pytest.approx(local.score(X, Y), abs=1e-12)
+
+
+def test_label_rank_boost_model_file_and_partitions(client, tmp_path):
+    X, Y = label_data(6, n=120)
+    parts, moved = row_partitions(da.from_array(X, chunks=(50, -1)), da.from_array(Y, chunks=(50, -1)))
+    blocks = [p.compute() for p in parts]
+    assert moved == 0 and [b[0].shape[0] for b in blocks] == [50, 50, 20]
+    np.testing.assert_array_equal(np.concatenate([b[1] for b in blocks]), Y)
+    model = DaskLabelRankBoost(alpha=0.1).fit(da.from_array(X, chunks=(50, -1)), da.from_array(Y, chunks=(50, -1)),
+                                              client=client)
+    save_model(model, tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    assert type(loaded) is DaskLabelRankBoost and loaded.n_partitions_ == 3
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+
+
+def test_label_rank_boost_refuses_what_it_does_not_fit(client):
+    X, Y = label_data(7, n=60)
+    Xd, Yd = da.from_array(X, chunks=(20, -1)), da.from_array(Y, chunks=(20, -1))
+    with pytest.raises(ValueError, match="alpha > 0"):
+        DaskLabelRankBoost().fit(Xd, Yd, client=client)                   # alpha = 0: no minimiser to detect
+    with pytest.raises(ValueError, match="smooth objective only"):
+        DaskLabelRankBoost(alpha=1.0, penalty="l1").fit(Xd, Yd, client=client)
+    with pytest.raises(ValueError, match="solver"):
+        DaskLabelRankBoost(alpha=1.0, solver="boost").fit(Xd, Yd, client=client)
+    with pytest.raises(ValueError, match="no queries"):
+        DaskLabelRankBoost(alpha=1.0).fit(Xd, Yd, da.zeros(60, chunks=20), client=client)
+    with pytest.raises(ValueError, match="2-d"):
+        DaskLabelRankBoost(alpha=1.0).fit(Xd, Yd[:, 0], client=client)
+
+
+def test_one_table_of_families():
+    """Every Dask estimator is its family's entry: the single-machine estimator it subclasses, and the public loss
+    builder of that family (no private construction)."""
+    import cyrank
+
+    for cls in (DaskRankSVM, DaskDominationRank, DaskRankNet, DaskLabelRankBoost):
+        family = FAMILIES[cls._family]
+        assert issubclass(cls, family.base) and family.base.__name__ in cyrank.ESTIMATORS
+        assert family.loss.__name__ == "loss" and not family.loss.__module__.split(".")[-1].startswith("_")

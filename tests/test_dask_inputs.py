@@ -20,10 +20,11 @@ def _dask_data():
 def test_dask_drops_rows():
     """A NaN qid is refused (RankSVM refuses it too) instead of its row vanishing from the fit; X, y and qid of
     different lengths get a message naming the lengths instead of dask's "Chunks do not add up"; DaskRankNet
-    warns once, on the driver, when no query has a pair (as every Dask estimator now does)."""
+    warns once, on the driver, when no query has a pair (as every Dask estimator now does; DaskLabelRankBoost when
+    no instance has a preference edge)."""
     da = pytest.importorskip("dask.array")
     distributed = pytest.importorskip("distributed")
-    from cyrank.dask import DaskDominationRank, DaskRankNet, DaskRankSVM, query_partitions
+    from cyrank.dask import DaskDominationRank, DaskLabelRankBoost, DaskRankNet, DaskRankSVM, query_partitions
 
     X, y, qid = _dask_data()
     qid[25] = np.nan
@@ -50,5 +51,12 @@ def test_dask_drops_rows():
                 cls().fit(*args, client=client)
             no_pairs = [w for w in caught if issubclass(w.category, RankingDataWarning)]
             assert len(no_pairs) == 1, (cls.__name__, [str(w.message) for w in caught])
+        with warnings.catch_warnings(record=True) as caught:  # label ranking: no instance with a preference edge
+            warnings.simplefilter("always")
+            DaskLabelRankBoost(alpha=1.0).fit(da.from_array(X, chunks=(10, -1)),
+                                              da.from_array(np.ones((40, 3), np.int8), chunks=(10, -1)),
+                                              client=client)
+        no_edges = [w for w in caught if issubclass(w.category, RankingDataWarning)]
+        assert len(no_edges) == 1 and "preference edge" in str(no_edges[0].message), [str(w.message) for w in caught]
     finally:
         client.close()

@@ -3,7 +3,8 @@ gradients of every document (``lambdas``), linear RankNet (``solve``, ``objectiv
 ``loss``, a cyrank.optim.datafit.Datafit), linear LambdaRank
 (``solve_lambdarank``, whose inner step is ``solve_weighted_ranknet``): the functional layer, no scikit-learn
 import; the estimators ``RankNet`` and ``LambdaRank`` are imported on first use."""
-from .solver import METRICS, lambdas, loss, objective, parse_metric, path, solve, solve_lambdarank, solve_weighted_ranknet
+from .solver import (METRICS, lambdas, loss, objective, parse_metric, path, solve, solve_lambdarank,
+                     solve_weighted_ranknet)
 
 
 def __getattr__(name):

@@ -16,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from cyrank import RankingDataWarning
 from cyrank.domination import DominationRank, Options, _cd, _model_cd, _smooth, path, solve
+from cyrank.domination import loss as domination_loss
 from cyrank.domination.solver import _columns, _layout, _NewtonProblem, _rows_of, _ScoreModel
 from cyrank.datasets import make_ranking
 from cyrank.io import load_model, save_model
@@ -812,7 +813,7 @@ def test_cd_on_margins_spanning_1e4(penalty, sparse):
     Xf = sp.csc_matrix(X) if sparse else X
     layout, _ = _layout(y, qid, o, binary=False, group_by_query=True)
     cols = _columns(Xf, layout.rows)
-    problem = _NewtonProblem(_rows_of(Xf, layout.rows), layout, 0.0, X.shape[1])
+    problem = domination_loss(Xf, y, qid, o)  # the public loss: the same layout, the log-domain Newton products
     rng = np.random.default_rng(2)
     for scale in (1.0, 3000.0):
         w = rng.normal(size=X.shape[1]) * scale

@@ -305,11 +305,12 @@ def test_row_order_and_single_level_queries_do_not_matter():
 
 
 def test_sparse_input_dense_enough_is_solved_densely_with_the_same_result():
-    from cyrank.ranksvm.problems import _linear_parts
+    from cyrank.ranksvm import loss
 
     X, y, qid = make_problem(seed=22, n=40)
     Xs = sp.csr_matrix(X)
-    assert _linear_parts(Xs)[3] and not _linear_parts(as_variant(X, True, np.float64))[3]
+    # the public loss object's kernel arrays: dense for Xs (every entry stored), sparse for a sparse variant
+    assert loss(Xs, y, qid).parts[3] and not loss(as_variant(X, True, np.float64), y, qid).parts[3]
     a = RankSVM(tol=1e-10).fit(X, y, qid)
     b = RankSVM(tol=1e-10).fit(Xs, y, qid)
     assert a.objective_ == b.objective_

@@ -165,6 +165,7 @@ TABLE = (
     EstimatorSpec(estimator="cyrank.dask:DaskRankSVM", extra="dask"),
     EstimatorSpec(estimator="cyrank.dask:DaskDominationRank", extra="dask"),
     EstimatorSpec(estimator="cyrank.dask:DaskRankNet", extra="dask"),
+    EstimatorSpec(estimator="cyrank.dask:DaskLabelRankBoost", extra="dask"),
 )
 
 ESTIMATORS = {spec.class_name: spec for spec in TABLE}  # class name -> spec

@@ -171,12 +171,7 @@ class RankSVM(RankerMixin, BaseEstimator):
         return params
 
     def _check_params(self):
-        n_jobs = solver.check_params(**self._solver_params())
-        if self.penalty != "l2" and type(self).fit is not RankSVM.fit:
-            # a subclass with its own fit (cyrank.dask.DaskRankSVM: distributed TRON) minimises the l2 objective
-            raise ValueError(f"{type(self).__name__} minimises the l2 objective only: use penalty='l2' (or "
-                             f"cyrank.RankSVM for penalty={self.penalty!r})")
-        return n_jobs
+        return solver.check_params(**self._solver_params())
 
     def fit(self, X, y, qid=None):
         """Minimise the objective on (X, y) grouped by ``qid`` (None: one query)."""

@@ -51,7 +51,7 @@ from .._threads import one_blas_thread, openmp_threads
 from .._validation import (check_feature_scale, check_n_jobs, check_option, check_options, check_param,
                            check_ranking_data, check_verbose, feature_scale_spread, max_abs)
 from ..optim.cutting_plane import cutting_plane_history
-from ..optim.datafit import minimise
+from ..optim.datafit import minimise, solve_result
 from ..optim.path import run_path
 from ..optim.penalties import PENALTIES, Penalty
 from ..optim.tron import tron
@@ -218,11 +218,15 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", penal
 
 
 def _result(values, solver_out, X, n_pairs, C, loss, kernel, options):
-    """The SolveResult of one fit: ``values`` and the solver's OptimResult ``solver_out`` (None: no pair)."""
+    """The SolveResult of one fit: ``values`` and the solver's OptimResult ``solver_out`` (None: no pair); for the
+    linear squared hinge, ``values["datafit"]`` is the datafit minimised (cyrank.optim.datafit.solve_result)."""
     if not np.isfinite(values["objective"]):
         raise ValueError(f"RankSVM: the objective overflowed float64 (features up to |x| = {max_abs(X):.3g}, "
                          f"C={C:g}); scale X (e.g. sklearn.preprocessing.StandardScaler) or lower C")
+    datafit = values.pop("datafit", None)
     values.update(n_features_in=X.shape[1], n_pairs=int(n_pairs))
+    if datafit is not None:
+        return solve_result(solver_out, datafit, **values)
     if solver_out is None:                       # no pair: the zero model is exact
         values.update(n_iter=0, converged=True, gap=0.0, gap_kind="exact")
         message = ""
@@ -387,21 +391,16 @@ class _Fit:
 
     def linear_datafit(self, obj):
         """The squared-hinge linear model on the datafit ``obj`` (its C the fit's), from ``start`` (default 0):
-        TRON when the penalty is smooth, proximal Newton with an l1 term (cyrank.optim.datafit.minimise)."""
+        TRON when the penalty is smooth, proximal Newton with an l1 term (cyrank.optim.datafit.minimise). A warm
+        start keeps the rule relative to the gradient at 0, so tol means what it does cold."""
         w0 = np.zeros(obj.n_features) if self.start is None else self.start
-        if self.penalty.smooth:
-            # a warm start keeps LIBLINEAR's rule ||grad|| <= tol ||grad at 0||, so tol means what it does cold;
-            # TRON is preconditioned only when a feature's scale fools the gradient rule
-            res = minimise(obj, self.penalty, w0, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
-                           name="RankSVM (TRON)")
-            # TRON's last gradient was taken at res.x, with res.objective computed there by the same pass
-            return {"coef": res.x, "objective": float(res.objective), "n_active_pairs": int(obj.state.n_active)}, res
+        smooth = self.penalty.smooth
         res = minimise(obj, self.penalty, w0, tol=self.tol, max_iter=self.max_iter, verbose=self.verbose,
-                       name="RankSVM (prox_newton)")
-        _, n_active = obj.loss(res.x)
-        if res.info.get("grad_norm0", 0.0) == 0.0:
-            res.optimality = 0.0
-        return {"coef": res.x, "objective": float(res.objective), "n_active_pairs": int(n_active)}, res
+                       name="RankSVM (TRON)" if smooth else "RankSVM (prox_newton)")
+        # TRON's last gradient was taken at res.x, its active pairs counted there by the same pass
+        n_active = obj.state.n_active if smooth else obj.loss(res.x)[1]
+        return {"coef": res.x, "objective": float(res.objective), "n_active_pairs": int(n_active),
+                "datafit": obj}, res
 
     def kernel_model(self, X, layout, n_pairs):
         rows = layout.rows

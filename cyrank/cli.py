@@ -137,7 +137,6 @@ def load_data(path, n_features=None, max_features=None, what=None):
 # estimators against the estimators and the solves.
 WHY_NOT = {
     "coef_init": "a starting point (an array) of the functional layer",
-    "start": "a starting point (an array) of the functional layer",
     "offset": "a per-row offset array of the functional layer",
     "options": "an Options object of the functional layer (set solver options in Python)",
     "joint": "joint features are an array (n x n_labels x p) given to fit in Python",

@@ -314,3 +314,23 @@ def test_feature_index_beyond_budget_names_index_and_line(tmp_path):
         with pytest.raises(ValueError, match="line 1: feature index 999"):
             load_svmlight(small, max_features=100, engine=engine)
     assert load_svmlight(small, max_features=100, n_features=2000)[0].shape == (2, 2000)
+
+
+def test_feature_beyond_names_the_line_of_a_loaded_file(tmp_path):
+    """cyrank.io.feature_beyond (the command line's per-value bound) finds the first index past a limit in a file
+    already loaded, counting comment and blank lines, compressed or not."""
+    import gzip as gz
+
+    from cyrank.io import feature_beyond
+
+    text = "# head\n1 qid:1 1:0.5\n\n0 qid:1 2:0.3 # x\n1 qid:2 3:1 70:2\n0 qid:2 90:1\n"
+    path = tmp_path / "f.svm"
+    path.write_text(text)
+    X = load_svmlight(path)[0]
+    assert feature_beyond(path, X, 60) == (str(path), 5, 69)
+    assert feature_beyond(path, X, 70) == (str(path), 6, 89)
+    assert feature_beyond(path, X, 1) == (str(path), 4, 1)
+    assert feature_beyond(path, X, 90) is None
+    packed = tmp_path / "f.svm.gz"
+    packed.write_bytes(gz.compress(text.encode()))
+    assert feature_beyond(packed, load_svmlight(packed)[0], 60) == (str(packed), 5, 69)

@@ -1,7 +1,7 @@
 """Reading and writing LETOR/SVMlight text, and safe model files.
 
 One concern per module: ``_svmlight.py`` (LETOR/SVMlight and multilabel text), ``_atomic.py`` (atomic writes),
-``_model.py`` (model files and the registry of model classes), ``_schema.py`` (the schema language of model files).
+``_model.py`` (model files, and the classes they may hold), ``_schema.py`` (the schema language of model files).
 The limits below are read from this package when used, so setting e.g. ``cyrank.io.DECOMPRESS_MIN`` changes them.
 
 SVMlight/LETOR text, one example per line (blank and comment-only lines are skipped)::

@@ -140,7 +140,10 @@ def _feature_beyond(X, raw, limit):
 
 def feature_beyond(path, X, limit):
     """(file name, line number, index) of the first stored feature index >= ``limit`` in the CSR matrix X that
-    :func:`load_svmlight` read from ``path`` (the file is read again: for error messages)."""
+    :func:`load_svmlight` read from ``path`` (the file is read again: for error messages); None when X stores
+    none."""
+    if not np.any(np.asarray(X.indices) >= limit):
+        return None
     raw, name = _read_bytes(path)
     line, index = _feature_beyond(X, raw, limit)
     return name, line, index

@@ -63,7 +63,7 @@ from ..optim.certificate import certify, group_column_squares
 from ..optim.datafit import Datafit, minimise
 from ..optim.path import alpha_grid, check_path_params, run_path
 from ..optim.penalties import PENALTIES, Penalty, penalty_weights
-from ..optim.result import gap_target
+from ..optim.result import OptimResult, gap_target
 from . import _loss
 from .graphs import as_graphs
 
@@ -136,7 +136,8 @@ class LabelRankLoss(Datafit):
     Layout of the parameter vector w (``n_features`` = n_features_in * n_labels + n_joint entries): first
     W = coef' (n_features_in x n_labels) flattened in C order, so coef[y, j] is w[j * n_labels + y]; then
     theta = joint_coef (n_joint entries, none without joint features). :meth:`coefficients` turns a vector back
-    into (coef, joint_coef), :meth:`parameters` the other way.
+    into (coef, joint_coef), :meth:`parameters` the other way, and :meth:`result` an OptimResult of
+    :func:`cyrank.optim.datafit.minimise` into the SolveResult :func:`solve` returns.
 
     L is a sum over instances: the losses of disjoint sets of rows (X[A], G[A], joint[A]) sum to the loss of their
     union, and so do their gradients and Hessian products (the shards of a distributed fit).
@@ -173,6 +174,20 @@ class LabelRankLoss(Datafit):
     def parameters(self, coef, joint_coef=None):
         """The parameter vector w of (coef (n_labels x n_features_in), joint_coef (n_joint) or None: zeros)."""
         return _parameters(self.data, coef, joint_coef, "coef")
+
+    def result(self, res, solver="newton"):
+        """The SolveResult of ``res``, an OptimResult of :func:`cyrank.optim.datafit.minimise` over this loss's
+        parameter vector (or over any loss of the same layout, e.g. a sum of row shards): coef and joint_coef
+        (:meth:`coefficients`), objective, grad_norm (the relative stopping measure, 0 when the loss is flat at
+        0), n_iter, n_cg_iter, converged, gap, gap_kind, message, solver, n_labels and n_features_in, as
+        :func:`solve` returns them."""
+        coef, joint_coef = self.coefficients(res.x)
+        rel = res.optimality if res.info.get("grad_norm0", 0.0) > 0 else 0.0
+        return SolveResult(coef=coef, joint_coef=joint_coef, objective=float(res.objective), grad_norm=float(rel),
+                           n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner), converged=bool(res.converged),
+                           solver=solver, n_labels=self.n_labels, n_features_in=self.n_features_in,
+                           gap=float(res.gap), gap_kind=res.gap_kind, optimality_name="grad_norm",
+                           message=res.message)
 
     def column_squares(self):
         """Per coordinate of w, the scale of the Hessian's diagonal: sum_i (x_ij - mean_j)^2 for every label's
@@ -307,33 +322,26 @@ def _solve_data(problem, solver, pen, w, *, tol, max_iter, verbose):
         if solver == "newton":
             name = "LabelRankBoost (newton)" if pen.smooth else "LabelRankBoost (prox_newton)"
             res = minimise(problem, pen, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
-            w = res.x
-            objective, n_iter, n_inner, converged = res.objective, res.n_iter, res.n_inner, res.converged
-            rel = res.optimality if res.info.get("grad_norm0", 0.0) > 0 else 0.0
-            gap, gap_kind, message, one_sided = res.gap, res.gap_kind, res.message, False
+            one_sided = False
         else:
             problem.ridge = pen.ridge
             g0 = float(np.linalg.norm(problem.grad(np.zeros(data.size))))
             precond = problem.preconditioner()  # None unless the columns' scales call for it
             objective, n_iter, grad_norm, converged, message, gap, gap_kind, one_sided = _boost(
                 data, w, pen.ridge, tol, max_iter, g0, verbose, problem, precond)
-            n_inner = 0
-            rel = grad_norm / g0 if g0 > 0 else 0.0
+            res = OptimResult(x=w, objective=objective, n_iter=n_iter, converged=converged,
+                              optimality=grad_norm / g0 if g0 > 0 else 0.0, optimality_name="grad_norm", gap=gap,
+                              gap_kind=gap_kind, message=message, info={"grad_norm0": g0})
     if pen.smooth and pen.ridge == 0.0:  # alpha = 0: the loss alone
         why = ("some base function meets edges of one sign only" if solver == "boost" and one_sided else
-               _orders_every_edge(data, w, objective))
+               _orders_every_edge(data, res.x, res.objective))
         if why:
-            converged = False
-            message = (f"LabelRankBoost ({solver}): with alpha=0 the objective has no minimiser: {why}, so the loss "
-                       "decreases without bound along it and the coefficients only grow (largest |coef| now "
-                       f"{float(np.max(np.abs(w), initial=0.0)):.3g}); set alpha > 0 (e.g. alpha=1e-3) for a finite "
-                       "optimum. " + message)
-    coef, joint_coef = problem.coefficients(w)
-    result = SolveResult(coef=coef, joint_coef=joint_coef, objective=float(objective), grad_norm=float(rel),
-                         n_iter=int(n_iter), n_cg_iter=int(n_inner), converged=bool(converged), solver=solver,
-                         n_labels=data.L, n_features_in=data.d, gap=float(gap), gap_kind=gap_kind,
-                         optimality_name="grad_norm", message=message)
-    return result, w
+            res.converged = False
+            res.message = (f"LabelRankBoost ({solver}): with alpha=0 the objective has no minimiser: {why}, so the "
+                           "loss decreases without bound along it and the coefficients only grow (largest |coef| "
+                           f"now {float(np.max(np.abs(res.x), initial=0.0)):.3g}); set alpha > 0 (e.g. alpha=1e-3) "
+                           "for a finite optimum. " + res.message)
+    return problem.result(res, solver), res.x
 
 
 def path(X, G, *, joint=None, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5,

@@ -294,9 +294,10 @@ def path(X, y, qid=None, *, Cs=None, n_Cs=20, eps=1e-3, penalty="l1", l1_ratio=0
         given); ``alphas`` = 1 / ``Cs`` (decreasing) are the weights of R in the same objective divided by C,
         R(w) / C + sum_P loss, and ``alpha_max`` = 1 / C_min.
     """
-    n_jobs = check_params(1.0, "squared_hinge", "linear", "scale", 3, 1.0, tol, max_iter, 1.0, n_jobs, verbose,
-                          penalty, l1_ratio)
     pen = regulariser(penalty, l1_ratio)
+    tol = check_param("tol", tol, low=0.0, low_open=True)
+    max_iter = check_param("max_iter", max_iter, low=1, integer=True)
+    verbose, n_jobs = check_verbose(verbose), check_n_jobs(n_jobs)
     n_Cs = check_param("n_Cs", n_Cs, low=1, integer=True)
     eps = check_param("eps", eps, low=0.0, high=1.0, low_open=True, high_open=True)
     if Cs is None and pen.lam1 == 0:
@@ -311,8 +312,7 @@ def path(X, y, qid=None, *, Cs=None, n_Cs=20, eps=1e-3, penalty="l1", l1_ratio=0
     check_feature_scale(X, "RankSVM")
     d = X.shape[1]
     fit = _Fit(C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0, tol=float(tol),
-               max_iter=int(max_iter), kernel_memory_mb=1.0, verbose=check_verbose(verbose), options=options,
-               penalty=pen)
+               max_iter=int(max_iter), kernel_memory_mb=1.0, verbose=verbose, options=options, penalty=pen)
     with openmp_threads(n_jobs):
         layout, n_pairs = make_layout(y, qid, options.parallel_min_rows)
         unit = LinearSquaredHinge(X, layout, 1.0, regularize=False) if n_pairs else None
@@ -325,11 +325,10 @@ def path(X, y, qid=None, *, Cs=None, n_Cs=20, eps=1e-3, penalty="l1", l1_ratio=0
             C_min = float(pen.lam1) / top
             Cs = C_min * np.geomspace(1.0, 1.0 / eps, n_Cs)
             Cs[0] = C_min
-        alphas = 1.0 / Cs
-        by_alpha = dict(zip(alphas.tolist(), Cs.tolist()))
+        next_C = iter(Cs.tolist())  # run_path fits the alphas = 1 / Cs in their order: C increasing
 
         def fit_at(alpha, coef):
-            C = by_alpha[float(alpha)]
+            C = next(next_C)
             fit.C, fit.start = C, coef
             if not n_pairs:
                 values, out = fit.without_pairs(X), None
@@ -337,7 +336,7 @@ def path(X, y, qid=None, *, Cs=None, n_Cs=20, eps=1e-3, penalty="l1", l1_ratio=0
                 values, out = fit.linear_datafit(unit.with_C(C))
             return _result(values, out, X, n_pairs, C, "squared_hinge", "linear", options)
 
-        result = run_path(alphas, None if C_min is None else 1.0 / C_min, fit_at)
+        result = run_path(1.0 / Cs, None if C_min is None else 1.0 / C_min, fit_at)
     result.Cs, result.C_min = Cs, C_min
     return result
 

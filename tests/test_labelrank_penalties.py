@@ -150,6 +150,23 @@ def test_badly_scaled_columns(penalty, l1_ratio, storage):
     assert est.objective_ == pytest.approx(F, rel=1e-10)
 
 
+@pytest.mark.parametrize("penalty", ["l2", "l1", "elasticnet"])
+@pytest.mark.parametrize("factor", [1e6, 1e9])
+def test_a_constant_column_on_a_far_scale(penalty, factor):
+    """A constant column (a bias per label, which the loss sees) x 1e6 or 1e9 beside one x 1e-3: the Hessian's
+    diagonal scales as the column's uncentred squares; with the centred ones (0 for a constant column) the
+    preconditioner missed it and "l2" stopped "converged" 0.6% (1e6) and 19% (1e9) above the optimum."""
+    X, G, _ = _data(seed=21, n=40, d=4)
+    X[:, 0] = 1.0
+    scale = np.array([factor, 1.0, 1e-3, 1.0])
+    Xs = X * scale
+    params = dict(penalty=penalty, alpha=0.5, l1_ratio=0.5)
+    est = LabelRankBoost(**params).fit(Xs, G)
+    _, F_ref = _reference(Xs, G, None, params, feature_scale=scale)
+    F = ref.objective(Xs, G, est.coef_, **params)
+    assert est.converged_ and _relative_excess(F, F_ref) <= 1e-6
+
+
 def test_the_certified_gap_bounds_the_distance_to_the_optimum():
     """Elastic net at a loose tol: the gap is certified by the strong convexity 2 alpha (1 - l1_ratio), and it
     bounds objective - optimum (cvxpy's); with "l1" alone (no strong convexity) converged means within tol."""

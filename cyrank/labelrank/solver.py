@@ -190,12 +190,18 @@ class LabelRankLoss(Datafit):
                            message=res.message)
 
     def column_squares(self):
-        """Per coordinate of w, the scale of the Hessian's diagonal: sum_i (x_ij - mean_j)^2 for every label's
-        weight j (the same for each label), and the within-instance centred squares of the joint features for
-        theta (cyrank.optim.certificate.group_column_squares)."""
+        """Per coordinate of w, the scale of the Hessian's diagonal: sum_i x_ij^2 for every label's weight j (the
+        same for each label; not centred: a constant column is a bias per label, which the loss sees), and the
+        within-instance centred squares of the joint features for theta (only differences between labels count:
+        cyrank.optim.certificate.group_column_squares)."""
         if self._squares is None:
             D = self.data
-            squares = np.repeat(group_column_squares(D.X), D.L)
+            if sp.issparse(D.X):
+                x = D.X.data.astype(np.float64)
+                squares = np.bincount(D.X.indices, weights=x * x, minlength=D.d)
+            else:
+                squares = np.einsum("ij,ij->j", D.X, D.X, dtype=np.float64)
+            squares = np.repeat(squares, D.L)
             if D.n_joint:
                 n, L, p = D.J.shape
                 joint = group_column_squares(D.J.reshape(n * L, p), offsets=np.arange(0, n * L + 1, L))

@@ -223,3 +223,39 @@ def test_one_table_of_families():
         family = FAMILIES[cls._family]
         assert issubclass(cls, family.base) and family.base.__name__ in cyrank.ESTIMATORS
         assert family.loss.__name__ == "loss" and not family.loss.__module__.split(".")[-1].startswith("_")
+
+
+def test_no_private_name_from_a_family_folder():
+    """cyrank.dask builds every loss through the families' public API: no import of an underscore name (or module)
+    from a family's folder."""
+    import ast
+    import pathlib
+
+    import cyrank.dask
+
+    families = {"domination", "lambdarank", "ranksvm", "labelrank", "mlr"}
+
+    def private_names(source):
+        tree = ast.parse(source)
+        aliases, found = set(), []  # local names bound to a family's package or module (or function)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                path = (node.module or "").split(".") if node.module else []
+                for a in node.names:
+                    full = path + [a.name]
+                    if full[0] not in families:
+                        continue
+                    if any(p.startswith("_") for p in full):
+                        found.append(".".join(full))
+                    if a.name[:1].islower():  # a module (a class's protocol attributes, e.g. _model_schema, are not)
+                        aliases.add(a.asname or a.name)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                    and node.attr.startswith("_"):
+                found.append(f"{node.value.id}.{node.attr}")
+        return found
+
+    # the check sees what the old module did
+    assert private_names("from .domination import solver as _dsolver\n_dsolver._layout") == ["_dsolver._layout"]
+    assert private_names("from .lambdarank.solver import _Pairs") == ["lambdarank.solver._Pairs"]
+    assert private_names(pathlib.Path(cyrank.dask.__file__).read_text()) == []

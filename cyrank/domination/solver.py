@@ -49,7 +49,7 @@ from ..optim.path import PathResult, alpha_grid, check_path_params, run_path  # 
 from ..optim.penalties import penalty_weights
 from ..optim.result import gap_target
 from . import _cd
-# the layout and the solvers (re-exported: cyrank.dask and the benchmarks build the smooth problem from them)
+# the layout and the solvers (re-exported for the kernel tests; the public loss object is :func:`loss`)
 from ._layout import _columns, _gradient_rounding, _layout, _Layout, _rows_of  # noqa: F401
 from ._solvers import (HESSIAN_BOUNDS, _chained, _GramModel, _NewtonProblem, _NewtonState, _ScoreModel,  # noqa: F401
                        _smooth_problem, _solve_cd, _solve_lbfgs, _solve_newton, _solve_owlqn, _solve_prox_newton)

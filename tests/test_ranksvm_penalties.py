@@ -271,3 +271,14 @@ def test_public_loss_is_the_datafit():
     assert np.array_equal(res.x, solve(X, y, qid, C=C, penalty="l1", tol=1e-10, max_iter=100).coef)
     with pytest.raises(ValueError, match="C"):
         loss(X, y, qid, C=0.0)
+
+
+def test_max_iter_is_warned_and_not_converged():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, qid = _data(11)
+    with pytest.warns(ConvergenceWarning, match="max_iter=1"):
+        est = RankSVM(C=1.0, penalty="l1", max_iter=1, tol=1e-12).fit(X, y, qid)
+    assert not est.converged_ and est.n_iter_ == 1 and est.grad_norm_ > 1e-12
+    res = solve(X, y, qid, C=1.0, penalty="elasticnet", max_iter=1, tol=1e-12)
+    assert not res.converged and "max_iter" in res.message

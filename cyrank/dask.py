@@ -407,8 +407,8 @@ class DistributedLoss(Datafit):
     """sum_p loss_p(w) + ridge ||w||^2 over the shards' losses, a datafit for
     :func:`cyrank.optim.datafit.minimise`: every evaluation and Hessian product is one map over the shards, summed
     in partition order (deterministic). ``n_rows``, ``gradient_noise`` and ``n_pairs`` are the shards' sums,
-    ``column_squares()`` theirs summed once (queries are whole, so for a pairwise loss the sum is the whole
-    data's). Made by :meth:`build`; :meth:`release` frees the shards on the workers."""
+    ``column_squares()`` theirs summed once (the whole data's: within whole queries for the pairwise losses,
+    uncentred sums over instances for label ranking). Made by :meth:`build`; :meth:`release` frees the shards on the workers."""
 
     def __init__(self, client, shards, infos, size):
         self.client, self.shards = client, shards

@@ -212,7 +212,7 @@ def _split(family, X, y, qid):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_additive_over_whole_queries(family, sparse):
     """loss on queries A + loss on queries B = loss on all: value, gradient, Hessian products (what cyrank.dask
-    sums over partitions); for the pairwise losses also n_rows and the within-query column squares."""
+    sums over partitions), n_rows and the column squares."""
     X, y, qid = family.data(13, sparse=sparse)
     whole = family.build(X, y, qid)
     parts = [family.build(*p) for p in _split(family, X, y, qid)]
@@ -226,9 +226,10 @@ def test_additive_over_whole_queries(family, sparse):
         Hv = whole.hess_vec(v)
         np.testing.assert_allclose(Hv, sum(p.hess_vec(v) for p in parts), rtol=1e-10, atol=1e-12 * np.abs(Hv).max())
     assert all(p.n_features == whole.n_features for p in parts)
-    if qid is not None:
-        assert whole.n_rows == sum(p.n_rows for p in parts)
-        np.testing.assert_allclose(whole.column_squares(), sum(p.column_squares() for p in parts), rtol=1e-12)
+    assert whole.n_rows == sum(p.n_rows for p in parts)
+    # the Jacobi scales too (within-query centred squares; label ranking: uncentred), so a sum over shards
+    # preconditions as the whole data do
+    np.testing.assert_allclose(whole.column_squares(), sum(p.column_squares() for p in parts), rtol=1e-12)
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=repr)

@@ -2,12 +2,10 @@
 RankSVM", SDM 2014). The objective and the solvers are in solver.py, the functional layer this estimator wraps.
 """
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import LinearRankerMixin, RankerMixin, set_fitted, warm_start_coef
+from .._base import LinearRankerMixin, RankerMixin, SolverEstimator
 from .._validation import check_X
-from ..io import register_model
 from . import solver
 from .kernels import MB, kernel_matrix, row_sqnorm
 
@@ -18,8 +16,7 @@ _FITTED = ("coef_", "beta_", "support_", "support_vectors_", "gamma_", "grad_nor
            "n_kernel_products_", "history_")
 
 
-@register_model
-class RankSVM(RankerMixin, BaseEstimator):
+class RankSVM(RankerMixin, SolverEstimator):
     """Pairwise ranking SVM, linear or kernel, with squared hinge (TRON) or hinge (cutting planes) loss.
 
     Objective (Kuo, Lee & Lin 2014, (3.11)-(3.13)), P = {(i, j): qid_i = qid_j, y_i > y_j}::
@@ -165,20 +162,20 @@ class RankSVM(RankerMixin, BaseEstimator):
         self.verbose = verbose
 
     # -- fit -----------------------------------------------------------------------------------------------
-    def _solver_params(self):
-        params = self.get_params()
-        del params["warm_start"]
-        return params
+    # the functional layer (cyrank._base.SolverEstimator)
+    _solve = solver.solve
+    _check = solver.check_params  # returns n_jobs
+    _estimator_only_params = ("warm_start",)
+    _warm_starts = True
+    _stale_attributes = _FITTED
 
-    def _check_params(self):
-        return solver.check_params(**self._solver_params())
+    def _coef_init(self, X):
+        """The previous coef_ with warm_start, for the linear kernel only (a kernel model has no coef_)."""
+        return super()._coef_init(X) if self.kernel == "linear" else None
 
     def fit(self, X, y, qid=None):
         """Minimise the objective on (X, y) grouped by ``qid`` (None: one query)."""
-        start = warm_start_coef(self, X) if self.kernel == "linear" else None
-        result = solver.solve(X, y, qid, coef_init=start, **self._solver_params())
-        set_fitted(self, result, stale=_FITTED)
-        return self
+        return self._fit(X, y, qid)
 
     def objective(self, X, y, qid=None):
         """The objective of the fitted linear model (R(coef_) + C sum_P loss) on (X, y, qid), in float64."""
@@ -221,5 +218,4 @@ class RankSVM(RankerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = self.kernel != "precomputed"
         tags.input_tags.pairwise = self.kernel == "precomputed"
-        tags.target_tags.required = True
         return tags

@@ -401,6 +401,26 @@ def test_loss_layout_and_minimise():
         direct.n_iter, direct.n_cg_iter, direct.gap_kind, L, d)
 
 
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+@pytest.mark.parametrize("with_joint", [False, True])
+def test_hessian_block_is_the_hessian_by_products(storage, with_joint):
+    """hessian_block(ws), formed from the per-instance Hessians in the scores, is H[ws, ws] column by column from
+    Hessian products (ridge included), at a random point, for any working set order."""
+    X, G, J = _data(seed=22, n=25, density=0.6, joint=with_joint)
+    f = loss(sp.csr_matrix(X) if storage == "sparse" else X, G, joint=J)
+    f.ridge = 0.3
+    rng = np.random.default_rng(23)
+    f.grad(rng.normal(size=f.n_features))  # the Hessian state there
+    ws = rng.permutation(f.n_features)[:f.n_features - 3]
+    H = np.empty((ws.size, ws.size))
+    e = np.zeros(f.n_features)
+    for k, r in enumerate(ws):
+        e[r] = 1.0
+        H[:, k] = f.hess_vec(e)[ws]
+        e[r] = 0.0
+    np.testing.assert_allclose(f.hessian_block(ws), H, rtol=0, atol=1e-13 * np.abs(H).max())
+
+
 class _Shards(Datafit):
     """The sum of row shards' losses as one datafit (what a distributed fit minimises): each Hessian product
     evaluates the shards at the point of the last accepted ``grad`` first (their own states move with trials)."""

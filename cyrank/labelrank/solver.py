@@ -213,51 +213,47 @@ class LabelRankLoss(Datafit):
         """H[ws, ws]: the rows and columns ``ws`` (indices into w) of the Hessian of L + ridge ||w||^2 at the point
         of the last ``grad`` call, formed from its structure rather than by |ws| Hessian products. With H_i the
         L x L Hessian of instance i's loss in its scores (its column y for every i: one kernel call on the
-        direction e_y), the label weights' block is H[(j, y), (k, y')] = sum_i x_ij x_ik H_i[y, y'] (one
-        X[:, J]' diag(H_.[y, y']) X[:, K] per pair of labels), the joint weights' sum_i J_i' H_i J_i and the cross
-        terms sum_i x_ij (H_i J_i)[y, b]. Cost: L kernel calls plus L^2 products of X's columns in ``ws``."""
+        direction e_y), the label weights' block is H[(j, y'), (k, y)] = sum_i x_ij H_i[y', y] x_ik (for each y,
+        one product Z' X[:, K_y] with Z[i, (j, y')] = x_ij H_i[y', y]), the joint weights' sum_i J_i' H_i J_i and
+        the cross terms sum_i x_ij (H_i J_i)[y, b]. Cost: L kernel calls and L products of X's columns in ws."""
         D = self.data
         ws = np.asarray(ws, dtype=np.intp)
         m, dL = ws.size, D.d * D.L
         H = np.zeros((m, m))
-        label = ws < dL
-        pos = np.flatnonzero(label)
+        pos = np.flatnonzero(ws < dL)  # label weights: (feature, label) = divmod(ws, L)
         feat, lab = ws[pos] // D.L, ws[pos] % D.L
-        jpos = np.flatnonzero(~label)
+        jpos = np.flatnonzero(ws >= dL)  # joint weights
         jcol = ws[jpos] - dL
-        X = D.X
-        by_label = []
-        for y in range(D.L):
-            at = pos[lab == y]
-            cols = X[:, feat[lab == y]]
-            by_label.append((at, cols.tocsc() if sp.issparse(cols) else cols))
-        M = np.zeros((D.n, D.L, jcol.size)) if jcol.size else None  # (H_i J_i)[y, b] for b in jcol
+        Xw = D.X[:, feat]
+        if sp.issparse(Xw):
+            Xw = Xw.tocsc()
+            entry_rows, entry_labels = Xw.indices, np.repeat(lab, np.diff(Xw.indptr))
+        of_label = [np.flatnonzero(lab == y) for y in range(D.L)]
+        X_of = [Xw[:, k] for k in of_label]
+        M = np.zeros((D.n, D.L, jcol.size)) if jcol.size else None  # (H_i J_i)[y, b], b in jcol
         E, col = np.zeros((D.n, D.L)), np.empty((D.n, D.L))
         for y in range(D.L):
             E[:, y] = 1.0
             _loss.hess_scores(E, D.G.edge_ptr, D.G.init, D.G.term, D.sub.sub_ptr, D.sub.member_ptr, D.sub.members,
                               self.state.p, col, D.parallel_min_rows)  # col[i, y'] = H_i[y', y]
             E[:, y] = 0.0
-            at_y, X_y = by_label[y]
             if M is not None:
-                M += col[:, :, None] * D.J[:, y, None, :][:, :, jcol]
-            if at_y.size == 0:
-                continue
-            for y2 in range(D.L):
-                at_y2, X_y2 = by_label[y2]
-                if at_y2.size:
-                    block = X_y2.T @ (X_y * col[:, y2][:, None] if not sp.issparse(X_y) else
-                                      sp.csr_matrix(X_y.multiply(col[:, y2][:, None])))
-                    H[np.ix_(at_y2, at_y)] = block.toarray() if sp.issparse(block) else block
+                M += col[:, :, None] * D.J[:, y, jcol][:, None, :]
+            if of_label[y].size:
+                if sp.issparse(Xw):
+                    Z = sp.csc_matrix((Xw.data * col[entry_rows, entry_labels], Xw.indices, Xw.indptr),
+                                      shape=Xw.shape)
+                    block = (Z.T @ X_of[y]).toarray()
+                else:
+                    block = (Xw * col[:, lab]).T @ X_of[y]
+                H[np.ix_(pos, pos[of_label[y]])] = block
         if M is not None:
-            JJ = D.J[:, :, jcol]  # n x L x |jcol|
-            H[np.ix_(jpos, jpos)] = np.einsum("iya,iyb->ab", JJ, M)
+            H[np.ix_(jpos, jpos)] = np.einsum("iya,iyb->ab", D.J[:, :, jcol], M)
             for y in range(D.L):
-                at_y, X_y = by_label[y]
-                if at_y.size:
-                    cross = np.asarray(X_y.T @ M[:, y, :])
-                    H[np.ix_(at_y, jpos)] = cross
-                    H[np.ix_(jpos, at_y)] = cross.T
+                if of_label[y].size:
+                    cross = np.asarray(X_of[y].T @ M[:, y, :])
+                    H[np.ix_(pos[of_label[y]], jpos)] = cross
+                    H[np.ix_(jpos, pos[of_label[y]])] = cross.T
         H[np.diag_indices(m)] += 2.0 * self.ridge
         return H
 

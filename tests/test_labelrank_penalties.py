@@ -343,8 +343,8 @@ def test_estimator_params_clone_pickle_and_model_file(tmp_path):
 # ------------------------------------------------------------------------------------------------ the loss object
 @pytest.mark.parametrize("storage", ["dense", "sparse"])
 def test_losses_of_split_rows_add_up(storage):
-    """loss(rows A) + loss(rows B) = loss(all rows): values, gradients and Hessian products (the shards of a
-    distributed fit), with joint features; G as PreferenceGraphs and as an indicator matrix."""
+    """loss(rows A) + loss(rows B) = loss(all rows): values, gradients, Hessian products and column squares (the
+    shards of a distributed fit), with joint features; G as PreferenceGraphs and as an indicator matrix."""
     X, G, J = _data(seed=15, n=40, density=0.6, joint=True)
     Xf = sp.csr_matrix(X) if storage == "sparse" else X
     rng = np.random.default_rng(16)
@@ -363,6 +363,8 @@ def test_losses_of_split_rows_add_up(storage):
         Hv = full.hess_vec(v)
         np.testing.assert_allclose(sum(p.hess_vec(v) for p in parts), Hv, rtol=1e-12,
                                    atol=1e-13 * np.abs(Hv).max())
+        # so are the column squares (the Jacobi scales: uncentred for X, centred within each instance for J)
+        np.testing.assert_allclose(sum(p.column_squares() for p in parts), full.column_squares(), rtol=1e-12)
         # the Hessian product is that of the gradient (central differences)
         h = 1e-6
         fd = (full.grad(w + h * v) - full.grad(w - h * v)) / (2 * h)

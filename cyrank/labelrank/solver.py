@@ -140,7 +140,8 @@ class LabelRankLoss(Datafit):
     :func:`cyrank.optim.datafit.minimise` into the SolveResult :func:`solve` returns.
 
     L is a sum over instances: the losses of disjoint sets of rows (X[A], G[A], joint[A]) sum to the loss of their
-    union, and so do their gradients and Hessian products (the shards of a distributed fit).
+    union, and so do their gradients, Hessian products and :meth:`column_squares` (the shards of a distributed
+    fit).
 
     Attributes
     ----------

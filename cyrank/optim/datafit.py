@@ -29,7 +29,7 @@ import numpy as np
 
 from .._result import SolveResult
 from .certificate import certify, jacobi_diagonal, jacobi_preconditioner
-from .prox_newton import GramModel, prox_newton
+from .prox_newton import GramModel, hessian_block, prox_newton
 from .result import OptimResult
 from .smooth import SmoothProblem
 from .tron import tron
@@ -49,6 +49,12 @@ class Datafit(SmoothProblem):
         """Per coordinate of w, the scale of the loss Hessian's diagonal (for a pairwise loss in the scores
         X w: the within-query centred squares of X's columns, :func:`~cyrank.optim.certificate.group_column_squares`)."""
         raise NotImplementedError(f"{type(self).__name__} does not define column_squares")
+
+    def hessian_block(self, ws):
+        """H[ws, ws], the rows and columns ``ws`` of the Hessian of L + ridge ||w||^2 at the point of the last
+        ``grad`` call (proximal Newton's model on a working set). By default |ws| Hessian products; a family whose
+        Hessian has a structure to exploit overrides it (it must equal the products)."""
+        return hessian_block(self, ws, self.n_features)
 
     def preconditioner(self, x=None, always=False):
         """The Jacobi diagonal of F's Hessian at x (default 0), or None when the columns' scales do not call for
@@ -114,7 +120,7 @@ def _minimise_l1(datafit, penalty, w, *, tol, max_iter, verbose, name):
         return gap, kind
 
     res = prox_newton(datafit, penalty, w, tol=tol, max_iter=max_iter, scale=scale,
-                      make_model=lambda ws: GramModel.from_products(datafit, ws, d, floor[ws]), certify=certify_at,
+                      make_model=lambda ws: GramModel(datafit.hessian_block(ws), floor[ws]), certify=certify_at,
                       noise=datafit.gradient_noise, verbose=verbose, name=name, f=f, G=G)
     if res.converged:
         res.message = ""

@@ -31,6 +31,17 @@ SHORT_STEPS, MAX_DAMPINGS, DAMPING_MIN = 10, 30, 1e-6
 RIDGE = 1e-10  # relative ridge of the model, per coordinate (see GramModel)
 
 
+def hessian_block(problem, ws, d):
+    """H[ws, ws] of a SmoothProblem on d variables at its committed state, by |ws| Hessian products."""
+    H = np.empty((ws.size, ws.size))
+    e = np.zeros(d)
+    for k, r in enumerate(ws):
+        e[r] = 1.0
+        H[:, k] = np.asarray(problem.hess_vec(e))[ws]
+        e[r] = 0.0
+    return H
+
+
 class GramModel:
     """The model's Hessian formed on W: H_W (the smooth part's, symmetrised) + ``ridge`` I + RIDGE (diag(H_W) + floor)
     (newGLMNET's nu, relative per coordinate: the loss of a ranking is flat along per-query constant scores, so
@@ -47,13 +58,7 @@ class GramModel:
     @classmethod
     def from_products(cls, problem, ws, d, floor):
         """H_W by |W| Hessian products of ``problem`` (a SmoothProblem whose Hessian state is at the current w)."""
-        H = np.empty((ws.size, ws.size))
-        e = np.zeros(d)
-        for k, r in enumerate(ws):
-            e[r] = 1.0
-            H[:, k] = np.asarray(problem.hess_vec(e))[ws]
-            e[r] = 0.0
-        return cls(H, floor)
+        return cls(hessian_block(problem, ws, d), floor)
 
     def minimise(self, g, w, lam1, damping, tol):
         """(d, inner sweeps): the model's minimiser on W, plus damping/2 d'(diag(H) + floor)d (Marquardt's scaling),

@@ -43,7 +43,6 @@ from ._base import set_fitted
 from ._queries import QueryGroups
 from ._validation import check_qid, check_ranking_data, check_X, warn_if_no_pairs, warn_no_preferences
 from .domination.estimator import DominationRank
-from .io import register_model
 from .labelrank.estimator import LabelRankBoost
 from .labelrank.graphs import as_graphs
 from .lambdarank.estimator import RankNet
@@ -534,7 +533,6 @@ class DaskFitMixin:
 _DASK_SCHEMA = {"n_partitions_": "int>=1?", "rows_moved_": "int>=0?", "n_distributed_calls_": "int>=0?"}
 
 
-@register_model
 class DaskRankSVM(DaskFitMixin, RankSVM):
     """:class:`cyrank.RankSVM` (linear, squared hinge) fitted on Dask collections by distributed TRON.
 
@@ -548,7 +546,6 @@ class DaskRankSVM(DaskFitMixin, RankSVM):
     _model_schema = {**RankSVM._model_schema, **_DASK_SCHEMA}
 
 
-@register_model
 class DaskDominationRank(DaskFitMixin, DominationRank):
     """:class:`cyrank.DominationRank` with a smooth penalty (l2, or elasticnet with l1_ratio = 0) fitted on Dask
     collections by distributed TRON (the single-machine ``solver="newton"``): same objective, stopping rule
@@ -561,7 +558,6 @@ class DaskDominationRank(DaskFitMixin, DominationRank):
     _model_schema = {**DominationRank._model_schema, **_DASK_SCHEMA}
 
 
-@register_model
 class DaskRankNet(DaskFitMixin, RankNet):
     """:class:`cyrank.RankNet` (linear, convex) fitted on Dask collections by distributed TRON: same objective,
     stopping rule (||grad|| <= tol ||grad at 0||) and attributes, plus ``n_partitions_``, ``rows_moved_`` and
@@ -571,7 +567,6 @@ class DaskRankNet(DaskFitMixin, RankNet):
     _model_schema = {**RankNet._model_schema, **_DASK_SCHEMA}
 
 
-@register_model
 class DaskLabelRankBoost(DaskFitMixin, LabelRankBoost):
     """:class:`cyrank.LabelRankBoost` (Newton, smooth penalty with alpha > 0, no joint features) fitted on Dask
     collections by distributed TRON: the same objective, stopping rule (||grad|| <= tol ||grad at 0||) and

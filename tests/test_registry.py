@@ -231,7 +231,8 @@ BASED = [spec for spec in SPECS if issubclass(spec.estimator_class, SolverEstima
 
 
 def test_the_migrated_estimators_use_the_base():
-    assert {"DominationRank", "RankNet", "LambdaRank", "MLR", "LambdaMART"} <= {s.class_name for s in BASED}
+    assert {"DominationRank", "RankNet", "LambdaRank", "MLR", "LambdaMART", "RankSVM", "LabelRankBoost"} \
+        <= {s.class_name for s in BASED}
 
 
 @pytest.mark.parametrize("spec", BASED, ids=lambda s: s.class_name)

@@ -3,18 +3,15 @@ Singer, NIPS 2003). The objective and the solvers are in solver.py, the function
 """
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import check_predict_X, set_fitted
+from .._base import SolverEstimator, check_predict_X
 from .._validation import check_class_labels, check_joint_features
-from ..io import register_model
 from . import solver
 from .graphs import PreferenceGraphs
 
 
-@register_model
-class LabelRankBoost(BaseEstimator):
+class LabelRankBoost(SolverEstimator):
     """Label ranking with label-specific linear scores f(x, y) = coef_[y] . x (plus, with joint features
     joint[i, y] of p values, theta . joint[i, y] with one shared theta = ``joint_coef_``), learnt from preference
     graphs.
@@ -108,26 +105,23 @@ class LabelRankBoost(BaseEstimator):
         self.tol = tol
         self.verbose = verbose
 
-    def _check_params(self):
-        params = self.get_params()
-        del params["verbose"]
-        return solver.check_params(**params)
+    # the functional layer (cyrank._base.SolverEstimator)
+    _solve = solver.solve
+    _check = solver.check_params
+    _stale_attributes = ("classes_",)  # classes_ only when fitted on class labels
 
     def fit(self, X, y, joint=None):
         """Fit on X (n_instances x n_features, dense or sparse) and y: PreferenceGraphs with one graph per row of
         X, a multilabel indicator matrix (n_instances x n_labels; relevant labels preferred to the others), or
         1-d class labels (any values; labels are then the sorted classes, ``classes_``, and each instance's class
         is preferred to every other, Fig. 1a). ``joint``: optional joint features, (n_instances, n_labels, p)."""
-        self.__dict__.pop("classes_", None)
-        if self._is_class_vector(y):
-            classes, index = check_class_labels(np.ravel(y), np.shape(X)[0] if np.ndim(X) == 2 else None,
-                                                who="LabelRankBoost")
-            result = solver.solve(X, PreferenceGraphs.from_classes(index, classes.size), joint=joint,
-                                  **self.get_params())
-            self.classes_ = classes
-        else:
-            result = solver.solve(X, y, joint=joint, **self.get_params())
-        return set_fitted(self, result)
+        if not self._is_class_vector(y):
+            return self._fit(X, y, joint=joint)
+        classes, index = check_class_labels(np.ravel(y), np.shape(X)[0] if np.ndim(X) == 2 else None,
+                                            who="LabelRankBoost")
+        self._fit(X, PreferenceGraphs.from_classes(index, classes.size), joint=joint)
+        self.classes_ = classes
+        return self
 
     @staticmethod
     def _is_class_vector(G):
@@ -190,8 +184,6 @@ class LabelRankBoost(BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.required = True
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = False
         return tags

@@ -13,6 +13,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from ._penalty import penalty_weights
 from ._solve import feature_scale_vector, solve_problem, unscale
 
 
@@ -33,16 +34,6 @@ def dominated_sets(y, qid=None, *, binary=False, group_by_query=True):
     return out
 
 
-def _penalty_weights(penalty, alpha, l1_ratio):
-    if penalty == "l1":
-        return alpha, 0.0
-    if penalty == "l2":
-        return 0.0, alpha
-    if penalty == "elasticnet":
-        return alpha * l1_ratio, alpha * (1.0 - l1_ratio)
-    raise ValueError(f"unknown penalty {penalty!r}")
-
-
 def objective(X, y, qid, offset, w, *, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False, group_by_query=True):
     """The objective at w in plain numpy (a stable log-sum-exp per dominating row)."""
     X = _dense(X)
@@ -54,7 +45,7 @@ def objective(X, y, qid, offset, w, *, penalty="l2", alpha=1.0, l1_ratio=0.5, bi
         t = np.r_[0.0, m[D] - m[i]]
         top = t.max()
         loss += top + np.log(np.exp(t - top).sum())
-    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     return loss + lam1 * np.abs(w).sum() + lam2 * (w @ w)
 
 
@@ -113,7 +104,7 @@ def solve(X, y, qid=None, offset=None, penalty="l2", alpha=1.0, l1_ratio=0.5, bi
         constraints.append(terms <= 1)
         dom = np.flatnonzero(has_prev[layer])                             # rows above the lowest layer
         expr = cp.sum(cp.logistic(one_hot(layer[dom] - 1, n_layers) @ t - m[dom]))
-    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     w_pen = w if s is None else cp.multiply(1.0 / s, w)   # with feature_scale, w holds v = s * w: penalise v / s
     if lam1 > 0:
         expr = expr + lam1 * cp.norm1(w_pen)

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._solve import feature_scale_vector, solve_problem, unscale
-from .ranknet import _penalty_weights
+from ._penalty import penalty_weights
 
 
 def _dense(X):
@@ -63,7 +63,7 @@ def subgraphs(init, term, decomposition, n_labels=None):
 def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="domination", alpha=0.0, penalty="l2",
               l1_ratio=0.5):
     """F in plain numpy (a stable log-sum-exp per subgraph)."""
-    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     X = _dense(X)
     coef = np.asarray(coef, dtype=np.float64)
     S = X @ coef.T
@@ -98,7 +98,7 @@ def solve(X, G, decomposition="domination", alpha=0.0, joint=None, feature_scale
     label's weights) on the columns X / s (the penalty of v / s; joint features and their weights unscaled),
     for columns on far-off scales; "coef" is v / s.
     """
-    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     X = _dense(X)
     n, d = X.shape
     s = feature_scale_vector(feature_scale, d)

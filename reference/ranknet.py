@@ -15,6 +15,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from ._penalty import penalty_weights
 from ._solve import feature_scale_vector, solve_problem, unscale
 from .ranksvm import preference_pairs as pairs
 
@@ -28,17 +29,6 @@ def _pair_weight(pair_weight, n_pairs):
     return c
 
 
-def _penalty_weights(penalty, alpha, l1_ratio):
-    """(lam1, lam2) of lam1 ||w||_1 + lam2 ||w||^2."""
-    if penalty == "l2":
-        return 0.0, alpha
-    if penalty == "l1":
-        return alpha, 0.0
-    if penalty == "elasticnet":
-        return alpha * l1_ratio, alpha * (1.0 - l1_ratio)
-    raise ValueError(f"penalty must be 'l2', 'l1' or 'elasticnet', got {penalty!r}")
-
-
 def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0, pair_weight=None, penalty="l2", l1_ratio=0.5):
     """F(w) in plain numpy (weighted by ``pair_weight`` if given)."""
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
@@ -46,7 +36,7 @@ def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0, pair_weight=None, penalty="
     c = _pair_weight(pair_weight, i.size)
     u = sigma * (X[i] - X[j]) @ np.asarray(w, dtype=np.float64)
     losses = np.logaddexp(0.0, -u)
-    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     w = np.asarray(w, dtype=np.float64)
     return float(np.sum(losses if c is None else c * losses) + lam1 * np.abs(w).sum() + lam2 * np.dot(w, w))
 
@@ -58,7 +48,7 @@ def solve(X, y, qid=None, sigma=1.0, alpha=1.0, feature_scale=None, pair_weight=
     ``feature_scale``: positive vector s (n_features); cvxpy then solves the same problem in v = s * w on the
     columns X / s (penalty alpha ||v / s||^2), for columns on far-off scales; "w" is v / s.
     ``pair_weight``: the weighted loss; ``penalty``, ``l1_ratio``: the penalty (module docstring)."""
-    lam1, lam2 = _penalty_weights(penalty, alpha, l1_ratio)
+    lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     s = feature_scale_vector(feature_scale, X.shape[1])
     if s is not None:

@@ -599,3 +599,21 @@ def missing_qid_message(who, method, n_rows=None):
             "sklearn.set_config(enable_metadata_routing=True), request qid with "
             f"{who}().set_fit_request(qid=True).set_score_request(qid=True), and pass qid=qid to search.fit(...) "
             "or params={'qid': qid} to cross_validate")
+
+
+def check_coef(coef, d, name="coef"):
+    """``coef`` as a finite float64 vector of d weights (one per column of X; a (d, 1) or (1, d) array is
+    flattened), a new contiguous array, or a ValueError saying what it must be."""
+    try:
+        w = np.array(coef, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a 1-d array of {d} real weights (one per feature of X), got "
+                         f"{type(coef).__name__}") from None
+    if w.ndim == 2 and 1 in w.shape and w.size == d:
+        w = w.ravel()
+    if w.shape != (d,):
+        raise ValueError(f"{name} must be a 1-d array of {d} weights (one per feature of X), got shape {w.shape}; "
+                         f"pass the fitted model's coef_ or a vector of length {d}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} has NaN or infinite entries; pass finite weights")
+    return np.ascontiguousarray(w)

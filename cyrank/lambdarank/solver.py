@@ -28,8 +28,8 @@ import scipy.sparse as sp
 from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread
-from .._validation import (check_gain_labels, check_option, check_param, check_ranking_data, check_scores,
-                           warn_if_no_pairs)
+from .._validation import (check_coef, check_gain_labels, check_option, check_param, check_ranking_data,
+                           check_scores, warn_if_no_pairs)
 from ..metrics import parse_metric_name
 from ..optim.certificate import group_column_squares
 from ..optim.datafit import Datafit, minimise, solve_result
@@ -251,29 +251,12 @@ def _sorted_X(X, pairs):
 
 
 def _check_coef_init(coef_init, d):
-    return np.zeros(d) if coef_init is None else check_coef(coef_init, d, "coef_init").copy()
+    return np.zeros(d) if coef_init is None else check_coef(coef_init, d, "coef_init")
 
 
 def check_params(*, sigma, alpha, max_iter, tol):
     return (check_sigma(sigma), check_param("alpha", alpha, low=0.0),
             check_param("max_iter", max_iter, low=1, integer=True), check_param("tol", tol, low=0.0, low_open=True))
-
-
-def check_coef(coef, d, name="coef"):
-    """``coef`` as a finite float64 vector of d weights (one per column of X), or a ValueError saying so."""
-    try:
-        w = np.asarray(coef, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a 1-d array of {d} real weights (one per feature of X), got "
-                         f"{type(coef).__name__}") from None
-    if w.ndim == 2 and 1 in w.shape and w.size == d:
-        w = w.ravel()
-    if w.shape != (d,):
-        raise ValueError(f"{name} must be a 1-d array of {d} weights (one per feature of X), got shape {w.shape}; "
-                         f"pass the fitted model's coef_ or a vector of length {d}")
-    if not np.all(np.isfinite(w)):
-        raise ValueError(f"{name} has NaN or infinite entries; pass finite weights")
-    return np.ascontiguousarray(w)
 
 
 def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0, penalty="l2", l1_ratio=0.5):

@@ -48,8 +48,8 @@ import scipy.sparse as sp
 from .._dense import should_densify
 from .._result import SolveResult
 from .._threads import one_blas_thread, openmp_threads
-from .._validation import (check_feature_scale, check_n_jobs, check_option, check_options, check_param,
-                           check_ranking_data, check_verbose, feature_scale_spread, max_abs)
+from .._validation import (check_coef, check_feature_scale, check_n_jobs, check_option, check_options,
+                           check_param, check_ranking_data, check_verbose, feature_scale_spread, max_abs)
 from ..optim.cutting_plane import cutting_plane_history
 from ..optim.datafit import minimise, solve_result
 from ..optim.path import run_path
@@ -160,19 +160,6 @@ def check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_me
     return check_n_jobs(n_jobs)
 
 
-def check_coef(coef, d, name="coef_init"):
-    """``coef`` as a finite float64 vector of d weights (a copy), or a ValueError saying what it must be."""
-    try:
-        w = np.array(coef, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a 1-d array of {d} real weights (one per feature of X), got "
-                         f"{type(coef).__name__}") from None
-    if w.shape != (d,) or not np.all(np.isfinite(w)):
-        raise ValueError(f"{name} must be a finite array of shape ({d},); got shape {w.shape}"
-                         + ("" if w.shape != (d,) else " with NaN or infinite entries"))
-    return w
-
-
 def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", penalty="l2", l1_ratio=0.5,
           gamma="scale", degree=3, coef0=1.0, tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0,
           options=None, coef_init=None):
@@ -202,7 +189,7 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", penal
     if start is not None:
         if kernel != "linear":
             raise ValueError("coef_init (a warm start) is for linear models only")
-        start = check_coef(start, X.shape[1])
+        start = check_coef(start, X.shape[1], "coef_init")
     fit = _Fit(C=float(C), loss=loss, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, tol=float(tol),
                max_iter=int(max_iter), kernel_memory_mb=float(kernel_memory_mb), verbose=check_verbose(verbose),
                options=options, start=start, penalty=pen)

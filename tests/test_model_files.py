@@ -14,14 +14,12 @@ from hypothesis import strategies as st
 
 from cyrank import MLR, DominationRank, RankSVM
 from cyrank import io as cio
+from cyrank.datasets import make_ranking
 from cyrank.io import dump_svmlight, load_model, load_svmlight, save_model
 
-RNG = np.random.default_rng(0)
+RNG = np.random.default_rng(0)  # other draws of the tests below
 N, D = 60, 5
-X = RNG.normal(size=(N, D))
-X[RNG.random((N, D)) < 0.4] = 0.0
-Y = RNG.integers(0, 3, N).astype(float)
-QID = np.repeat(np.arange(6), 10)
+X, Y, QID = make_ranking(6, [10] * 6, D, density=0.6, random_state=0)
 X_WIDE = sp.random(N, 400, density=0.02, format="csr", random_state=1)  # kept sparse in a kernel model
 
 

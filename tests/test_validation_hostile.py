@@ -14,13 +14,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 from cyrank import DominationRank, RankSVM
 from cyrank._validation import check_qid, check_sparse_structure, check_X
+from cyrank.datasets import make_ranking
 
-RNG = np.random.default_rng(0)
+RNG = np.random.default_rng(0)  # other draws of the tests below
 N, D = 60, 5
-X_DENSE = RNG.normal(size=(N, D))
-X_DENSE[RNG.random((N, D)) < 0.3] = 0.0
-Y = RNG.integers(0, 3, N).astype(float)
-QID = np.repeat(np.arange(6), 10)
+X_DENSE, Y, QID = make_ranking(6, [10] * 6, D, density=0.7, random_state=0)
 X_CSR = sp.csr_matrix(X_DENSE)
 
 ESTIMATORS = {

@@ -574,8 +574,14 @@ class DaskLabelRankBoost(DaskFitMixin, LabelRankBoost):
 
     ``fit(X, y, client=None, callback=None)``: X a dask array of instances (rows), y a dask multilabel indicator
     array (n_instances x n_labels, 0/1: every relevant label preferred to every irrelevant one), row-chunked like
-    X (rechunked if not); instances have no queries, so each row chunk is a partition. alpha = 0 is refused (the
-    single-machine fit detects there a missing minimiser on the whole data)."""
+    X (rechunked if not); instances have no queries, so each row chunk is a partition. The default alpha is 1e-3,
+    not LabelRankBoost's 0: alpha = 0 is refused (the objective can then have no minimiser, which only the
+    single-machine fit detects, on the whole data)."""
 
     _family = "DaskLabelRankBoost"
     _model_schema = {**LabelRankBoost._model_schema, **_DASK_SCHEMA}
+
+    def __init__(self, decomposition="domination", solver="auto", alpha=1e-3, penalty="l2", l1_ratio=0.5,
+                 max_iter=1000, tol=1e-6, verbose=0):
+        super().__init__(decomposition=decomposition, solver=solver, alpha=alpha, penalty=penalty,
+                         l1_ratio=l1_ratio, max_iter=max_iter, tol=tol, verbose=verbose)

@@ -199,11 +199,24 @@ def test_label_rank_boost_model_file_and_partitions(client, tmp_path):
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
 
 
+def test_label_rank_boost_default_alpha_fits(client):
+    """The default alpha is 1e-3 (LabelRankBoost's 0 is refused on Dask): DaskLabelRankBoost() fits, clones and
+    reaches the single-machine objective."""
+    from sklearn.base import clone
+
+    X, Y = label_data(7, n=60)
+    est = DaskLabelRankBoost()
+    assert est.get_params()["alpha"] == 1e-3 and clone(est).get_params() == est.get_params()
+    model = est.fit(da.from_array(X, chunks=(20, -1)), da.from_array(Y, chunks=(20, -1)), client=client)
+    single = LabelRankBoost(alpha=1e-3).fit(X, Y)
+    assert model.converged_ and abs(model.objective_ - single.objective_) <= 1e-8 * abs(single.objective_)
+
+
 def test_label_rank_boost_refuses_what_it_does_not_fit(client):
     X, Y = label_data(7, n=60)
     Xd, Yd = da.from_array(X, chunks=(20, -1)), da.from_array(Y, chunks=(20, -1))
     with pytest.raises(ValueError, match="alpha > 0"):
-        DaskLabelRankBoost().fit(Xd, Yd, client=client)                   # alpha = 0: no minimiser to detect
+        DaskLabelRankBoost(alpha=0.0).fit(Xd, Yd, client=client)          # alpha = 0: no minimiser to detect
     with pytest.raises(ValueError, match="smooth objective only"):
         DaskLabelRankBoost(alpha=1.0, penalty="l1").fit(Xd, Yd, client=client)
     with pytest.raises(ValueError, match="solver"):

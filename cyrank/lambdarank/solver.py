@@ -25,6 +25,7 @@ gives the same arrays to every kernel, so the same model bit for bit.
 import numpy as np
 import scipy.sparse as sp
 
+from .._linear import LinearX
 from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread
@@ -195,7 +196,10 @@ class _RankNetProblem(Datafit):
     def __init__(self, X, pairs, ridge=0.0):
         self.X, self.pairs, self.ridge = X, pairs, float(ridge)
         self.n_rows, self.n_features = X.shape
+        # X w and X' v read X in its own precision, in float64 sums (cyrank/_products.pyx): no copy of X per call
+        self.linear = LinearX(X, parallel_min_rows=pairs.parallel_min_rows)
         self.lam, self.hess = np.empty(self.n_rows), np.empty(self.n_rows)
+        self._xv, self._hxv = np.empty(self.n_rows), np.empty(self.n_rows)  # hessian_product's buffers
         super().__init__()
 
     def column_squares(self):
@@ -214,14 +218,18 @@ class _RankNetProblem(Datafit):
         return _State(self.n_rows)
 
     def evaluate(self, w, Mw, state):
-        state.s[:] = self.X @ w
+        self.linear.dot(w, out=state.s)
         loss = self.score_loss(state.s)
-        return loss + self.ridge * float(w @ w), np.asarray(self.X.T @ self.lam).ravel() + 2.0 * self.ridge * w
+        grad = self.linear.rdot(self.lam)
+        grad += 2.0 * self.ridge * w
+        return loss + self.ridge * float(w @ w), grad
 
     def hessian_product(self, state, v, Mv):
-        out = np.empty(self.n_rows)
-        self.score_hess_vec(state.s, np.asarray(self.X @ v, dtype=np.float64), out)
-        return np.asarray(self.X.T @ out).ravel() + 2.0 * self.ridge * v
+        self.linear.dot(v, out=self._xv)
+        self.score_hess_vec(state.s, self._xv, self._hxv)
+        out = self.linear.rdot(self._hxv)
+        out += 2.0 * self.ridge * v
+        return out
 
 
 class _WeightedRankNetProblem(_RankNetProblem):
@@ -247,6 +255,7 @@ def _result(res, datafit):
 
 
 def _sorted_X(X, pairs):
+    """X's rows in the order of ``pairs`` (one copy, CSR or C-ordered dense), in X's own dtype."""
     return X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
 
 

@@ -151,6 +151,7 @@ def test_ranknet_minimise_on_float32_x_allocates_no_copy_of_x(sparse):
     float64 copy of X: work vectors only."""
     X, y, qid = _ranking32(sparse=sparse)
     problem = lambdarank.loss(X, y, qid)
+    assert problem.X.dtype == np.float32  # the sorted copy keeps X's dtype
     tracemalloc.start()
     try:
         res = minimise(problem, Penalty(0.0, 1.0), np.zeros(X.shape[1]), tol=1e-8, max_iter=100)

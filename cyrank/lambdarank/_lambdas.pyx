@@ -67,7 +67,7 @@ from libc.string cimport memcpy
 from cyrank._math cimport sigmoid
 from cyrank._parallel cimport product_threads
 from cyrank._sort cimport KeyIndex, introsort
-from cyrank._typedefs cimport intp_t
+from cyrank._typedefs cimport floating, index_t, intp_t
 
 RANKNET, NDCG, ERR, AP = 0, 1, 2, 3
 PESSIMISTIC, AVERAGE, INPUT = 0, 1, 2
@@ -801,40 +801,54 @@ cdef inline uint64_t _bits(double v) noexcept nogil:
     return b
 
 
+def _dense_row_hashes(const floating[:, ::1] D, uint64_t[::1] o):
+    """row_hashes of a C-ordered dense X in its own precision (a float32 value widens to double exactly)."""
+    cdef intp_t n = D.shape[0], d = D.shape[1], i, j
+    cdef uint64_t h
+    with nogil:
+        for i in range(n):
+            h = <uint64_t> 0xCBF29CE484222325
+            for j in range(d):
+                if D[i, j] != 0:
+                    h = _mix(_mix(h, <uint64_t> j), _bits(<double> D[i, j]))
+            o[i] = h
+
+
+def _sparse_row_hashes(const floating[::1] val, const index_t[::1] ind, const index_t[::1] ptr, uint64_t[::1] o):
+    """row_hashes of a CSR X with sorted indices, in its own precision and index width."""
+    cdef intp_t n = ptr.shape[0] - 1, i, p
+    cdef uint64_t h
+    with nogil:
+        for i in range(n):
+            h = <uint64_t> 0xCBF29CE484222325
+            for p in range(ptr[i], ptr[i + 1]):
+                if val[p] != 0:
+                    h = _mix(_mix(h, <uint64_t> ind[p]), _bits(<double> val[p]))
+            o[i] = h
+
+
 def row_hashes(X):
     """A 64-bit hash per row of X (dense or scipy.sparse) of its non-zero entries (column, value) in column
-    order: equal rows, dense or sparse, explicit zeros or not, get equal hashes. Rows of one (query, label) run
-    are put in hash order, so a permutation of the input rows does not change the data the kernels see."""
+    order: equal rows, dense or sparse, float32 or float64, explicit zeros or not, get equal hashes. Rows of one
+    (query, label) run are put in hash order, so a permutation of the input rows does not change the data the
+    kernels see. X is read in its own precision (float32 and float64 data, int32 and int64 indices): no copy
+    unless X is neither C-ordered dense nor CSR with sorted indices, or has another dtype."""
     import scipy.sparse as sp
 
-    cdef intp_t n = X.shape[0], d = X.shape[1], i, j, p
-    cdef uint64_t h
-    out = np.empty(n, dtype=np.uint64)
-    cdef uint64_t[::1] o = out
-    cdef const double[:, ::1] D
-    cdef const intp_t[::1] ptr, ind
-    cdef const double[::1] val
+    out = np.empty(X.shape[0], dtype=np.uint64)
     if sp.issparse(X):
-        C = sp.csr_matrix(X)
+        C = X if X.format == "csr" else sp.csr_matrix(X)
         if not C.has_sorted_indices:
             C = C.sorted_indices()
-        ptr = np.asarray(C.indptr, dtype=np.int64)
-        ind = np.asarray(C.indices, dtype=np.int64)
-        val = np.asarray(C.data, dtype=np.float64)
-        with nogil:
-            for i in range(n):
-                h = <uint64_t> 0xCBF29CE484222325
-                for p in range(ptr[i], ptr[i + 1]):
-                    if val[p] != 0.0:
-                        h = _mix(_mix(h, <uint64_t> ind[p]), _bits(val[p]))
-                o[i] = h
+        val = C.data if C.data.dtype in (np.float32, np.float64) else C.data.astype(np.float64)
+        itype = np.promote_types(C.indices.dtype, C.indptr.dtype)
+        if itype not in (np.int32, np.int64):
+            itype = np.dtype(np.int64)
+        _sparse_row_hashes(np.ascontiguousarray(val), np.ascontiguousarray(C.indices, dtype=itype),
+                           np.ascontiguousarray(C.indptr, dtype=itype), out)
     else:
-        D = np.ascontiguousarray(X, dtype=np.float64)
-        with nogil:
-            for i in range(n):
-                h = <uint64_t> 0xCBF29CE484222325
-                for j in range(d):
-                    if D[i, j] != 0.0:
-                        h = _mix(_mix(h, <uint64_t> j), _bits(D[i, j]))
-                o[i] = h
+        D = np.asarray(X)
+        if D.dtype not in (np.float32, np.float64):
+            D = D.astype(np.float64)
+        _dense_row_hashes(np.ascontiguousarray(D), out)
     return out

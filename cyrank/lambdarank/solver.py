@@ -274,9 +274,8 @@ def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0, penalty="l2", l1_ra
     X, y, qid = check_ranking_data(X, y, qid)
     coef = check_coef(coef, X.shape[1])
     pairs = _Pairs(y, qid, sigma=sigma)
-    Xs = X.tocsr()[pairs.order] if sp.issparse(X) else X[pairs.order]
     n = X.shape[0]
-    s = np.ascontiguousarray(Xs @ coef, dtype=np.float64)
+    s = LinearX(_sorted_X(X, pairs)).dot(coef)  # X in its own precision, float64 sums
     return pairs.lambdas(s, np.empty(n), np.empty(n)) + Penalty(lam1, lam2).value(coef)
 
 
@@ -539,13 +538,15 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
     inner_failures = []
     n_inner = 0
 
+    Xs_products = LinearX(Xs, parallel_min_rows=pairs.parallel_min_rows)  # no float64 copy of a float32 X
+
     def scores(w):
-        return np.ascontiguousarray(Xs @ w, dtype=np.float64)
+        return Xs_products.dot(w)
 
     def cost(ref, w):
         """(C(w) with the weights of ref, its gradient)."""
         loss = ref.loss(scores(w), sigma, lam, hess)
-        return loss + alpha * float(w @ w), np.asarray(Xs.T @ lam).ravel() + 2.0 * alpha * w
+        return loss + alpha * float(w @ w), Xs_products.rdot(lam) + 2.0 * alpha * w
 
     def record(w, loss, ref, theta):
         s = scores(w)

@@ -206,3 +206,38 @@ def test_metric_name_with_a_cut_off_it_ignores(spec):
 
     with pytest.raises(ValueError, match="takes no cut-off"):
         metric_by_name(spec)
+
+
+@pytest.mark.parametrize("metric, ties", [("ranknet", "pessimistic"), ("ndcg@5", "pessimistic"), ("ndcg", "average"),
+                                          ("err@3", "pessimistic"), ("map", "pessimistic"), ("ndcg@10", "input")])
+def test_prepared_lambdas_equal_the_function_bit_for_bit(metric, ties):
+    """lambdarank.Lambdas groups the rows once; each call on new scores (with ties, rows in any order, string
+    qids) gives exactly lambdas()'s cost, gradient and weight."""
+    from cyrank.lambdarank import Lambdas, lambdas
+
+    rng = np.random.default_rng(11)
+    n = 300
+    y = rng.integers(0, 4, n).astype(float)
+    qid = np.array([f"q{k}" for k in rng.integers(0, 12, n)])
+    prepared = Lambdas(y, qid, metric=metric, ties=ties, sigma=0.7)
+    for _ in range(3):
+        s = np.round(rng.normal(size=n), 1)  # ties in the scores
+        got = prepared(s)
+        want = lambdas(y, s, qid, metric=metric, ties=ties, sigma=0.7)
+        assert got[0] == want[0]
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[2], want[2])
+
+
+def test_prepared_lambdas_check_each_score_vector():
+    from cyrank.lambdarank import Lambdas
+
+    prepared = Lambdas(np.array([0.0, 1.0, 2.0, 1.0]), np.array([1, 1, 2, 2]))
+    with pytest.raises(ValueError, match="y_score"):
+        prepared(np.zeros(3))
+    with pytest.raises(ValueError, match="y_score"):
+        prepared(np.array([0.0, np.nan, 1.0, 2.0]))
+    cost, grad, weight = prepared(np.zeros(4))
+    assert cost > 0 and grad.shape == (4,) and np.all(weight > 0)
+    with pytest.raises(ValueError, match="y_true"):
+        Lambdas(np.array([0.0, np.inf]), np.array([1, 1]))

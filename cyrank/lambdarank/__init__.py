@@ -1,9 +1,9 @@
 """RankNet and LambdaRank (Burges, "From RankNet to LambdaRank to LambdaMART: An Overview", 2010): the lambda
-gradients of every document (``lambdas``), linear RankNet (``solve``, ``objective``, ``path`` and its loss object
+gradients of every document (``lambdas``, or ``Lambdas`` prepared once for many score vectors), linear RankNet (``solve``, ``objective``, ``path`` and its loss object
 ``loss``, a cyrank.optim.datafit.Datafit), linear LambdaRank
 (``solve_lambdarank``, whose inner step is ``solve_weighted_ranknet``): the functional layer, no scikit-learn
 import; the estimators ``RankNet`` and ``LambdaRank`` are imported on first use."""
-from .solver import (METRICS, lambdas, loss, objective, parse_metric, path, solve, solve_lambdarank,
+from .solver import (METRICS, Lambdas, lambdas, loss, objective, parse_metric, path, solve, solve_lambdarank,
                      solve_weighted_ranknet)
 
 
@@ -15,5 +15,5 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["METRICS", "LambdaRank", "RankNet", "lambdas", "loss", "objective", "parse_metric", "path", "solve",
-           "solve_lambdarank", "solve_weighted_ranknet"]
+__all__ = ["METRICS", "LambdaRank", "Lambdas", "RankNet", "lambdas", "loss", "objective", "parse_metric", "path",
+           "solve", "solve_lambdarank", "solve_weighted_ranknet"]

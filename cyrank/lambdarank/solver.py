@@ -29,8 +29,8 @@ from .._linear import LinearX
 from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread
-from .._validation import (check_coef, check_gain_labels, check_option, check_param, check_ranking_data,
-                           check_scores, warn_if_no_pairs)
+from .._validation import (check_coef, check_gain_labels, check_option, check_param, check_qid,
+                           check_ranking_data, check_scores, check_y, warn_if_no_pairs)
 from ..metrics import parse_metric_name
 from ..optim.certificate import group_column_squares
 from ..optim.datafit import Datafit, minimise, solve_result
@@ -163,6 +163,34 @@ class _Pairs:
         return other
 
 
+class Lambdas:
+    """The lambdas of one set of labels and queries, prepared once for many score vectors (a boosting loop, a
+    custom objective): checking y and qid, grouping the rows and ordering them happen here, and each call only
+    checks the scores and runs the kernel. Parameters as :func:`lambdas`.
+
+    ``Lambdas(y, qid, metric="ndcg@10")(scores)`` returns (cost, gradient, weight) per document in input order,
+    equal to ``lambdas(y, scores, qid, metric="ndcg@10")`` to the last bit.
+    """
+
+    def __init__(self, y_true, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
+                 threshold=0.0, ties="pessimistic", norm=False):
+        y_true = check_y(y_true, name="y_true")
+        self._pairs = _Pairs(y_true, check_qid(qid, y_true.shape[0], of="y_true"), metric=metric, sigma=sigma,
+                             truncation=truncation, max_rel=max_rel, threshold=threshold, ties=ties, norm=norm)
+        n = self.n_samples = y_true.shape[0]
+        self._sorted, self._lam, self._hess = np.empty(n), np.empty(n), np.empty(n)
+
+    def __call__(self, y_score):
+        """(cost, gradient, weight) at ``y_score`` (one finite score per row of y_true)."""
+        y_score = check_y(y_score, self.n_samples, name="y_score", of="y_true")
+        order = self._pairs.order
+        np.take(y_score, order, out=self._sorted)
+        cost = self._pairs.lambdas(self._sorted, self._lam, self._hess)
+        grad, weight = np.empty(self.n_samples), np.empty(self.n_samples)
+        grad[order], weight[order] = self._lam, self._hess
+        return cost, grad, weight
+
+
 def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
             threshold=0.0, ties="pessimistic", norm=False):
     """(cost, gradient, weight): per document dC/ds and its Gauss-Newton weight (input order) for RankNet
@@ -171,16 +199,11 @@ def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncatio
     ``max_rel``: the ERR normaliser, >= every label (default max y; ERR is exact at any label scale);
     ``threshold``: relevant = y > threshold (MAP); ``ties``: the tie rule (:func:`resolve_ties`); ``norm``:
     LightGBM's lambdarank_norm (_lambdas.lambdas). Except with ties="input", the result does not depend on the
-    row order. Every argument is checked (ValueError or TypeError naming it)."""
+    row order. Every argument is checked (ValueError or TypeError naming it). For many score vectors on the same
+    labels, :class:`Lambdas` groups the rows once."""
     y_true, y_score, qid = check_scores(y_true, y_score, qid)
-    pairs = _Pairs(y_true, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel,
-                   threshold=threshold, ties=ties, norm=norm)
-    n = y_true.shape[0]
-    lam, hess = np.empty(n), np.empty(n)
-    cost = pairs.lambdas(np.ascontiguousarray(y_score[pairs.order], dtype=np.float64), lam, hess)
-    grad, weight = np.empty(n), np.empty(n)
-    grad[pairs.order], weight[pairs.order] = lam, hess
-    return cost, grad, weight
+    return Lambdas(y_true, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel,
+                   threshold=threshold, ties=ties, norm=norm)(y_score)
 
 
 class _State:

@@ -55,12 +55,11 @@ from types import SimpleNamespace
 import numpy as np
 import scipy.sparse as sp
 
-from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import check_joint_features, check_option, check_param, check_X, warn_no_preferences
 from .._validation import check_options
 from ..optim.certificate import certify, group_column_squares
-from ..optim.datafit import Datafit, minimise
+from ..optim.datafit import Datafit, minimise, solve_result
 from ..optim.path import alpha_grid, check_path_params, run_path
 from ..optim.penalties import PENALTIES, Penalty, penalty_weights
 from ..optim.result import OptimResult, gap_target
@@ -183,12 +182,8 @@ class LabelRankLoss(Datafit):
         0), n_iter, n_cg_iter, converged, gap, gap_kind, message, solver, n_labels and n_features_in, as
         :func:`solve` returns them."""
         coef, joint_coef = self.coefficients(res.x)
-        rel = res.optimality if res.info.get("grad_norm0", 0.0) > 0 else 0.0
-        return SolveResult(coef=coef, joint_coef=joint_coef, objective=float(res.objective), grad_norm=float(rel),
-                           n_iter=int(res.n_iter), n_cg_iter=int(res.n_inner), converged=bool(res.converged),
-                           solver=solver, n_labels=self.n_labels, n_features_in=self.n_features_in,
-                           gap=float(res.gap), gap_kind=res.gap_kind, optimality_name="grad_norm",
-                           message=res.message)
+        return solve_result(res, self, coef=coef, joint_coef=joint_coef, solver=solver, n_labels=self.n_labels,
+                            n_features_in=self.n_features_in)
 
     def column_squares(self):
         """Per coordinate of w, the scale of the Hessian's diagonal: sum_i x_ij^2 for every label's weight j (the

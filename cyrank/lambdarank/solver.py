@@ -270,13 +270,6 @@ class _WeightedRankNetProblem(_RankNetProblem):
         self.ref.hess_vec(s, self.pairs.sigma, u, out)
 
 
-def _result(res, datafit):
-    """The SolveResult of an OptimResult of :func:`cyrank.optim.datafit.minimise` (cyrank.optim.datafit.solve_result):
-    grad_norm is the relative gradient norm, or with an l1 term the relative KKT violation (0 when the scale at 0
-    is 0)."""
-    return solve_result(res, datafit, measure="grad_norm")
-
-
 def _sorted_X(X, pairs):
     """X's rows in the order of ``pairs`` (one copy, CSR or C-ordered dense), in X's own dtype."""
     return X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
@@ -348,7 +341,7 @@ def _solve_sorted(Xs, pairs, lam1, lam2, w, *, tol, max_iter, verbose):
     with one_blas_thread():
         res = minimise(problem, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose,
                        name="RankNet" if penalty.smooth else "RankNet prox_newton")
-    return _result(res, problem)
+    return solve_result(res, problem)  # grad_norm: relative gradient norm, or KKT violation with an l1 term
 
 
 def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5, sigma=1.0,
@@ -421,7 +414,7 @@ def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10"
     with one_blas_thread():
         res = minimise(problem, Penalty(0.0, alpha), w, tol=tol, max_iter=max_iter, verbose=verbose,
                        name="weighted RankNet")
-    return _result(res, problem)
+    return solve_result(res, problem)  # grad_norm: relative gradient norm, or KKT violation with an l1 term
 
 
 # ------------------------------------------------------------------------------------------------ LambdaRank

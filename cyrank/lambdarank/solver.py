@@ -25,7 +25,7 @@ gives the same arrays to every kernel, so the same model bit for bit.
 import numpy as np
 import scipy.sparse as sp
 
-from .._linear import LinearX
+from .._linear import product_parts
 from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread
@@ -36,7 +36,7 @@ from ..optim.certificate import group_column_squares
 from ..optim.datafit import Datafit, minimise, solve_result
 from ..optim.path import alpha_grid, check_path_params, run_path
 from ..optim.penalties import Penalty, penalty_weights
-from . import _lambdas
+from . import _lambdas, _ranknet
 
 METRICS = {"ranknet": _lambdas.RANKNET, "ndcg": _lambdas.NDCG, "err": _lambdas.ERR, "map": _lambdas.AP}
 TIES = ("pessimistic", "average", "input")
@@ -206,73 +206,97 @@ def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncatio
                    threshold=threshold, ties=ties, norm=norm)(y_score)
 
 
+class SortedX:
+    """X's rows in the order of ``pairs`` without a copy of X: the kernels of _ranknet.pyx read row pairs.order[k]
+    at sorted position k (X dense C-ordered or CSR, in its own precision; another layout is converted once, as
+    cyrank._linear.product_parts does). ``dot(w)`` = the scores at the positions, ``rdot(v)`` = X' v for v at the
+    positions, summed in the positions' order (so a permutation of the input rows gives the same bits)."""
+
+    def __init__(self, X, pairs):
+        self.parts = product_parts(X)
+        data, indices, indptr, dense, n, d = self.parts
+        self.shape = (n, d)
+        # X as the kernels read it (for the column squares): the C-ordered dense array, or the CSR parts
+        self.X = data.reshape(n, d) if dense else sp.csr_matrix((data, indices, indptr), shape=(n, d))
+        self.rows = _ranknet.Rows(pairs.order, pairs.offsets, pairs.y, n, pairs.parallel_min_rows)
+        self.order, self.offsets = pairs.order, pairs.offsets
+
+    def dot(self, w, out=None):
+        out = np.empty(self.shape[0]) if out is None else out
+        _ranknet.dot(self.parts, self.rows, np.ascontiguousarray(w, dtype=np.float64), out)
+        return out
+
+    def rdot(self, v, out=None):
+        out = np.empty(self.shape[1]) if out is None else out
+        _ranknet.rdot(self.parts, self.rows, np.ascontiguousarray(v, dtype=np.float64), out)
+        return out
+
+    def column_squares(self):
+        return group_column_squares(self.X, self.offsets, self.order)
+
+
 class _State:
     def __init__(self, n):
-        self.s = np.zeros(n)
+        self.s = np.zeros(n)   # the scores at the positions
+        self.ex = np.zeros(n)  # exp(sigma s - the query's max): the pair sigmoids without an exp (_ranknet.pyx)
 
 
 class _RankNetProblem(Datafit):
-    """The RankNet loss (module docstring) on the rows in (query, label) order as a datafit (cyrank.optim.datafit):
-    the loss in the scores s = X w (``score_loss``, ``score_hess_vec``) plus ridge ||w||^2, gradient
-    X' lambda + 2 ridge w."""
+    """The RankNet loss (module docstring) as a datafit (cyrank.optim.datafit) on X in the user's row order, read in
+    the order of ``pairs`` (:class:`SortedX`, no copy): loss, gradient X' lambda + 2 ridge w and Hessian products
+    X' H X v + 2 ridge v, each one pass over X query by query (_ranknet.pyx)."""
 
-    def __init__(self, X, pairs, ridge=0.0):
+    def __init__(self, X, pairs, ridge=0.0, sorted_x=None):
         self.X, self.pairs, self.ridge = X, pairs, float(ridge)
         self.n_rows, self.n_features = X.shape
-        # X w and X' v read X in its own precision, in float64 sums (cyrank/_products.pyx): no copy of X per call
-        self.linear = LinearX(X, parallel_min_rows=pairs.parallel_min_rows)
-        self.lam, self.hess = np.empty(self.n_rows), np.empty(self.n_rows)
-        self._xv, self._hxv = np.empty(self.n_rows), np.empty(self.n_rows)  # hessian_product's buffers
+        self.sx = SortedX(X, pairs) if sorted_x is None else sorted_x
+        n = self.n_rows
+        self._g, self._t, self._u = np.empty(n), np.empty(n), np.empty(n)  # per-fit work vectors
         super().__init__()
 
     def column_squares(self):
-        return group_column_squares(self.X, self.pairs.offsets)
-
-    def score_loss(self, s):
-        """The loss at the scores s; its gradient into self.lam (and Gauss-Newton diagonal into self.hess)."""
-        return self.pairs.lambdas(s, self.lam, self.hess)
-
-    def score_hess_vec(self, s, u, out):
-        """out = (Hessian in the scores at s) u."""
-        P = self.pairs
-        _lambdas.ranknet_hess_vec(s, P.y, P.offsets, P.sigma, u, out, P.parallel_min_rows)
+        return self.sx.column_squares()
 
     def new_state(self):
         return _State(self.n_rows)
 
     def evaluate(self, w, Mw, state):
-        self.linear.dot(w, out=state.s)
-        loss = self.score_loss(state.s)
-        grad = self.linear.rdot(self.lam)
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        grad = np.empty(self.n_features)
+        loss = _ranknet.evaluate(self.sx.parts, self.sx.rows, w, self.pairs.sigma, state.s, state.ex, self._g, grad)
         grad += 2.0 * self.ridge * w
         return loss + self.ridge * float(w @ w), grad
 
     def hessian_product(self, state, v, Mv):
-        self.linear.dot(v, out=self._xv)
-        self.score_hess_vec(state.s, self._xv, self._hxv)
-        out = self.linear.rdot(self._hxv)
+        out = np.empty(self.n_features)
+        _ranknet.hess_vec(self.sx.parts, self.sx.rows, np.ascontiguousarray(v, dtype=np.float64), self.pairs.sigma,
+                          state.s, state.ex, self._t, self._u, out)
         out += 2.0 * self.ridge * v
         return out
 
 
 class _WeightedRankNetProblem(_RankNetProblem):
     """sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + ridge ||w||^2 with the weights |dZ_ij| of a fixed
-    reference ranking (``ref``, a _lambdas.Reference) and f = X w at the current w: convex."""
+    reference ranking (``ref``, a _lambdas.Reference) and f = X w at the current w: convex. The scores at the
+    positions and X' of the pair gradients are two passes over X (:class:`SortedX`)."""
 
-    def __init__(self, X, pairs, ref, ridge=0.0):
+    def __init__(self, X, pairs, ref, ridge=0.0, sorted_x=None):
         self.ref = ref
-        super().__init__(X, pairs, ridge)
+        super().__init__(X, pairs, ridge, sorted_x)
 
-    def score_loss(self, s):
-        return self.ref.loss(s, self.pairs.sigma, self.lam, self.hess)
+    def evaluate(self, w, Mw, state):
+        self.sx.dot(w, out=state.s)
+        loss = self.ref.loss(state.s, self.pairs.sigma, self._g, self._u)
+        grad = self.sx.rdot(self._g)
+        grad += 2.0 * self.ridge * w
+        return loss + self.ridge * float(w @ w), grad
 
-    def score_hess_vec(self, s, u, out):
-        self.ref.hess_vec(s, self.pairs.sigma, u, out)
-
-
-def _sorted_X(X, pairs):
-    """X's rows in the order of ``pairs`` (one copy, CSR or C-ordered dense), in X's own dtype."""
-    return X.tocsr()[pairs.order] if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
+    def hessian_product(self, state, v, Mv):
+        self.sx.dot(v, out=self._t)
+        self.ref.hess_vec(state.s, self.pairs.sigma, self._t, self._u)
+        out = self.sx.rdot(self._u)
+        out += 2.0 * self.ridge * v
+        return out
 
 
 def _check_coef_init(coef_init, d):
@@ -291,7 +315,7 @@ def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0, penalty="l2", l1_ra
     coef = check_coef(coef, X.shape[1])
     pairs = _Pairs(y, qid, sigma=sigma)
     n = X.shape[0]
-    s = LinearX(_sorted_X(X, pairs)).dot(coef)  # X in its own precision, float64 sums
+    s = SortedX(X, pairs).dot(coef)  # X in its own precision, float64 sums, no copy
     return pairs.lambdas(s, np.empty(n), np.empty(n)) + Penalty(lam1, lam2).value(coef)
 
 
@@ -310,7 +334,7 @@ def loss(X, y, qid=None, *, sigma=1.0):
     X, y, qid = check_ranking_data(X, y, qid)
     pairs = _Pairs(y, qid, sigma=check_sigma(sigma), X=X)
     warn_if_no_pairs(pairs.groups)
-    return _RankNetProblem(_sorted_X(X, pairs), pairs)
+    return _RankNetProblem(X, pairs)
 
 
 def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, max_iter=1000, tol=1e-6, coef_init=None,
@@ -330,14 +354,15 @@ def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, m
     X, y, qid = check_ranking_data(X, y, qid)
     pairs = _Pairs(y, qid, sigma=sigma, X=X)
     warn_if_no_pairs(pairs.groups)
-    return _solve_sorted(_sorted_X(X, pairs), pairs, lam1, lam2, _check_coef_init(coef_init, X.shape[1]), tol=tol,
+    return _solve_sorted(SortedX(X, pairs), pairs, lam1, lam2, _check_coef_init(coef_init, X.shape[1]), tol=tol,
                          max_iter=max_iter, verbose=verbose)
 
 
-def _solve_sorted(Xs, pairs, lam1, lam2, w, *, tol, max_iter, verbose):
-    """:func:`solve` on checked data in (query, label) order (cyrank.optim.datafit.minimise)."""
+def _solve_sorted(sx, pairs, lam1, lam2, w, *, tol, max_iter, verbose):
+    """:func:`solve` on checked data read in (query, label) order (``sx``, a :class:`SortedX`;
+    cyrank.optim.datafit.minimise)."""
     penalty = Penalty(lam1, lam2)
-    problem = _RankNetProblem(Xs, pairs)
+    problem = _RankNetProblem(sx.X, pairs, sorted_x=sx)
     with one_blas_thread():
         res = minimise(problem, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose,
                        name="RankNet" if penalty.smooth else "RankNet prox_newton")
@@ -373,11 +398,11 @@ def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1
     X, y, qid = check_ranking_data(X, y, qid)
     pairs = _Pairs(y, qid, sigma=sigma, X=X)
     warn_if_no_pairs(pairs.groups)
-    Xs = _sorted_X(X, pairs)
+    sx = SortedX(X, pairs)
     d = X.shape[1]
 
     def top():
-        problem = _RankNetProblem(Xs, pairs)
+        problem = _RankNetProblem(X, pairs, sorted_x=sx)
         with one_blas_thread():
             return float(np.max(np.abs(problem.grad(np.zeros(d))), initial=0.0)), 0.0
 
@@ -386,7 +411,7 @@ def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1
     def fit(alpha, coef):
         lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
         w = np.zeros(d) if coef is None else coef.copy()
-        return _solve_sorted(Xs, pairs, lam1, lam2, w, tol=tol, max_iter=max_iter, verbose=verbose)
+        return _solve_sorted(sx, pairs, lam1, lam2, w, tol=tol, max_iter=max_iter, verbose=verbose)
 
     return run_path(alphas, a_max, fit)
 
@@ -407,10 +432,9 @@ def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10"
     pairs = _Pairs(y, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel, threshold=threshold,
                    ties=ties, X=X)
     warn_if_no_pairs(pairs.groups)
-    Xs = _sorted_X(X, pairs)
     ref = pairs.reference(s0[pairs.order])
     w = _check_coef_init(coef_init, X.shape[1])
-    problem = _WeightedRankNetProblem(Xs, pairs, ref)
+    problem = _WeightedRankNetProblem(X, pairs, ref)
     with one_blas_thread():
         res = minimise(problem, Penalty(0.0, alpha), w, tol=tol, max_iter=max_iter, verbose=verbose,
                        name="weighted RankNet")
@@ -542,7 +566,7 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
         raise ValueError(f"LambdaRank needs at least 2 samples (pairs within queries), got {X.shape[0]} sample")
     pairs = _Pairs(y, qid, metric=metric, sigma=sigma, ties=ties, X=X)
     check_metric_data(metric, y, qid)
-    Xs = _sorted_X(X, pairs)
+    sx = SortedX(X, pairs)  # X read in the order of pairs: no copy
     d, n = X.shape[1], X.shape[0]
     if eval_set is not None:
         Xv, yv, qv = check_eval_set(eval_set, d, metric, y_train=y)
@@ -554,15 +578,13 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
     inner_failures = []
     n_inner = 0
 
-    Xs_products = LinearX(Xs, parallel_min_rows=pairs.parallel_min_rows)  # no float64 copy of a float32 X
-
     def scores(w):
-        return Xs_products.dot(w)
+        return sx.dot(w)
 
     def cost(ref, w):
         """(C(w) with the weights of ref, its gradient)."""
         loss = ref.loss(scores(w), sigma, lam, hess)
-        return loss + alpha * float(w @ w), Xs_products.rdot(lam) + 2.0 * alpha * w
+        return loss + alpha * float(w @ w), sx.rdot(lam) + 2.0 * alpha * w
 
     def record(w, loss, ref, theta):
         s = scores(w)
@@ -583,7 +605,7 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
                   + (f"  eval {history['eval'][-1]:.6f}" if eval_set is not None else ""))
 
     with one_blas_thread():
-        start = minimise(_RankNetProblem(Xs, pairs.ranknet()), Penalty(0.0, alpha), np.zeros(d), tol=tol,
+        start = minimise(_RankNetProblem(X, pairs.ranknet(), sorted_x=sx), Penalty(0.0, alpha), np.zeros(d), tol=tol,
                          max_iter=max_inner_iter, verbose=max(verbose - 1, 0), name="LambdaRank (RankNet start)")
         n_inner += int(start.n_iter)
         if not start.converged:
@@ -598,7 +620,7 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
         c_old = history["objective"][0]
         for t in range(1, max_iter + 1):
             if target is None:  # the M-step: the weighted loss with the weights of the ranking by w, exactly
-                res = minimise(_WeightedRankNetProblem(Xs, pairs, ref), Penalty(0.0, alpha), w, tol=tol,
+                res = minimise(_WeightedRankNetProblem(X, pairs, ref, sorted_x=sx), Penalty(0.0, alpha), w, tol=tol,
                                max_iter=max_inner_iter, verbose=max(verbose - 1, 0), name=f"LambdaRank (step {t})")
                 n_inner += int(res.n_iter)
                 if not res.converged:

@@ -49,13 +49,18 @@ leaves open, each order equally likely, so it never depends on the order of the 
 
 ``truncation`` > 0 keeps only the pairs with one document in the top ``truncation`` positions (LightGBM's
 lambdarank_truncation_level); with ties, the expectation of |dZ_ij| times that indicator (1{position of the
-upper document < truncation}, a term in a alone). Cost per query: O(n log n) for the sort plus O(pairs). Queries
-run in parallel (OpenMP), each writing only its own rows; the loss is summed in query order.
+upper document < truncation}, a term in a alone). Only pairs with one side in the top positions carry a weight:
+with L = min(k, truncation) for NDCG and ERR (D(r) = 0 and w_r = 0 from k on), L = truncation for RankNet and MAP,
+a pair whose upper block starts at L or below has |dZ| = 0, so the kernel visits, by position, the rows of the
+blocks that start before L (a block straddling L whole) against every row below them (weighted_top): O(L n) pairs,
+as LightGBM's top positions x n, instead of O(n^2). Without a cut-off, every pair of different labels in label
+order. Cost per query: O(n log n) for the sort plus those pairs. Queries run in parallel (OpenMP), each writing
+only its own rows; the loss is summed in query order.
 
 :class:`Reference` keeps the weights |dZ_ij| of one ranking (the reference scores s0: positions, blocks and the
 per-block sums, O(n) memory, no per-pair storage) and evaluates the convex pair-weighted RankNet loss
 sum_P |dZ_ij(s0)| log(1 + exp(-sigma (s_i - s_j))) at other scores s, its gradient, Gauss-Newton diagonal and
-Hessian-vector products, O(pairs) each.
+Hessian-vector products, over the same pairs (O(L n) with a cut-off) each.
 """
 import numpy as np
 
@@ -96,6 +101,7 @@ cdef struct QueryRef:
     intp_t* bst    # first position of row t's block (ties: see the module docstring)
     intp_t* bsz    # rows in that block
     intp_t* bct    # of them, positions before the truncation level (bsz without truncation)
+    intp_t* ord    # row at position r
     double* f      # NF fields per row, f[NF t + c]: its block's sums (query_reference)
     double* val    # per position: ERR u_r, NDCG the discount D(r)
     double* cnt    # per position: ERR the mantissa of p_r, AP c_r
@@ -123,7 +129,7 @@ cdef inline double scaled(double m, double e) noexcept nogil:
 
 cdef double query_reference(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
                             intp_t truncation, double max_rel, double threshold, int ties, KeyIndex* rec,
-                            intp_t* ord, QueryRef* Q) noexcept nogil:
+                            QueryRef* Q) noexcept nogil:
     """Rank one query (rows 0..n-1, labels ascending) by the scores s and fill Q (positions, blocks, per-position
     arrays, per-block sums in every row's fields); returns Q.norm (0: no pair of the query has a weight).
     k >= n means no cut-off; truncation <= 0 none."""
@@ -132,6 +138,7 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
     cdef int ex, em
     cdef double y_r
     cdef bint same
+    cdef intp_t* ord = Q.ord
     Q.norm = 0.0
     if n < 2 or y[0] == y[n - 1]:
         return 0.0
@@ -352,21 +359,99 @@ cdef inline double pair_weight(const QueryRef* Q, const double* y, intp_t i, int
     return fabs(S) / (<double> nA * nB)
 
 
+cdef inline intp_t weighted_top(const QueryRef* Q, intp_t n, int metric, intp_t k, intp_t truncation) noexcept nogil:
+    """u: the positions 0..u-1 of the blocks that start before L = min(k, truncation) (NDCG, ERR) or L =
+    truncation (RankNet, MAP); n without a cut-off. A pair whose upper block starts at L or below has |dZ| = 0
+    (both positions beyond k: D = 0, w = 0; upper beyond the truncation: excluded), so every pair of nonzero
+    weight has a row among them: O(u n) pairs instead of O(n^2). A block straddling L is kept whole (its pairs'
+    expectations count the share of its positions before L)."""
+    cdef intp_t L = truncation if 0 < truncation < n else n
+    cdef intp_t t
+    if metric == _NDCG or metric == _ERR:
+        L = min(L, k)
+    if L >= n:
+        return n
+    if L <= 0:
+        return 0
+    t = Q.ord[L - 1]
+    return Q.bst[t] + Q.bsz[t]
+
+
+cdef inline double pair_rho(double exh, double exl, double x, double* rho1) noexcept nogil:
+    """rho = 1 / (1 + exp(-x)) and 1 - rho (into rho1), x = sigma (s_l - s_h) (the lower-labelled row's score less
+    the higher's), from ex = exp(sigma s - max) (no exponential per pair); a gap of hundreds (an ex below TINY):
+    one exponential of -|x| (no overflow, no 0/0)."""
+    cdef double inv_sum, e
+    if exh > TINY and exl > TINY:
+        inv_sum = 1.0 / (exh + exl)
+        rho1[0] = exh * inv_sum
+        return exl * inv_sum
+    e = exp(-fabs(x))
+    rho1[0] = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
+    return 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+
+
+cdef inline double pair_cost(double exh, double exl, double x) noexcept nogil:
+    """log(1 + exp(x)), x = sigma (s_l - s_h), as pair_rho."""
+    if exh > TINY and exl > TINY:
+        return log1p(exl / exh)
+    return (x if x > 0.0 else 0.0) + log1p(exp(-fabs(x)))
+
+
+cdef inline double fast_weight(const QueryRef* Q, intp_t a, intp_t b, int metric) noexcept nogil:
+    """pair_weight for NDCG and RankNet, rows a and b (either label order) of different labels."""
+    cdef const double* fa = Q.f + NF * a
+    cdef const double* fb = Q.f + NF * b
+    cdef double c
+    if Q.bst[a] == Q.bst[b]:
+        c = fa[4]
+    elif Q.bst[a] < Q.bst[b]:
+        c = fa[2] - fa[3] * fb[1] if metric == _NDCG else fa[3]
+    else:
+        c = fb[2] - fb[3] * fa[1] if metric == _NDCG else fb[3]
+    return fabs(fa[0] - fb[0]) * c * Q.norm if metric == _NDCG else c
+
+
+cdef inline double weight_of(const QueryRef* Q, const double* y, intp_t a, intp_t b, int metric, intp_t k,
+                             intp_t truncation, double threshold) noexcept nogil:
+    """|dZ| of the pair of rows a and b of different labels (either label order)."""
+    if metric == _NDCG or metric == _RANKNET:
+        return fast_weight(Q, a, b, metric)
+    if y[a] > y[b]:
+        return pair_weight(Q, y, a, b, metric, k, truncation, threshold)
+    return pair_weight(Q, y, b, a, metric, k, truncation, threshold)
+
+
+cdef inline intp_t pair_range(const QueryRef* Q, const double* y, intp_t r, intp_t u, intp_t n, intp_t* lo_end,
+                              intp_t* a, const intp_t** cand) noexcept nogil:
+    """The pairs of the r-th row visited: row a and the rows cand[0..count) (count returned; cand NULL: rows
+    0..count-1). Without a cut-off (u = n), rows in label order: row r and the rows of lower labels (lo_end);
+    with one, positions: the row at position r < u and every row below it."""
+    if u == n:
+        if r > 0 and y[r] != y[r - 1]:
+            lo_end[0] = r
+        a[0] = r
+        cand[0] = NULL
+        return lo_end[0]
+    a[0] = Q.ord[r]
+    cand[0] = Q.ord + r + 1
+    return n - r - 1
+
+
 cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, intp_t n, int metric, intp_t k,
                         intp_t truncation, double sigma, double threshold, bint norm, bint with_cost,
                         double* lam, double* hess, double* ex) noexcept nogil:
     """Lambdas and weights of one query ranked in Q, at the scores s (which need not be Q's), into lam and hess;
-    returns its cost (0 unless ``with_cost``). ``norm``: LightGBM's lambdarank_norm (lambdas())."""
-    cdef intp_t t, i, j, lo_end, bi, bj
-    cdef double loss = 0.0, delta, x, e, rho, rho1, top = -INFINITY, low = INFINITY, total = 0.0, factor
-    cdef double inv_sum, g, h, si, exi, lam_i, hess_i, gi, c, qn = Q.norm
-    cdef const double* fi
-    cdef const double* fj
-    cdef bint fast
+    returns its cost (0 unless ``with_cost``). ``norm``: LightGBM's lambdarank_norm (lambdas()). Only the pairs
+    with a row among the top positions weighted_top are visited: O(k n) with a cut-off k."""
+    cdef intp_t t, r, c, a, b, u, lo_end = 0, count, rows
+    cdef const intp_t* cand
+    cdef double loss = 0.0, delta, x, rho, rho1, top = -INFINITY, low = INFINITY, total = 0.0, factor
+    cdef double g, h, sa, exa, ya, exh, exl, lam_a, hess_a
     for t in range(n):
         lam[t] = 0.0
         hess[t] = 0.0
-    if qn == 0.0:
+    if Q.norm == 0.0:
         return 0.0
     # ex[t] = exp(sigma s_t - max): then rho = ex_j / (ex_i + ex_j) needs no exponential per pair
     for t in range(n):
@@ -374,83 +459,43 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, int
         low = min(low, sigma * s[t])
     for t in range(n):
         ex[t] = exp(sigma * s[t] - top)
-    # pairs: i above (larger label) j; rows are label-ascending, so j < lo_end = the first row of i's label
-    lo_end = 0
-    fast = (metric == _NDCG or metric == _RANKNET) and not with_cost
-    for i in range(1, n):
-        if y[i] != y[i - 1]:
-            lo_end = i
-        # row i's values in registers: the stores into lam and hess below could alias them otherwise
-        si = s[i]
-        exi = ex[i]
-        bi = Q.bst[i]
-        fi = Q.f + NF * i
-        gi = fi[0]
-        lam_i = 0.0
-        hess_i = 0.0
-        if fast:  # NDCG or RankNet weights without cost: LambdaMART's call (also with LightGBM's settings)
-            for j in range(lo_end):
-                bj = Q.bst[j]
-                fj = Q.f + NF * j
-                if bi == bj:
-                    c = fi[4]
-                elif bi < bj:
-                    c = fi[2] - fi[3] * fj[1] if metric == _NDCG else fi[3]
-                else:
-                    c = fj[2] - fj[3] * fi[1] if metric == _NDCG else fj[3]
-                delta = fabs(gi - fj[0]) * c * qn if metric == _NDCG else c
-                if delta == 0.0:  # both beyond k (most pairs of a long query at NDCG@k), or truncated
-                    continue
-                if norm and top > low:
-                    delta = delta / (0.01 + fabs(si - s[j]))
-                if exi > TINY and ex[j] > TINY:
-                    inv_sum = 1.0 / (exi + ex[j])
-                    rho = ex[j] * inv_sum
-                    rho1 = exi * inv_sum
-                else:
-                    x = sigma * (s[j] - si)
-                    e = exp(-fabs(x))
-                    rho = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
-                    rho1 = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
-                g = sigma * rho * delta
-                h = sigma * sigma * rho * rho1 * delta
-                lam_i -= g
-                lam[j] += g
-                hess_i += h
-                hess[j] += h
-                total = total + 2.0 * g
-            lam[i] += lam_i
-            hess[i] += hess_i
-            continue
-        for j in range(lo_end):
-            delta = pair_weight(Q, y, i, j, metric, k, truncation, threshold)
-            if delta == 0.0:
+    u = weighted_top(Q, n, metric, k, truncation)
+    for r in range(u):
+        count = pair_range(Q, y, r, u, n, &lo_end, &a, &cand)
+        # row a's values in registers: the stores into lam and hess below could alias them otherwise
+        sa = s[a]
+        exa = ex[a]
+        ya = y[a]
+        lam_a = 0.0
+        hess_a = 0.0
+        for c in range(count):
+            b = cand[c] if cand != NULL else c
+            if y[b] == ya:
+                continue
+            delta = weight_of(Q, y, a, b, metric, k, truncation, threshold)
+            if delta == 0.0:  # e.g. both beyond k in a block straddling it, or truncated
                 continue
             if norm and top > low:  # LightGBM's lambdarank_norm: the pair's weight over its score distance
-                delta = delta / (0.01 + fabs(si - s[j]))
-            # rho = sigmoid(x) and 1 - rho, x = sigma (s_j - s_i); cost log(1 + e^x)
-            if exi > TINY and ex[j] > TINY:
-                inv_sum = 1.0 / (exi + ex[j])
-                rho = ex[j] * inv_sum
-                rho1 = exi * inv_sum
-                if with_cost:
-                    loss = loss + delta * log1p(ex[j] / exi)
-            else:  # a gap of hundreds: one exponential of -|x| (no overflow, no 0/0)
-                x = sigma * (s[j] - si)
-                e = exp(-fabs(x))
-                rho = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
-                rho1 = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
-                if with_cost:
-                    loss = loss + delta * ((x if x > 0.0 else 0.0) + log1p(e))
+                delta = delta / (0.01 + fabs(sa - s[b]))
+            # the higher-labelled row h, the lower l: rho = sigmoid(sigma (s_l - s_h)), cost log(1 + e^x)
+            if ya > y[b]:
+                exh, exl, x = exa, ex[b], sigma * (s[b] - sa)
+            else:
+                exh, exl, x = ex[b], exa, sigma * (sa - s[b])
+            rho = pair_rho(exh, exl, x, &rho1)
+            if with_cost:
+                loss = loss + delta * pair_cost(exh, exl, x)
             g = sigma * rho * delta
             h = sigma * sigma * rho * rho1 * delta
-            lam_i -= g
-            lam[j] += g
-            hess_i += h
-            hess[j] += h
             total = total + 2.0 * g
-        lam[i] += lam_i
-        hess[i] += hess_i
+            if ya < y[b]:
+                g = -g
+            lam_a -= g  # dC/ds_h = -g, dC/ds_l = +g
+            lam[b] += g
+            hess_a += h
+            hess[b] += h
+        lam[a] += lam_a
+        hess[a] += hess_a
     if norm and total > 0.0:  # ... and the query's lambdas scaled by log2(1 + S) / S, S = 2 sum |lambda_ij|
         factor = log2(1.0 + total) / total
         for t in range(n):
@@ -463,9 +508,10 @@ cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, in
                          intp_t truncation, double sigma, double threshold, const double* v, double* out,
                          double* ex) noexcept nogil:
     """out = H v on one query: each pair adds |dZ_ij| sigma^2 rho (1 - rho) (v_i - v_j) to out_i, subtracts it
-    from out_j."""
-    cdef intp_t t, i, j, lo_end
-    cdef double top = -INFINITY, delta, x, e, rho, rho1, inv_sum, c, exi, vi, out_i
+    from out_j (the pairs of query_pairs, O(k n) with a cut-off)."""
+    cdef intp_t t, r, c, a, b, u, lo_end = 0, count
+    cdef const intp_t* cand
+    cdef double top = -INFINITY, delta, x, rho, rho1, w, exa, ya, sa, va, out_a
     for t in range(n):
         out[t] = 0.0
     if Q.norm == 0.0:
@@ -474,39 +520,39 @@ cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, in
         top = max(top, sigma * s[t])
     for t in range(n):
         ex[t] = exp(sigma * s[t] - top)
-    lo_end = 0
-    for i in range(1, n):
-        if y[i] != y[i - 1]:
-            lo_end = i
-        exi = ex[i]
-        vi = v[i]
-        out_i = 0.0
-        for j in range(lo_end):
-            delta = pair_weight(Q, y, i, j, metric, k, truncation, threshold)
+    u = weighted_top(Q, n, metric, k, truncation)
+    for r in range(u):
+        count = pair_range(Q, y, r, u, n, &lo_end, &a, &cand)
+        sa = s[a]
+        exa = ex[a]
+        ya = y[a]
+        va = v[a]
+        out_a = 0.0
+        for c in range(count):
+            b = cand[c] if cand != NULL else c
+            if y[b] == ya:
+                continue
+            delta = weight_of(Q, y, a, b, metric, k, truncation, threshold)
             if delta == 0.0:
                 continue
-            if exi > TINY and ex[j] > TINY:
-                inv_sum = 1.0 / (exi + ex[j])
-                rho = ex[j] * inv_sum
-                rho1 = exi * inv_sum
+            if ya > y[b]:
+                rho = pair_rho(exa, ex[b], sigma * (s[b] - sa), &rho1)
             else:
-                x = sigma * (s[j] - s[i])
-                e = exp(-fabs(x))
-                rho = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
-                rho1 = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
-            c = sigma * sigma * rho * rho1 * delta * (vi - v[j])
-            out_i += c
-            out[j] -= c
-        out[i] += out_i
+                rho = pair_rho(ex[b], exa, sigma * (sa - s[b]), &rho1)
+            w = sigma * sigma * rho * rho1 * delta * (va - v[b])  # symmetric in the pair's label order
+            out_a += w
+            out[b] -= w
+        out[a] += out_a
 
 
 cdef inline void set_ref(QueryRef* Q, intp_t* ib, double* fb, intp_t n_total, intp_t off, intp_t q) noexcept nogil:
-    """Q's pointers into the arrays of a whole data set (4 x n_total ints, (NF + 2) x n_total + n_q doubles, the
+    """Q's pointers into the arrays of a whole data set (5 x n_total ints, (NF + 2) x n_total + n_q doubles, the
     pre arrays n + 1 long each: query q's at off + q)."""
     Q.pos = ib + off
     Q.bst = ib + n_total + off
     Q.bsz = ib + 2 * n_total + off
     Q.bct = ib + 3 * n_total + off
+    Q.ord = ib + 4 * n_total + off
     Q.f = fb + NF * off
     Q.val = fb + NF * n_total + off
     Q.cnt = fb + (NF + 1) * n_total + off
@@ -520,11 +566,11 @@ cdef inline void set_scratch(QueryRef* Q, intp_t* ib, double* fb, intp_t m) noex
 
 cdef double lambdas_query(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
                           intp_t truncation, double sigma, double max_rel, double threshold, int ties, bint norm,
-                          bint with_cost, double* lam, double* hess, KeyIndex* rec, intp_t* ord, intp_t* ib,
+                          bint with_cost, double* lam, double* hess, KeyIndex* rec, intp_t* ib,
                           double* fb, double* ex, intp_t m) noexcept nogil:
     cdef QueryRef Q
     set_scratch(&Q, ib, fb, m)
-    query_reference(s, y, tie, n, metric, k, truncation, max_rel, threshold, ties, rec, ord, &Q)
+    query_reference(s, y, tie, n, metric, k, truncation, max_rel, threshold, ties, rec, &Q)
     return query_pairs(&Q, s, y, n, metric, k, truncation, sigma, threshold, norm, with_cost, lam, hess, ex)
 
 
@@ -568,7 +614,7 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
     m = max(m, 1)
     cdef double[::1] loss = np.zeros(max(nq, 1))
     cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), m), dtype=[("key", np.float64), ("index", np.int64)])
-    cdef intp_t[:, ::1] ib = np.zeros((max(nt, 1), 5 * m), dtype=np.int64)  # 4 m QueryRef ints, m ord
+    cdef intp_t[:, ::1] ib = np.zeros((max(nt, 1), 5 * m), dtype=np.int64)  # 5 m QueryRef ints
     cdef double[:, ::1] fb = np.zeros((max(nt, 1), (NF + 4) * m + 1))       # f, val, cnt, pre (m + 1), ex
     tid = 0
     with nogil, parallel(num_threads=nt):
@@ -577,7 +623,7 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
             loss[q] = lambdas_query(&s[offsets[q]], &y[offsets[q]], tie_p + offsets[q] if tie_p != NULL else NULL,
                                     offsets[q + 1] - offsets[q], metric, k, truncation, sigma, max_rel, threshold,
                                     ties, norm, with_cost, &lam[offsets[q]], &hess[offsets[q]], &rec[tid, 0],
-                                    &ib[tid, 4 * m], &ib[tid, 0], &fb[tid, 0], &fb[tid, (NF + 3) * m + 1], m)
+                                    &ib[tid, 0], &fb[tid, 0], &fb[tid, (NF + 3) * m + 1], m)
     return float(np.sum(loss))
 
 
@@ -620,11 +666,10 @@ cdef class Reference:
         for q in range(nq):
             m = max(m, offsets[q + 1] - offsets[q])
         self.m = mm = max(m, 1)
-        self.ib = np.zeros(4 * n, dtype=np.int64)
+        self.ib = np.zeros(5 * n, dtype=np.int64)
         self.fb = np.zeros((NF + 3) * n + nq + 1)  # f (NF n), val, cnt, pre (n + nq)
         self.qnorm = np.zeros(max(nq, 1))
         cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), mm), dtype=[("key", np.float64), ("index", np.int64)])
-        cdef intp_t[:, ::1] ordb = np.zeros((max(nt, 1), mm), dtype=np.int64)
         cdef intp_t* ibp = &self.ib[0] if n else NULL
         cdef double* fbp = &self.fb[0]
         cdef intp_t kk = self.k
@@ -636,7 +681,7 @@ cdef class Reference:
                 qnorm[q] = _reference_query(&s0[offsets[q]], &y[offsets[q]],
                                                  tie_p + offsets[q] if tie_p != NULL else NULL,
                                                  offsets[q + 1] - offsets[q], metric, kk, truncation, max_rel,
-                                                 threshold, ties, &rec[tid, 0], &ordb[tid, 0], ibp, fbp, n,
+                                                 threshold, ties, &rec[tid, 0], ibp, fbp, n,
                                                  offsets[q], q)
 
     def same_weights(self, Reference other):
@@ -733,11 +778,11 @@ cdef class Reference:
 
 cdef double _reference_query(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
                              intp_t truncation, double max_rel, double threshold, int ties, KeyIndex* rec,
-                             intp_t* ord, intp_t* ib, double* fb, intp_t n_total, intp_t off,
+                             intp_t* ib, double* fb, intp_t n_total, intp_t off,
                              intp_t q) noexcept nogil:
     cdef QueryRef Q
     set_ref(&Q, ib, fb, n_total, off, q)
-    return query_reference(s, y, tie, n, metric, k, truncation, max_rel, threshold, ties, rec, ord, &Q)
+    return query_reference(s, y, tie, n, metric, k, truncation, max_rel, threshold, ties, rec, &Q)
 
 
 cdef double _loss_query(const double* s, const double* y, intp_t* ib, double* fb, intp_t n_total, intp_t off,

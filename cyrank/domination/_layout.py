@@ -1,10 +1,12 @@
 """DominationRank's data layout (cyrank.domination.solver): rows sorted by (query, label) into the arrays the
-kernels read, column by column for coordinate descent (_cd.pyx) and row by row for the Newton products
-(_smooth.pyx), and the rounding error of the loss gradient."""
+kernels read, column by column for coordinate descent (_cd.pyx: a copy of X's kept rows in that order) and
+row by row for the Newton products (_smooth.pyx: X itself, read through the sorted rows' indices), and the
+rounding error of the loss gradient."""
 import numpy as np
 import scipy.sparse as sp
 
 from .._dense import should_densify
+from .._linear import product_parts
 from .._queries import QueryGroups
 from .._validation import check_random_state, max_abs, warn_if_no_pairs
 
@@ -23,6 +25,23 @@ class _Layout:
             rows, q_ptr, lay_ptr, row_qk, qk_q, offset)
         self.x_max = None  # the largest |x| of X, when the caller knows it (one O(nnz) pass less)
         self.squares = None  # the within-query column squares of X (_preconditioner), made on first need
+        self._blocks = None
+
+    def query_blocks(self):
+        """(lo, hi) per query: the block lo:hi of X's rows holding the query's sorted rows, when these blocks are
+        disjoint and each holds at most twice its query's rows (X grouped by query); -1 everywhere otherwise.
+        The Newton products (_smooth.pyx) read a query through its block, else row by row."""
+        if self._blocks is None:
+            starts = self.lay_ptr[self.q_ptr]
+            nq = starts.shape[0] - 1
+            self._blocks = (np.full(nq, -1, np.int64), np.full(nq, -1, np.int64))
+            if nq > 0:
+                lo = np.minimum.reduceat(self.rows, starts[:-1]).astype(np.int64)
+                hi = np.maximum.reduceat(self.rows, starts[:-1]).astype(np.int64) + 1
+                by_lo = np.argsort(lo, kind="stable")
+                if np.all(hi[by_lo[:-1]] <= lo[by_lo[1:]]) and np.all(hi - lo <= 2 * np.diff(starts)):
+                    self._blocks = (lo, hi)
+        return self._blocks
 
 
 def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_state=None):
@@ -101,20 +120,15 @@ def _columns(X, rows):
 
 
 def _rows_of(X, rows, options=None):
-    """The sorted rows X[rows] for the Newton products (_smooth.pyx): (data, indices, indptr, dense).
-
-    Dense X becomes C-ordered (indices and indptr unused). Sparse X becomes CSR, or dense by the shared rule
-    (cyrank/_dense.py) with ``options.densify_share`` and ``options.densify_max_bytes``.
-    """
+    """X's parts for the Newton products (_smooth.pyx, which reads sorted row p as X's row ``rows[p]``): (data,
+    indices, indptr, dense) of cyrank._linear.product_parts, X itself in its own dtype (no copy of a C-ordered
+    dense or CSR X; another layout is converted once). A sparse X is made dense only when ``options`` ask for it
+    (Options.densify_share and densify_max_bytes, the shared rule of cyrank/_dense.py; off by default: the dense
+    copy would cost more memory than X). ``rows`` is the layout's (kept for the callers' signature)."""
     if options is None:
         from .solver import Options  # (the defaults; solver.py imports this module)
 
         options = Options()
-    if sp.issparse(X):
-        Xr = X.tocsr()[rows]
-        if should_densify(Xr, min_share=options.densify_share, max_bytes=options.densify_max_bytes):
-            return np.ascontiguousarray(Xr.toarray()).ravel(), np.zeros(1, np.int64), np.zeros(1, np.int64), True
-        itype = np.promote_types(Xr.indices.dtype, Xr.indptr.dtype)
-        return (np.ascontiguousarray(Xr.data), Xr.indices.astype(itype, copy=False),
-                Xr.indptr.astype(itype, copy=False), False)
-    return np.ascontiguousarray(X[rows]).ravel(), np.zeros(1, np.int64), np.zeros(1, np.int64), True
+    if should_densify(X, min_share=options.densify_share, max_bytes=options.densify_max_bytes):
+        X = X.toarray()
+    return product_parts(X)[:4]

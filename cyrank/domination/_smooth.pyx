@@ -21,11 +21,16 @@ V_{k+1} = rho_k V_k + sum_{j in layer k} E_j v_j) and t_i = p.v over S_i = (1 - 
     B_k = sum_{i in k} s_i t_i.
 
 Every factor is a probability or a ratio <= 1, so margins of any size are safe. The linear model's gradient
-and Hessian product are X' g and X' H X v. X holds the sorted rows (a copy made once), so each query is a
-contiguous block: X_q w, the query sweep, then X_q' z while the block is in cache (dense float64 blocks by
-BLAS dgemv, otherwise row loops); queries in parallel (OpenMP) in a fixed partition of contiguous chunks balanced
-by rows (cyrank/_parallel.pxd), each chunk with its own share of X'z and of the loss, summed in chunk order: the
-same input gives bit-identical results whichever thread runs which chunk.
+and Hessian product are X' g and X' H X v. X is the caller's array, never copied or converted: dense C-ordered or
+CSR, float32 or float64, read in its own precision with float64 sums (fused types); sorted row p is row rows[p]
+of X. Per query: X_q w, the query sweep, then X_q' z while the query's rows are in cache. When every query's rows
+fill a block lo:hi of X of at most twice its rows, blocks disjoint (X grouped by query, the usual case), the
+products go through the block (cyrank/_rows.pxd: BLAS dgemv for dense float64) and a per-thread buffer in X's
+row order; otherwise row by row through ``rows``. Only E, s (rows) and the layer arrays are kept per state; the
+margins, derivatives and product vectors of a query live in per-thread buffers of the largest query's size.
+Queries run in parallel (OpenMP) in a fixed partition of contiguous chunks balanced by rows
+(cyrank/_parallel.pxd), each chunk with its own share of X'z and of the loss, summed in chunk order: the same
+input gives bit-identical results whichever thread runs which chunk.
 """
 import numpy as np
 
@@ -36,7 +41,7 @@ from cyrank._math cimport log1pexp, sigmoid
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
                               chunk_count, interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
                               sum_ordered, zero_row)
-from cyrank._rows cimport block_axpy, block_dot
+from cyrank._rows cimport block_axpy, block_dot, row_axpy, row_dot
 from scipy.linalg.cython_blas cimport dgemm
 from cyrank._typedefs cimport floating, index_t, intp_t
 
@@ -133,15 +138,17 @@ cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* 
 
 # ------------------------------------------------------------------------------------------ linear model
 cdef class State:
-    """Layout arrays (see the module docstring), the per-row / per-layer state of the last gradient
-    (u, E, s, g; rho, T) and the scratch of hess_vec (xv = X v, h = H xv; V, U). q_rows[q]: first sorted row of
-    query q (the work measure of the chunk partition). Products run on one thread below ``parallel_min_rows``
-    rows (-1: the shared default, cyrank/_parallel.pxd)."""
-    cdef public object q_ptr, lay_ptr, offset, q_rows
-    cdef public intp_t n_rows, n_layers, n_queries, n_threads
-    cdef public object u, E, s, g, rho, T, xv, h, V, U, acc
+    """Layout arrays (see the module docstring), the per-row / per-layer state of the last gradient (E, s; rho,
+    T) and the scratch of hess_vec (V, U per layer). rows[p]: X's row of sorted row p; q_rows[q]: first sorted row
+    of query q (the work measure of the chunk partition); lo, hi: the blocks of X's rows of the queries
+    (layout.query_blocks(), _layout.py); work: one row of buffers per thread (margins / X v, derivatives / H X v, and a block in X's
+    row order), shared with the State ``like`` when given (the trial and current states of one problem). Products
+    run on one thread below ``parallel_min_rows`` rows (-1: the shared default, cyrank/_parallel.pxd)."""
+    cdef public object q_ptr, lay_ptr, offset, q_rows, rows, lo, hi, work
+    cdef public intp_t n_rows, n_layers, n_queries, n_threads, max_rows
+    cdef public object E, s, rho, T, V, U, acc
 
-    def __init__(self, layout, intp_t parallel_min_rows=-1):
+    def __init__(self, layout, intp_t parallel_min_rows=-1, State like=None):
         self.q_ptr = np.ascontiguousarray(layout.q_ptr, dtype=np.int64)
         self.lay_ptr = np.ascontiguousarray(layout.lay_ptr, dtype=np.int64)
         self.offset = np.ascontiguousarray(layout.offset, dtype=np.float64)
@@ -150,11 +157,50 @@ cdef class State:
         self.n_queries = self.q_ptr.shape[0] - 1
         self.q_rows = np.ascontiguousarray(self.lay_ptr[self.q_ptr], dtype=np.int64)
         self.n_threads = product_threads(self.n_rows, self.n_queries, parallel_min_rows)
-        for name in ("u", "E", "s", "g", "xv", "h"):
-            setattr(self, name, np.zeros(self.n_rows))
+        self.max_rows = int(np.max(np.diff(self.q_rows), initial=0))
+        if like is None:
+            self.rows = np.ascontiguousarray(layout.rows, dtype=np.int64)
+            self.lo, self.hi = (np.ascontiguousarray(b, dtype=np.int64) for b in layout.query_blocks())
+            span = int(np.max(self.hi - self.lo, initial=0))
+            self.work = np.zeros((max(1, self.n_threads), 2 * self.max_rows + span + 1))
+        else:
+            self.rows, self.lo, self.hi, self.work = like.rows, like.lo, like.hi, like.work
+        self.E, self.s = np.zeros(self.n_rows), np.zeros(self.n_rows)
         for name in ("rho", "T", "V", "U"):
             setattr(self, name, np.zeros(self.n_layers + 1))
         self.acc = None  # the chunk accumulators of fun_grad and hess_vec (_parallel.chunk_accumulators)
+
+
+cdef inline void rows_dot(const floating* X, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
+                          const intp_t* rows, intp_t p0, intp_t p1, intp_t lo, intp_t hi, const double* w,
+                          double* block, double* out) noexcept nogil:
+    """out[p - p0] = x_{rows[p]} . w for the sorted rows p0:p1: through X's block lo:hi (block_dot into ``block``,
+    in X's row order) when lo >= 0, else row by row."""
+    cdef intp_t p
+    if lo >= 0:
+        block_dot(X, ind, ptr, dense, d, lo, hi, w, block - lo)
+        for p in range(p0, p1):
+            out[p - p0] = block[rows[p] - lo]
+    else:
+        for p in range(p0, p1):
+            out[p - p0] = row_dot(X, ind, ptr, dense, d, rows[p], w)
+
+
+cdef inline void rows_axpy(const floating* X, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
+                           const intp_t* rows, intp_t p0, intp_t p1, intp_t lo, intp_t hi, const double* a,
+                           double* block, double* acc) noexcept nogil:
+    """acc += sum_{p in p0:p1} a[p - p0] x_{rows[p]}, through X's block lo:hi when lo >= 0 (rows_dot)."""
+    cdef intp_t p
+    if lo >= 0:
+        for p in range(hi - lo):
+            block[p] = 0.0
+        for p in range(p0, p1):
+            block[rows[p] - lo] = a[p - p0]
+        block_axpy(X, ind, ptr, dense, d, lo, hi, block - lo, acc)
+    else:
+        for p in range(p0, p1):
+            if a[p - p0] != 0.0:
+                row_axpy(X, ind, ptr, dense, d, rows[p], a[p - p0], acc)
 
 
 cdef intp_t _chunks(State st, const index_t[::1] indptr, bint dense, intp_t d, intp_t* rw,
@@ -172,12 +218,17 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
              intp_t n_features, State st, const double[::1] w, double[::1] xg):
     """Loss at w (no penalty); xg = X' dL/du. Keeps the state for hess_vec.
 
-    X holds the layout's rows in sorted order (row p of X is sorted row p): dense C-ordered or CSR.
+    X is the data matrix the layout was made from (dense C-ordered or CSR parts; sorted row p is its row
+    st.rows[p]).
     """
     cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, p0, p1, tid, c, n_ch, rw
-    cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
+    cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr, rows = st.rows, lo = st.lo, hi = st.hi
     cdef const double[::1] off = st.offset
-    cdef double[::1] u = st.u, E = st.E, s = st.s, g = st.g, rho = st.rho, T = st.T
+    cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T
+    cdef double[:, ::1] work = st.work
+    cdef intp_t m = st.max_rows
+    cdef double* u
+    cdef double* g
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef double loss_c[MAX_CHUNKS]
     cdef Interrupt intr
@@ -195,6 +246,8 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
+        u = &work[tid, 0]
+        g = u + m
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
             loss_c[c] = 0.0
             zero_row(&acc[c, 0], acc.shape[1])
@@ -203,12 +256,13 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
                 p1 = lay_ptr[q_ptr[q + 1]]
                 if not keep_going(&intr, tid, (p1 - p0) * rw):
                     break
-                block_dot(X, ind_p, ptr_p, dense, d, p0, p1, &w[0], &u[0])
+                rows_dot(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], &w[0], g + m, u)
                 for p in range(p0, p1):
-                    u[p] = u[p] - off[p]
-                loss_c[c] += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &u[0], &E[0], &s[0], &g[0], &rho[0],
-                                        &T[0])
-                block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &g[0], &acc[c, 0])
+                    u[p - p0] = u[p - p0] - off[p]
+                # the sweep indexes rows by their sorted position: the buffers shifted by p0
+                loss_c[c] += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], u - p0, &E[0], &s[0], g - p0,
+                                        &rho[0], &T[0])
+                rows_axpy(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], g, g + m, &acc[c, 0])
     check_interrupt(&intr)
     sum_chunks(acc, xg)
     return sum_ordered(loss_c, n_ch)
@@ -218,8 +272,12 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
              intp_t n_features, State st, const double[::1] v, double[::1] out):
     """out = X' H X v, H the Hessian in u at the point of the last fun_grad (X as in fun_grad)."""
     cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p0, p1, tid, c, n_ch, rw
-    cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
-    cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U, xv = st.xv, h = st.h
+    cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr, rows = st.rows, lo = st.lo, hi = st.hi
+    cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U
+    cdef double[:, ::1] work = st.work
+    cdef intp_t m = st.max_rows
+    cdef double* xv
+    cdef double* h
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef Interrupt intr
     cdef const floating* X = &data[0] if data.shape[0] else NULL
@@ -236,6 +294,8 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
+        xv = &work[tid, 0]
+        h = xv + m
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
             zero_row(&acc[c, 0], acc.shape[1])
             for q in range(bounds[c], bounds[c + 1]):
@@ -243,10 +303,10 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
                 p1 = lay_ptr[q_ptr[q + 1]]
                 if not keep_going(&intr, tid, (p1 - p0) * rw):
                     break
-                block_dot(X, ind_p, ptr_p, dense, d, p0, p1, &v[0], &xv[0])
-                query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0], &xv[0], &h[0],
+                rows_dot(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], &v[0], h + m, xv)
+                query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0], xv - p0, h - p0,
                            &V[0], &U[0])
-                block_axpy(X, ind_p, ptr_p, dense, d, p0, p1, &h[0], &acc[c, 0])
+                rows_axpy(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], h, h + m, &acc[c, 0])
     check_interrupt(&intr)
     sum_chunks(acc, out)
 
@@ -266,7 +326,7 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
     """
     cdef intp_t d = n_features, m = cols.shape[0], nq = st.n_queries, nt = st.n_threads
     cdef intp_t q, p, p0, p1, i, c, k, r, tid, n_ch, rw, max_rows = 0
-    cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr
+    cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr, rows = st.rows
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef Interrupt intr
@@ -313,7 +373,7 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
                 for i in range(nr * m):
                     Z[i] = 0.0
                 for i in range(nr):
-                    p = b0 + i
+                    p = rows[b0 + i]  # X's row of sorted row b0 + i
                     if dense:
                         for k in range(m):
                             Z[k * nr + i] = X[p * d + cols[k]]

@@ -23,10 +23,11 @@ HESSIAN_BOUNDS = {"popoviciu": _cd.HESSIAN_POPOVICIU, "max_sq": _cd.HESSIAN_MAX_
 
 
 class _NewtonState:
-    """The log-domain state of _smooth.pyx at one point and the loss gradient X'c there."""
+    """The log-domain state of _smooth.pyx at one point and the loss gradient X'c there (``like``: a state of the
+    same problem, whose layout arrays and per-thread buffers this one shares)."""
 
-    def __init__(self, layout, d, parallel_min_rows):
-        self.smooth = _smooth.State(layout, parallel_min_rows)
+    def __init__(self, layout, d, parallel_min_rows, like=None):
+        self.smooth = _smooth.State(layout, parallel_min_rows, None if like is None else like.smooth)
         self.xg = np.zeros(d)
 
 
@@ -35,7 +36,7 @@ class _NewtonProblem(Datafit):
     (cyrank.optim.datafit): loss and gradient 2 ridge w + X'g in one pass of _smooth.pyx, Hessian products
     2 ridge v + X'H X v from the state of the last accepted point (SmoothProblem's protocol).
 
-    ``rows``: the sorted rows of X (_layout._rows_of), ``layout`` their layout, ``lam2`` the ridge, ``d`` the
+    ``rows``: X's parts for the products (_layout._rows_of), ``layout`` the sorted rows, ``lam2`` the ridge, ``d`` the
     number of features. With ``X`` (the checked data the layout was made from) it also gives the column squares
     (the within-query centred squares of X's columns, kept on the layout) and the gradient's rounding error
     (_layout._gradient_rounding); w is in X's column order, whatever the order of the sorted rows."""
@@ -46,6 +47,7 @@ class _NewtonProblem(Datafit):
         self.parallel_min_rows = parallel_min_rows
         self.X = X
         self._noise = None
+        self._first_state = None
         super().__init__()
 
     @property
@@ -69,7 +71,9 @@ class _NewtonProblem(Datafit):
         return self._noise
 
     def new_state(self):
-        return _NewtonState(self.layout, self.d, self.parallel_min_rows)
+        state = _NewtonState(self.layout, self.d, self.parallel_min_rows, self._first_state)
+        self._first_state = self._first_state or state  # the later states share its buffers
+        return state
 
     def evaluate(self, w, Mw, state):
         loss = _smooth.fun_grad(*self.rows, self.d, state.smooth, w, state.xg)
@@ -142,7 +146,7 @@ def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessia
 
 
 def _smooth_problem(X, layout, lam2, options):
-    """(rows, problem, scale, noise, f0, g0): the sorted rows, the smooth problem (loss + lam2 ||w||^2), scale =
+    """(rows, problem, scale, noise, f0, g0): X's parts for the products (_rows_of), the smooth problem (loss + lam2 ||w||^2), scale =
     max_r |dL/dw_r| at w = 0 (the reference of every KKT measure here), the rounding error of the gradient
     (_gradient_rounding), and the objective and gradient at 0. Leaves the problem's Hessian state at w = 0."""
     rows = _rows_of(X, layout.rows, options)

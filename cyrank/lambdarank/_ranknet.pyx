@@ -24,7 +24,7 @@ pairs are evaluated by _lambdas.Reference on the sorted scores).
 import numpy as np
 
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport INFINITY, exp, fabs, log1p
+from libc.math cimport INFINITY, M_LN2, exp, fabs, frexp, log, log1p
 
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
                               chunk_count, interrupt_init, keep_going, product_threads, sum_chunks, sum_ordered,
@@ -33,6 +33,7 @@ from cyrank._rows cimport row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 
 cdef double TINY = 1e-250  # below it, exp(sigma s - max) has lost digits: the per-pair exponential instead
+cdef double LN2 = M_LN2
 
 cdef enum:
     EVALUATE = 0  # s = X w, the loss, g = dL/ds, out = X' g
@@ -62,45 +63,68 @@ cdef class Rows:
 
 
 # ------------------------------------------------------------------------------------------------ one query
-cdef inline void _exps(const double* s, intp_t n, double sigma, double* ex) noexcept nogil:
-    """ex[k] = exp(sigma s_k - max_k sigma s_k) (in (0, 1])."""
+cdef inline bint _exps(const double* s, intp_t n, double sigma, double* ex) noexcept nogil:
+    """ex[k] = exp(sigma s_k - max_k sigma s_k) (in (0, 1]); True when every one is above TINY."""
     cdef intp_t k
-    cdef double top = -INFINITY
+    cdef double top = -INFINITY, low = INFINITY
     for k in range(n):
         top = max(top, sigma * s[k])
+        low = min(low, sigma * s[k])
     for k in range(n):
         ex[k] = exp(sigma * s[k] - top)
+    return exp(low - top) > TINY
+
+
+cdef inline void _far_pair(double x, double* rho, double* rho1, double* cost) noexcept nogil:
+    """rho = 1 / (1 + e^-x), 1 - rho and log(1 + e^x) for x = sigma (s_j - s_i) by one exponential of -|x| (no
+    overflow, no 0/0: a gap of hundreds)."""
+    cdef double e = exp(-fabs(x))
+    rho[0] = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+    rho1[0] = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
+    cost[0] = (x if x > 0.0 else 0.0) + log1p(e)
 
 
 cdef double _query_loss(const double* s, const double* y, intp_t n, double sigma, double* ex,
                         double* g) noexcept nogil:
-    """One query's loss at the scores s; g = dL/ds, ex = the rows' exponentials (module docstring)."""
+    """One query's loss at the scores s; g = dL/ds, ex = the rows' exponentials (module docstring).
+
+    Row i's costs log(1 + e_j / e_i) = -log(rho1_ij), rho1_ij = e_i / (e_i + e_j), are summed as the log of their
+    product (kept in [1e-30, 1] by exact power-of-two rescaling): one log per row instead of one per pair, each
+    pair's cost off by at most an ulp of 1 (1.1e-16 absolute) where log1p would be exact to an ulp of itself."""
     cdef intp_t i, j, lo_end = 0
-    cdef double loss = 0.0, exi, inv_exi, inv, rho, x, e, g_i, gij
+    cdef double loss = 0.0, exi, inv, rho, rho1, cost, g_i, gij, prod
+    cdef int e, scale
+    cdef bint fast
     for i in range(n):
         g[i] = 0.0
     if n < 2 or y[0] == y[n - 1]:
         return 0.0
-    _exps(s, n, sigma, ex)
+    fast = _exps(s, n, sigma, ex)
     for i in range(1, n):  # i above (larger label) j < lo_end, the first row of i's label
         if y[i] != y[i - 1]:
             lo_end = i
         exi = ex[i]
         g_i = 0.0
-        inv_exi = 1.0 / exi if exi > TINY else 0.0
-        for j in range(lo_end):
-            if exi > TINY and ex[j] > TINY:
+        if fast:
+            prod = 1.0
+            scale = 0
+            for j in range(lo_end):
                 inv = 1.0 / (exi + ex[j])
-                rho = ex[j] * inv
-                loss += log1p(ex[j] * inv_exi)
-            else:  # a gap of hundreds: one exponential of -|x| (no overflow, no 0/0)
-                x = sigma * (s[j] - s[i])
-                e = exp(-fabs(x))
-                rho = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
-                loss += (x if x > 0.0 else 0.0) + log1p(e)
-            gij = sigma * rho
-            g_i -= gij
-            g[j] += gij
+                gij = sigma * (ex[j] * inv)
+                g_i -= gij
+                g[j] += gij
+                prod *= exi * inv
+                if prod < 1e-30:  # a factor is at least TINY / 2: the next product stays a normal number
+                    prod = frexp(prod, &e)
+                    scale += e
+            loss -= log(prod) + scale * LN2
+        else:
+            for j in range(lo_end):
+                _far_pair(sigma * (s[j] - s[i]), &rho, &rho1, &cost)
+                loss += cost
+                gij = sigma * rho
+                g_i -= gij
+                g[j] += gij
         g[i] += g_i
     return loss
 
@@ -109,9 +133,10 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
                       double* u) noexcept nogil:
     """u = H t on one query at the state (s, ex) of an evaluation."""
     cdef intp_t i, j, lo_end = 0
-    cdef double s2 = sigma * sigma, exi, ti, u_i, inv, x, e, c
+    cdef double s2 = sigma * sigma, exi, ti, u_i, inv, rho, rho1, cost, c, low = INFINITY
     for i in range(n):
         u[i] = 0.0
+        low = min(low, ex[i])
     if n < 2 or y[0] == y[n - 1]:
         return
     for i in range(1, n):
@@ -120,16 +145,18 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
         exi = ex[i]
         ti = t[i]
         u_i = 0.0
-        for j in range(lo_end):
-            if exi > TINY and ex[j] > TINY:
+        if low > TINY:
+            for j in range(lo_end):
                 inv = 1.0 / (exi + ex[j])
                 c = s2 * (exi * inv) * (ex[j] * inv) * (ti - t[j])
-            else:
-                x = sigma * (s[j] - s[i])
-                e = exp(-fabs(x))
-                c = s2 * (e / ((1.0 + e) * (1.0 + e))) * (ti - t[j])
-            u_i += c
-            u[j] -= c
+                u_i += c
+                u[j] -= c
+        else:
+            for j in range(lo_end):
+                _far_pair(sigma * (s[j] - s[i]), &rho, &rho1, &cost)
+                c = s2 * rho * rho1 * (ti - t[j])
+                u_i += c
+                u[j] -= c
         u[i] += u_i
 
 
@@ -234,3 +261,42 @@ def rdot(parts, Rows lay, const double[::1] v, double[::1] out):
     """out = sum_k v_k x_{rows[k]} (v at the positions), summed in chunk order."""
     data, indices, indptr, dense, _, d = parts
     _pass(RDOT, data, indices, indptr, dense, d, lay, v, 0.0, out, out, out, out, out)
+
+
+# ------------------------------------------------------------------------------------------------ row keys
+def _row_keys(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+              intp_t n_rows, intp_t n_features, const double[::1] r, double[::1] out):
+    cdef intp_t i, j, k, d = n_features
+    cdef double acc[4]
+    with nogil:
+        for i in range(n_rows):
+            acc[0] = acc[1] = acc[2] = acc[3] = 0.0
+            if dense:
+                for j in range(d):
+                    acc[j & 3] += data[i * d + j] * r[j]
+            else:
+                for k in range(indptr[i], indptr[i + 1]):
+                    j = indices[k]
+                    acc[j & 3] += data[k] * r[j]
+            out[i] = (acc[0] + acc[1]) + (acc[2] + acc[3])
+
+
+def row_keys(X, const double[::1] r):
+    """x_i . r for every row of X (dense or scipy.sparse), column j added into accumulator j mod 4 in column order
+    and the four summed as (a0 + a1) + (a2 + a3): a function of the row's non-zero entries alone (the same bits,
+    up to the sign of a zero, whatever the row's position, dense or sparse, float32 or float64, explicit zeros or
+    not). X is read in place when it is C-ordered dense or CSR with sorted indices."""
+    import scipy.sparse as sp
+
+    from cyrank._linear import product_parts
+
+    if sp.issparse(X):
+        X = X.tocsr()
+        if not X.has_sorted_indices:
+            X = X.sorted_indices()
+    data, indices, indptr, dense, n, d = product_parts(X)
+    out = np.empty(n)
+    if r.shape[0] != d:
+        raise ValueError("row_keys: r must have one entry per column")
+    _row_keys(data, indices, indptr, dense, n, d, r, out)
+    return out

@@ -43,6 +43,7 @@ TIES = ("pessimistic", "average", "input")
 MAX_HALVINGS = 30  # LambdaRank's backtracking: steps down to 2^-30 of the way to the M-step's solution
 MAX_SIGMA = 1e50  # lambdas grow as sigma and weights as sigma^2; the solvers square them (float64 ends near 1e308)
 INT64_MAX = 2**63 - 1
+CONTENT_SEED = 28  # the random direction r of content_order's keys x . r
 
 
 def parse_metric(metric):
@@ -103,12 +104,23 @@ def resolve_ties(ties, metric):
 
 
 def content_order(groups, X):
-    """Positions of the rows in (query, label) order and, inside a (query, label) run, by the 64-bit hash of the
-    row's non-zero entries (equal rows, which are interchangeable, keep the input order)."""
-    h = _lambdas.row_hashes(X)
+    """Positions of the rows in (query, label) order and, inside a (query, label) run, an order fixed by the rows'
+    content: by x . r for a fixed random r (_ranknet.row_keys: one pass over X, a function of the row's non-zero
+    entries alone), rows of equal key but different content by the 64-bit hash of their non-zero entries
+    (_lambdas.row_hashes, on those rows only); equal rows, which are interchangeable, keep the input order."""
+    r = np.random.default_rng(CONTENT_SEED).uniform(-1.0, 1.0, X.shape[1])
+    key = _ranknet.row_keys(X, r)
     run = np.repeat(np.arange(groups.label_runs.shape[0] - 1), np.diff(groups.label_runs))
     lo = groups.label_order
-    return lo[np.lexsort((h[lo], run))]
+    order = lo[np.lexsort((key[lo], run))]
+    k = key[order]
+    tied = np.flatnonzero((k[1:] == k[:-1]) & (run[1:] == run[:-1]))
+    if tied.size == 0:
+        return order
+    rows = np.unique(order[np.concatenate([tied, tied + 1])])
+    h = np.zeros(X.shape[0], dtype=np.uint64)
+    h[rows] = _lambdas.row_hashes(X.tocsr()[rows] if sp.issparse(X) else X[rows])
+    return lo[np.lexsort((h[lo], key[lo], run))]
 
 
 class _Pairs:

@@ -93,6 +93,7 @@ cdef enum:
 
 cdef enum:
     NF = 5  # per-row fields of a query's reference (QueryRef.f)
+    NX = 8  # per-row scratch doubles of query_pairs (ex; top_pairs' rows in position order)
 
 
 cdef struct QueryRef:
@@ -438,6 +439,75 @@ cdef inline intp_t pair_range(const QueryRef* Q, const double* y, intp_t r, intp
     return n - r - 1
 
 
+cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, intp_t n, intp_t u, int metric,
+                      double sigma, double top, bint norm, bint with_cost, double* lam, double* hess, double* P,
+                      double* total) noexcept nogil:
+    """query_pairs for NDCG and RankNet when a cut-off leaves u < n top positions: the rows copied into position
+    order first (P: NX n doubles), so that the inner loop, over the rows below position r, reads and writes
+    consecutive memory with no branch on the labels (a pair of equal labels adds 0: equal gains for NDCG, a 0/1
+    factor for RankNet). Returns the cost (0 unless ``with_cost``), S = 2 sum |lambda_ij| into total."""
+    cdef double* Ps = P            # score
+    cdef double* Pe = P + n        # exp(sigma s - top)
+    cdef double* Py = P + 2 * n    # label
+    cdef double* Pg = P + 3 * n    # NDCG gain
+    cdef double* Pd = P + 4 * n    # NDCG mean discount of the block
+    cdef double* Pb = P + 5 * n    # first position of the block
+    cdef double* Pl = P + 6 * n    # lambda
+    cdef double* Ph = P + 7 * n    # weight
+    cdef intp_t r, c, t
+    cdef double ya, sa, ea, ga, ba, fa2, fa3, fa4, yb, eb, eh, el, x, delta, rho, rho1, g, h, lam_a, hess_a
+    cdef double loss = 0.0, qn = Q.norm
+    cdef bint ndcg = metric == _NDCG
+    for r in range(n):
+        t = Q.ord[r]
+        Ps[r] = s[t]
+        Pe[r] = exp(sigma * s[t] - top)
+        Py[r] = y[t]
+        Pg[r] = Q.f[NF * t] if ndcg else 0.0
+        Pd[r] = Q.f[NF * t + 1] if ndcg else 0.0
+        Pb[r] = <double> Q.bst[t]
+        Pl[r] = 0.0
+        Ph[r] = 0.0
+    for r in range(u):
+        t = Q.ord[r]
+        ya, sa, ea, ga, ba = Py[r], Ps[r], Pe[r], Pg[r], Pb[r]
+        fa2, fa3, fa4 = Q.f[NF * t + 2], Q.f[NF * t + 3], Q.f[NF * t + 4]
+        lam_a = 0.0
+        hess_a = 0.0
+        for c in range(r + 1, n):
+            yb = Py[c]
+            # pair_weight with the upper block at position r: the same block (AVERAGE) f4, else f2 - f3 D_B (NDCG)
+            if ndcg:
+                delta = fabs(ga - Pg[c]) * (fa4 if Pb[c] == ba else fa2 - fa3 * Pd[c]) * qn
+            else:
+                delta = (fa4 if Pb[c] == ba else fa3) * (1.0 if ya != yb else 0.0)
+            if norm:
+                delta = delta / (0.01 + fabs(sa - Ps[c]))
+            # the higher-labelled row h, the lower l: rho = sigmoid(sigma (s_l - s_h)), cost log(1 + e^x)
+            eb = Pe[c]
+            eh = ea if ya > yb else eb
+            el = eb if ya > yb else ea
+            x = sigma * (Ps[c] - sa) if ya > yb else sigma * (sa - Ps[c])
+            rho = pair_rho(eh, el, x, &rho1)
+            if with_cost:
+                loss = loss + delta * pair_cost(eh, el, x)
+            g = sigma * rho * delta
+            h = sigma * sigma * rho * rho1 * delta
+            total[0] += 2.0 * g
+            g = g if ya > yb else -g
+            lam_a -= g  # dC/ds_h = -g, dC/ds_l = +g
+            Pl[c] += g
+            hess_a += h
+            Ph[c] += h
+        Pl[r] += lam_a
+        Ph[r] += hess_a
+    for r in range(n):
+        t = Q.ord[r]
+        lam[t] = Pl[r]
+        hess[t] = Ph[r]
+    return loss
+
+
 cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, intp_t n, int metric, intp_t k,
                         intp_t truncation, double sigma, double threshold, bint norm, bint with_cost,
                         double* lam, double* hess, double* ex) noexcept nogil:
@@ -457,9 +527,13 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, int
     for t in range(n):
         top = max(top, sigma * s[t])
         low = min(low, sigma * s[t])
-    for t in range(n):
-        ex[t] = exp(sigma * s[t] - top)
     u = weighted_top(Q, n, metric, k, truncation)
+    if u < n and (metric == _NDCG or metric == _RANKNET):
+        loss = top_pairs(Q, s, y, n, u, metric, sigma, top, norm and top > low, with_cost, lam, hess, ex, &total)
+        u = 0  # done
+    else:
+        for t in range(n):
+            ex[t] = exp(sigma * s[t] - top)
     for r in range(u):
         count = pair_range(Q, y, r, u, n, &lo_end, &a, &cand)
         # row a's values in registers: the stores into lam and hess below could alias them otherwise
@@ -615,7 +689,7 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
     cdef double[::1] loss = np.zeros(max(nq, 1))
     cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), m), dtype=[("key", np.float64), ("index", np.int64)])
     cdef intp_t[:, ::1] ib = np.zeros((max(nt, 1), 5 * m), dtype=np.int64)  # 5 m QueryRef ints
-    cdef double[:, ::1] fb = np.zeros((max(nt, 1), (NF + 4) * m + 1))       # f, val, cnt, pre (m + 1), ex
+    cdef double[:, ::1] fb = np.zeros((max(nt, 1), (NF + 3 + NX) * m + 1))  # f, val, cnt, pre (m + 1), ex
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
@@ -702,7 +776,7 @@ cdef class Reference:
         if s.shape[0] != n or lam.shape[0] != n or hess.shape[0] != n:
             raise ValueError("Reference.loss: wrong array sizes")
         cdef double[::1] loss = np.zeros(max(nq, 1))
-        cdef double[:, ::1] ex = np.zeros((max(nt, 1), m))
+        cdef double[:, ::1] ex = np.zeros((max(nt, 1), NX * m))
         cdef intp_t* ibp = &self.ib[0] if n else NULL
         cdef double* fbp = &self.fb[0]
         cdef const double* yp = &self.y[0] if n else NULL

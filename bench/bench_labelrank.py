@@ -1,14 +1,17 @@
 """LabelRankBoost benchmarks (Dekel, Manning & Singer 2003): Fig. 4 in shape (every decomposition trained, every
 error measured), time to a 1e-6 objective gap (newton vs boost vs scipy's L-BFGS-B on a vectorised numpy loss),
-and the time of one boosting iteration against the number of edges. Prints markdown tables (pasted into
+the time of one boosting iteration against the number of edges, and (issue 28) the default fit against a
+hand-written L-BFGS-B on cyrank's own loss and the fit's peak memory. Prints markdown tables (pasted into
 bench/RESULTS.md); plots go to bench/out/.
 
     python bench/bench_labelrank.py                  # everything
-    python bench/bench_labelrank.py --only speed     # fig4 | speed | edges
+    python bench/bench_labelrank.py --only speed     # fig4 | speed | edges | hand | memory
     python bench/bench_labelrank.py --quick          # smaller problems, to check that the script runs
 
 The L-BFGS-B peer minimises the same objective with an independent vectorised numpy loss and gradient
-(NumpyLabelRankLoss, checked against cyrank.labelrank.objective before timing).
+(NumpyLabelRankLoss, checked against cyrank.labelrank.objective before timing). The "hand" peer is what a user
+writes with the public datafit: scipy's L-BFGS-B on cyrank.labelrank.loss(X, G) plus alpha ||w||^2 (exact
+gradient), stopped by an oracle at f* (1 + 1e-6).
 """
 import os
 
@@ -16,6 +19,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # o
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -25,7 +31,7 @@ import scipy  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
-from cyrank.labelrank import DECOMPOSITIONS, PreferenceGraphs, objective, solve  # noqa: E402
+from cyrank.labelrank import DECOMPOSITIONS, PreferenceGraphs, loss, objective, solve  # noqa: E402
 from cyrank.metrics import label_ranking_error  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
@@ -255,17 +261,125 @@ def bench_edges(quick):
     print("\nPlot: bench/out/labelrank_boost_edges.png")
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Issue 28: the default fit against L-BFGS-B on the same loss, and peak memory
+# ---------------------------------------------------------------------------------------------------------
+
+def hand_problems(quick):
+    """The issue's shape, 2e4 x 100 dense, 20 labels (1/5 of it with --quick): (name, X, the graphs' builder
+    and its argument). "multilabel": cyrank.datasets.multilabel_dataset (count features, 3 labels on average,
+    bipartite graphs); "graded": standard normal X, 5 grades of 4 labels each from a noisy linear model
+    (from_relevance, 160 edges per instance)."""
+    from cyrank.datasets import multilabel_dataset
+
+    n, d, L = (4000, 100, 20) if quick else (20_000, 100, 20)
+    X, Y = multilabel_dataset(n_samples=n, n_features=d, n_classes=L, n_labels=3)
+    rng = np.random.default_rng(0)
+    Xg = rng.normal(size=(n, d))
+    score = Xg @ rng.normal(size=(d, L)) / np.sqrt(d) + rng.normal(size=(n, L))
+    R = np.argsort(np.argsort(score, axis=1), axis=1) // 4
+    return [("multilabel", X, PreferenceGraphs.from_indicator, Y), ("graded", Xg, PreferenceGraphs.from_relevance, R)]
+
+
+def lbfgs_on_loss(X, G, alpha, f_star, gap=1e-6, max_seconds=600):
+    """scipy L-BFGS-B from 0 on cyrank.labelrank.loss(X, G) + alpha ||w||^2 with its exact gradient (building
+    the loss timed): (seconds to the first evaluation <= f* (1 + gap), evaluations)."""
+    t0 = time.perf_counter()
+    datafit = loss(X, G)
+    state = {"evals": 0, "reached": None}
+
+    def f(w):
+        state["evals"] += 1
+        value = datafit.fun(w) + alpha * float(w @ w)
+        if value <= f_star * (1.0 + gap):
+            state["reached"] = time.perf_counter() - t0
+            raise StopIteration
+        if time.perf_counter() - t0 > max_seconds:
+            raise TimeoutError
+        return value, datafit.grad(w) + 2.0 * alpha * w
+
+    try:
+        minimize(f, np.zeros(datafit.n_features), jac=True, method="L-BFGS-B",
+                 options={"maxiter": 100000, "maxfun": 200000, "ftol": 0.0, "gtol": 0.0})
+    except (StopIteration, TimeoutError):
+        pass
+    return state["reached"], state["evals"]
+
+
+def best_of(k, *runs):
+    """Each callable run k times, alternating (a, b, a, b, ...): per callable, the result of its fastest run
+    (results are tuples whose first entry is seconds, or None when it failed)."""
+    best = [None] * len(runs)
+    for _ in range(k):
+        for j, run in enumerate(runs):
+            r = run()
+            if best[j] is None or (r[0] is not None and (best[j][0] is None or r[0] < best[j][0])):
+                best[j] = r
+    return best
+
+
+def bench_hand(quick, repeats=5):
+    from cyrank.labelrank import LabelRankBoost
+
+    print("\n### Issue 28: default LabelRankBoost against a hand-written L-BFGS-B on the same objective\n")
+    print("f* = cyrank.labelrank.solve at tol 1e-12. L-BFGS-B: scipy from 0 on cyrank.labelrank.loss(X, G) + alpha "
+          "||w||^2 (the public datafit, exact gradient), timed to its first evaluation <= f* (1 + 1e-6) (an oracle "
+          "stop), building the loss included. cyrank: solve(X, G, alpha=alpha) at the default tol (1e-6), and "
+          "LabelRankBoost(alpha=alpha).fit(X, Y) (graphs built from Y inside). Graphs: building the "
+          "PreferenceGraphs and the domination decomposition, timed alone. Best of "
+          f"{repeats} alternating runs, one thread; the machine may be shared.\n")
+    print("| data | alpha | edges | graphs s | L-BFGS-B s (evals) | solve s (Newton its, CG) | solve gap / f* | "
+          "estimator fit s | L-BFGS-B / solve |")
+    print("|---|---:|---:|---:|---|---|---:|---:|---:|")
+    for name, X, build, Y in hand_problems(quick):
+        G = build(Y)
+        target = Y if name == "multilabel" else G  # the estimator takes an indicator matrix or graphs
+
+        def graphs():
+            t = time.perf_counter()
+            build(Y).decompose("domination")
+            return (time.perf_counter() - t,)
+
+        (t_graphs,), = best_of(repeats, graphs)
+        for alpha in (1.0, 0.01):
+            f_star = solve(X, G, alpha=alpha, tol=1e-12, max_iter=10000).objective
+
+            def cyrank():
+                t = time.perf_counter()
+                res = solve(X, G, alpha=alpha)
+                return time.perf_counter() - t, res
+
+            def estimator():
+                t = time.perf_counter()
+                LabelRankBoost(alpha=alpha).fit(X, target)
+                return (time.perf_counter() - t,)
+
+            (t_lb, ev), (t_cy, res), (t_est,) = best_of(repeats, lambda: lbfgs_on_loss(X, G, alpha, f_star),
+                                                        cyrank, estimator)
+            ratio = f"{t_lb / t_cy:.2f}x" if t_lb is not None else "n/a"
+            lb = f"{t_lb:.3f} ({ev})" if t_lb is not None else f"> 600 ({ev})"
+            print(f"| {name} | {alpha:g} | {G.n_edges:,} | {t_graphs:.3f} | {lb} | {t_cy:.3f} ({res.n_iter}, "
+                  f"{res.n_cg_iter}) | {(res.objective - f_star) / f_star:.1e} | {t_est:.3f} | {ratio} |",
+                  flush=True)
+
+
+def bench_memory(quick):
+    pass
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="fig4,speed,edges")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeats", type=int, default=5, help="alternating runs per timing (hand)")
     args = ap.parse_args(argv)
     print(f"## LabelRankBoost (`python bench/bench_labelrank.py --only {args.only}`)\n")
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, one thread everywhere (BLAS included); Python "
           f"{platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}; load average at start "
           f"{os.getloadavg()[0]:.1f}.")
     for name in args.only.split(","):
-        {"fig4": bench_fig4, "speed": bench_speed, "edges": bench_edges}[name](args.quick)
+        {"fig4": bench_fig4, "speed": bench_speed, "edges": bench_edges, "hand": bench_hand,
+         "memory": bench_memory}[name](args.quick, **({"repeats": args.repeats} if name == "hand" else {}))
 
 
 if __name__ == "__main__":

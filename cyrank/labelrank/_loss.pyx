@@ -15,14 +15,108 @@ q_e = sum_{k: e in E_ik} p_ke (Fig. 3), and the gradient in the scores is
 Hessian of L_ik in its margins: diag(p) - p p', so for a direction dS (dm_e = dS[i, term] - dS[i, init])
 h_ke = p_ke (dm_e - sum_{e'} p_ke' dm_e') and dG[i, y] = (1/s_i)(sum_{term = y} h - sum_{init = y} h).
 Each call is O(memberships + n L); instances run in parallel (OpenMP), each writing only its own rows.
+
+The products with X (n x d, dense C-ordered or CSR, float32 or float64 as given) are :func:`scores_into`,
+S = X W, and :func:`transpose_into`, X' G (W, G, S float64): dense X through BLAS dgemm (a float32 X widened to
+double a block of rows at a time, so it is never copied whole), CSR X by loops over its entries, all summing
+in double.
 """
 import numpy as np
 
 from cython.parallel cimport prange
 from libc.math cimport exp, log
+from libc.stdlib cimport free, malloc
+from scipy.linalg.cython_blas cimport dgemm
 
-from cyrank._parallel cimport product_threads
+from cyrank._parallel cimport chunk_accumulators, chunk_count, product_threads, sum_chunks
 from cyrank._typedefs cimport floating, index_t, intp_t
+
+
+# a float32 X is widened to double this many values (of whole rows) at a time for dgemm
+cdef enum:
+    BLOCK_VALUES = 65536
+    # fused_pass: rows per block (their scores and gradients stay in cache between the two products)
+    BLOCK_ROWS = 256
+
+
+cdef void dense_product(const floating* X, intp_t n, intp_t d, const double* M, intp_t L, double* out,
+                        bint transpose) noexcept nogil:
+    """out = X M (X n x d, M d x L, out n x L) or, with ``transpose``, out = X' M (M n x L, out d x L); all
+    C-ordered. In BLAS's column-major terms out' = M' X' (dgemm "N", "N") or out' = M' X ("N", "T")."""
+    cdef int Li = <int> L, di = <int> d, rows, r0
+    cdef double one = 1.0, zero = 0.0, beta
+    cdef intp_t block = max(1, BLOCK_VALUES // max(d, 1)), i0, k
+    cdef double* buf
+    if n == 0 or d == 0 or L == 0:
+        if transpose:
+            for k in range(d * L):
+                out[k] = 0.0
+        else:
+            for k in range(n * L):
+                out[k] = 0.0
+        return
+    if floating is double:
+        rows = <int> n
+        if transpose:
+            dgemm("N", "T", &Li, &di, &rows, &one, M, &Li, X, &di, &zero, out, &Li)
+        else:
+            dgemm("N", "N", &Li, &rows, &di, &one, M, &Li, X, &di, &zero, out, &Li)
+        return
+    buf = <double*> malloc(block * d * sizeof(double))
+    i0 = 0
+    while i0 < n:
+        rows = <int> min(block, n - i0)
+        for k in range(rows * d):
+            buf[k] = X[i0 * d + k]
+        if transpose:
+            beta = zero if i0 == 0 else one
+            dgemm("N", "T", &Li, &di, &rows, &one, M + i0 * L, &Li, buf, &di, &beta, out, &Li)
+        else:
+            dgemm("N", "N", &Li, &rows, &di, &one, M, &Li, buf, &di, &zero, out + i0 * L, &Li)
+        i0 += rows
+    free(buf)
+
+
+def scores_into(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+                intp_t n, intp_t d, const double[:, ::1] W, double[:, ::1] S):
+    """S = X W (X as cyrank._linear.product_parts gives it: dense C-ordered, or CSR; W d x L; S n x L)."""
+    cdef intp_t L = W.shape[1], i, r, j, y
+    cdef double x
+    if W.shape[0] != d or S.shape[0] != n or S.shape[1] != L or (dense and data.shape[0] != n * d):
+        raise ValueError("scores_into: wrong array sizes")
+    with nogil:
+        if dense:
+            dense_product(&data[0] if n * d else NULL, n, d, &W[0, 0] if d * L else NULL, L,
+                          &S[0, 0] if n * L else NULL, False)
+        else:
+            for i in range(n):
+                S[i, :] = 0.0
+                for r in range(indptr[i], indptr[i + 1]):
+                    x = data[r]
+                    j = indices[r]
+                    for y in range(L):
+                        S[i, y] += x * W[j, y]
+
+
+def transpose_into(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+                   intp_t n, intp_t d, const double[:, ::1] G, double[:, ::1] out):
+    """out = X' G (X as for :func:`scores_into`; G n x L; out d x L)."""
+    cdef intp_t L = G.shape[1], i, r, j, y
+    cdef double x
+    if G.shape[0] != n or out.shape[0] != d or out.shape[1] != L or (dense and data.shape[0] != n * d):
+        raise ValueError("transpose_into: wrong array sizes")
+    with nogil:
+        if dense:
+            dense_product(&data[0] if n * d else NULL, n, d, &G[0, 0] if n * L else NULL, L,
+                          &out[0, 0] if d * L else NULL, True)
+        else:
+            out[:, :] = 0.0
+            for i in range(n):
+                for r in range(indptr[i], indptr[i + 1]):
+                    x = data[r]
+                    j = indices[r]
+                    for y in range(L):
+                        out[j, y] += x * G[i, y]
 
 
 cdef double subgraph_weights(const double* S_i, const int* init, const int* term, const intp_t* members,
@@ -45,35 +139,68 @@ cdef double subgraph_weights(const double* S_i, const int* init, const int* term
     return big + log(z)
 
 
+cdef double instance_weights(const double* S_i, intp_t i, const int* init, const int* term, const intp_t* sub_ptr,
+                             const intp_t* member_ptr, const intp_t* members, double* p, intp_t L, double* A_i,
+                             double* B_i) noexcept nogil:
+    """Instance i's loss (1/s_i) sum_k L_ik at its scores S_i; fills its membership weights p and its rows
+    A_i, B_i (L each) of A and B."""
+    cdef intp_t k, t, e, y, s_i = sub_ptr[i + 1] - sub_ptr[i]
+    cdef double inv, acc = 0.0
+    for y in range(L):
+        A_i[y] = 0.0
+        B_i[y] = 0.0
+    if s_i == 0:
+        return 0.0
+    inv = 1.0 / s_i
+    for k in range(sub_ptr[i], sub_ptr[i + 1]):
+        acc += subgraph_weights(S_i, init, term, members, member_ptr[k], member_ptr[k + 1], p)
+        for t in range(member_ptr[k], member_ptr[k + 1]):
+            e = members[t]
+            A_i[term[e]] += inv * p[t]
+            B_i[init[e]] += inv * p[t]
+    return inv * acc
+
+
+cdef void instance_hessian(const double* dS_i, intp_t i, const int* init, const int* term, const intp_t* sub_ptr,
+                           const intp_t* member_ptr, const intp_t* members, const double* p, intp_t L,
+                           double* dG_i) noexcept nogil:
+    """dG_i (L) = instance i's Hessian in its scores (weights p) times dS_i."""
+    cdef intp_t k, t, e, y, s_i = sub_ptr[i + 1] - sub_ptr[i]
+    cdef double inv, pdm, h
+    for y in range(L):
+        dG_i[y] = 0.0
+    if s_i == 0:
+        return
+    inv = 1.0 / s_i
+    for k in range(sub_ptr[i], sub_ptr[i + 1]):
+        pdm = 0.0
+        for t in range(member_ptr[k], member_ptr[k + 1]):
+            e = members[t]
+            pdm = pdm + p[t] * (dS_i[term[e]] - dS_i[init[e]])
+        for t in range(member_ptr[k], member_ptr[k + 1]):
+            e = members[t]
+            h = inv * p[t] * (dS_i[term[e]] - dS_i[init[e]] - pdm)
+            dG_i[term[e]] += h
+            dG_i[init[e]] -= h
+
+
 def loss_grad(const double[:, ::1] S, const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
               const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
               double[::1] p, double[:, ::1] A, double[:, ::1] B, intp_t parallel_min_rows=-1):
     """The loss at scores S; fills p (per membership), A and B (n x L, module docstring; G = A - B)."""
-    cdef intp_t n = S.shape[0], L = S.shape[1], i, k, t, e, s_i
+    cdef intp_t n = S.shape[0], L = S.shape[1], i
     cdef int nt = <int> product_threads(n, n, parallel_min_rows)
     cdef double[::1] loss_i = np.zeros(n)
-    cdef double inv, acc
     if A.shape[0] != n or B.shape[0] != n or A.shape[1] != L or B.shape[1] != L or p.shape[0] != members.shape[0]:
         raise ValueError("loss_grad: wrong array sizes")
     if sub_ptr.shape[0] != n + 1 or edge_ptr.shape[0] != n + 1:
         raise ValueError("loss_grad: the graphs do not have one entry per row of S")
+    if n == 0:
+        return 0.0
     with nogil:
         for i in prange(n, num_threads=nt, schedule="static"):
-            A[i, :] = 0.0
-            B[i, :] = 0.0
-            s_i = sub_ptr[i + 1] - sub_ptr[i]
-            if s_i == 0:
-                continue
-            inv = 1.0 / s_i
-            acc = 0.0
-            for k in range(sub_ptr[i], sub_ptr[i + 1]):
-                acc = acc + subgraph_weights(&S[i, 0], &init[0], &term[0], &members[0], member_ptr[k],
-                                             member_ptr[k + 1], &p[0])
-                for t in range(member_ptr[k], member_ptr[k + 1]):
-                    e = members[t]
-                    A[i, term[e]] += inv * p[t]
-                    B[i, init[e]] += inv * p[t]
-            loss_i[i] = inv * acc
+            loss_i[i] = instance_weights(&S[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0],
+                                         &members[0], &p[0], L, &A[i, 0], &B[i, 0])
     return float(np.sum(loss_i))
 
 
@@ -81,28 +208,125 @@ def hess_scores(const double[:, ::1] dS, const intp_t[::1] edge_ptr, const int[:
                 const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
                 const double[::1] p, double[:, ::1] dG, intp_t parallel_min_rows=-1):
     """dG = the Hessian of the loss in the scores (at the point of the p given) times dS (module docstring)."""
-    cdef intp_t n = dS.shape[0], L = dS.shape[1], i, k, t, e, s_i
+    cdef intp_t n = dS.shape[0], L = dS.shape[1], i
     cdef int nt = <int> product_threads(n, n, parallel_min_rows)
-    cdef double inv, pdm, h
     if dG.shape[0] != n or dG.shape[1] != L or p.shape[0] != members.shape[0] or sub_ptr.shape[0] != n + 1:
         raise ValueError("hess_scores: wrong array sizes")
+    if n == 0:
+        return
     with nogil:
         for i in prange(n, num_threads=nt, schedule="static"):
-            dG[i, :] = 0.0
-            s_i = sub_ptr[i + 1] - sub_ptr[i]
-            if s_i == 0:
-                continue
-            inv = 1.0 / s_i
-            for k in range(sub_ptr[i], sub_ptr[i + 1]):
-                pdm = 0.0
-                for t in range(member_ptr[k], member_ptr[k + 1]):
-                    e = members[t]
-                    pdm = pdm + p[t] * (dS[i, term[e]] - dS[i, init[e]])
-                for t in range(member_ptr[k], member_ptr[k + 1]):
-                    e = members[t]
-                    h = inv * p[t] * (dS[i, term[e]] - dS[i, init[e]] - pdm)
-                    dG[i, term[e]] += h
-                    dG[i, init[e]] -= h
+            instance_hessian(&dS[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0], &members[0], &p[0],
+                             L, &dG[i, 0])
+
+
+cdef void block_pass(const floating* X, const index_t* indices, const index_t* indptr, bint dense, intp_t d,
+                     intp_t L, intp_t lo, intp_t hi, const double* V, const int* init, const int* term,
+                     const intp_t* sub_ptr, const intp_t* member_ptr, const intp_t* members, double* p,
+                     bint hessian, double* loss_i, double* acc) noexcept nogil:
+    """Rows lo:hi of :func:`fused_pass`, BLOCK_ROWS at a time: S_b = X_b V, then per instance its gradient
+    (``hessian`` False: its loss into loss_i and p filled) or its Hessian product in the scores, G_b, then
+    acc (d x L, zeroed here) += X_b' G_b. A float32 X_b is widened into a buffer once for both products."""
+    cdef intp_t block = max(1, min(<intp_t> BLOCK_ROWS, BLOCK_VALUES // max(d, 1)))
+    cdef intp_t i0, r, i, q, j, y, k
+    cdef int Li = <int> L, di = <int> d, rows
+    cdef double one = 1.0, zero = 0.0, x
+    cdef const double* Xb = NULL
+    cdef double* xbuf = NULL
+    cdef double* S = <double*> malloc(block * L * sizeof(double))
+    cdef double* G = <double*> malloc(block * L * sizeof(double))
+    cdef double* B = <double*> malloc(block * L * sizeof(double))
+    if dense and floating is float:
+        xbuf = <double*> malloc(block * d * sizeof(double))
+    for k in range(d * L):
+        acc[k] = 0.0
+    i0 = lo
+    while i0 < hi:
+        rows = <int> min(block, hi - i0)
+        if dense:
+            if floating is double:
+                Xb = X + i0 * d
+            else:
+                for k in range(rows * d):
+                    xbuf[k] = X[i0 * d + k]
+                Xb = xbuf
+            if d > 0:
+                dgemm("N", "N", &Li, &rows, &di, &one, V, &Li, Xb, &di, &zero, S, &Li)
+            else:
+                for k in range(rows * L):
+                    S[k] = 0.0
+        else:
+            for r in range(rows):
+                for y in range(L):
+                    S[r * L + y] = 0.0
+                for q in range(indptr[i0 + r], indptr[i0 + r + 1]):
+                    x = X[q]
+                    j = indices[q]
+                    for y in range(L):
+                        S[r * L + y] += x * V[j * L + y]
+        for r in range(rows):
+            i = i0 + r
+            if hessian:
+                instance_hessian(S + r * L, i, init, term, sub_ptr, member_ptr, members, p, L, G + r * L)
+            else:
+                loss_i[i] = instance_weights(S + r * L, i, init, term, sub_ptr, member_ptr, members, p, L,
+                                             G + r * L, B + r * L)
+                for y in range(L):
+                    G[r * L + y] -= B[r * L + y]
+        if dense:
+            if d > 0:
+                dgemm("N", "T", &Li, &di, &rows, &one, G, &Li, Xb, &di, &one, acc, &Li)
+        else:
+            for r in range(rows):
+                for q in range(indptr[i0 + r], indptr[i0 + r + 1]):
+                    x = X[q]
+                    j = indices[q]
+                    for y in range(L):
+                        acc[j * L + y] += x * G[r * L + y]
+        i0 += rows
+    free(S)
+    free(G)
+    free(B)
+    free(xbuf)
+
+
+def fused_pass(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+               intp_t n, intp_t d, const double[:, ::1] V, const intp_t[::1] edge_ptr, const int[::1] init,
+               const int[::1] term, const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr,
+               const intp_t[::1] members, double[::1] p, bint hessian, double[::1] out, object holder,
+               intp_t parallel_min_rows=-1):
+    """One pass over X (as :func:`scores_into` takes it) in blocks of rows, never holding S or G whole:
+
+    - ``hessian`` False: the loss at S = X V (returned; per-instance losses summed as :func:`loss_grad` sums
+      them), p filled, out = X' G with G = A - B its gradient in the scores;
+    - ``hessian`` True: out = X' (H (X V)), H the Hessian in the scores at the weights p.
+
+    out: d * L entries (d x L, C order). Rows are cut into a fixed partition of chunks (cyrank/_parallel.pxd)
+    whose accumulators are summed in chunk order: the same bits for every thread count. ``holder.acc`` keeps
+    the accumulators from call to call."""
+    cdef intp_t L = V.shape[1], c, n_ch, width = d * L
+    cdef int nt = <int> product_threads(n, n, parallel_min_rows)
+    cdef double[::1] loss_i = np.zeros(n if not hessian else 1)
+    cdef double[:, ::1] acc
+    cdef intp_t[::1] bounds
+    if (V.shape[0] != d or out.shape[0] != width or p.shape[0] != members.shape[0] or sub_ptr.shape[0] != n + 1
+            or edge_ptr.shape[0] != n + 1 or (dense and data.shape[0] != n * d)
+            or (not dense and indptr.shape[0] != n + 1)):
+        raise ValueError("fused_pass: wrong array sizes")
+    if n == 0 or width == 0:
+        out[:] = 0.0
+        return 0.0
+    n_ch = chunk_count(n, width, n * max(d, 1) + members.shape[0], nt)
+    bounds = np.array([(n * c) // n_ch for c in range(n_ch + 1)], dtype=np.int64)
+    acc = chunk_accumulators(holder, n_ch, width)
+    with nogil:
+        for c in prange(n_ch, num_threads=nt, schedule="dynamic", chunksize=1):
+            block_pass(&data[0] if data.shape[0] else NULL, &indices[0], &indptr[0], dense, d, L, bounds[c],
+                       bounds[c + 1], &V[0, 0], &init[0], &term[0], &sub_ptr[0], &member_ptr[0],
+                       &members[0] if members.shape[0] else NULL, &p[0] if p.shape[0] else NULL, hessian,
+                       &loss_i[0], &acc[c, 0])
+        sum_chunks(acc, out)
+    return 0.0 if hessian else float(np.sum(loss_i))
 
 
 def boost_weights(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,

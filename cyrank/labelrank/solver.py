@@ -55,6 +55,7 @@ from types import SimpleNamespace
 import numpy as np
 import scipy.sparse as sp
 
+from .._linear import product_parts
 from .._threads import one_blas_thread
 from .._validation import check_joint_features, check_option, check_param, check_X, warn_no_preferences
 from .._validation import check_options
@@ -65,6 +66,7 @@ from ..optim.penalties import PENALTIES, Penalty, penalty_weights
 from ..optim.result import OptimResult, gap_target
 from . import _loss
 from .graphs import as_graphs
+from .whitening import minimise_whitened
 
 SOLVERS = ("auto", "boost", "newton")
 SMOOTHING = 1e-6
@@ -81,49 +83,75 @@ class Options:
 
 
 class _Data:
-    """X (CSR or C-ordered dense, float32/64 as given), the joint features J (n x L x p, float64, or None), the
-    graphs and the subgraphs of one decomposition. Parameters travel as one vector: W (d x L, C order), then
-    theta (p)."""
+    """X (CSR or C-ordered dense, float32/64 as given, never copied per product), the joint features J
+    (n x L x p, float64, or None), the graphs and the subgraphs of one decomposition. Parameters travel as one
+    vector: W (d x L, C order), then theta (p)."""
 
     def __init__(self, X, G, decomposition, options, J=None):
-        self.X = X.tocsr() if sp.issparse(X) else np.ascontiguousarray(X)
+        X = X.tocsr() if sp.issparse(X) else X
+        self.parts = product_parts(X)  # (data, indices, indptr, dense, n, d) for _loss.scores_into / transpose_into
+        data, _, _, dense, n, d = self.parts
+        self.X = data.reshape(n, d) if dense else X
         self.G, self.J = G, J
         self.sub = G.decompose(decomposition)
-        self.L, self.d, self.n = G.n_labels, X.shape[1], X.shape[0]
+        self.L, self.d, self.n = G.n_labels, d, n
         self.n_joint = 0 if J is None else J.shape[2]
         self.size = self.d * self.L + self.n_joint
-        self.p = np.empty(self.sub.members.shape[0])
+        self._p = None
         self.parallel_min_rows = options.parallel_min_rows
+
+    @property
+    def p(self):
+        """The membership weights of the last :meth:`loss_grad_scores` call without its own ``p``."""
+        if self._p is None:
+            self._p = np.empty(self.sub.members.shape[0])
+        return self._p
 
     def split(self, w):
         """(W as d x L, theta) views of a parameter vector."""
         return w[:self.d * self.L].reshape(self.d, self.L), w[self.d * self.L:]
 
-    def scores(self, w):
-        """S = X W + J theta (n x L, float64)."""
-        W, theta = self.split(w)
-        S = np.ascontiguousarray(self.X @ W, dtype=np.float64)
+    def scores(self, w, out=None):
+        """S = X W + J theta (n x L, float64; into ``out`` when given)."""
+        W, theta = self.split(np.ascontiguousarray(w, dtype=np.float64))
+        S = np.empty((self.n, self.L)) if out is None else out
+        _loss.scores_into(*self.parts, W, S)
         if self.n_joint:
             S += self.J @ theta
         return S
 
-    def loss_grad_scores(self, S, A, B):
-        """The loss at S; fills self.p, A and B (_loss.loss_grad)."""
+    def loss_grad_scores(self, S, A, B, p=None):
+        """The loss at S; fills p (default self.p), A and B (_loss.loss_grad)."""
         return _loss.loss_grad(S, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
-                               self.sub.members, self.p, A, B, self.parallel_min_rows)
+                               self.sub.members, self.p if p is None else p, A, B, self.parallel_min_rows)
+
+    def hess_scores(self, dS, p, dG):
+        """dG = the Hessian of the loss in the scores (membership weights p) times dS (_loss.hess_scores)."""
+        _loss.hess_scores(dS, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
+                          self.sub.members, p, dG, self.parallel_min_rows)
+
+    def fused(self, v, p, hessian, out, holder):
+        """_loss.fused_pass with the parameter vector v (no joint features): the loss at v (p filled) and its
+        gradient X' G into out, or (``hessian``) out = X' H X V at the weights p; holder.acc keeps the chunk
+        accumulators."""
+        V = np.ascontiguousarray(v, dtype=np.float64).reshape(self.d, self.L)
+        return _loss.fused_pass(*self.parts, V, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr,
+                                self.sub.member_ptr, self.sub.members, p, hessian, out, holder,
+                                self.parallel_min_rows)
 
     def xt(self, G):
         """The gradient in the parameters of sum(G * S): X' G (d x L) and sum_(i,y) G[i, y] J[i, y] (p), as one
         vector."""
-        grad = np.asarray(self.X.T @ G, dtype=np.float64).ravel()
+        grad = np.empty(self.size)
+        _loss.transpose_into(*self.parts, G, grad[:self.d * self.L].reshape(self.d, self.L))
         if self.n_joint:
-            grad = np.concatenate([grad, np.tensordot(G, self.J, axes=([0, 1], [0, 1]))])
+            grad[self.d * self.L:] = np.tensordot(G, self.J, axes=([0, 1], [0, 1]))
         return grad
 
 
 class _State:
     def __init__(self, data):
-        self.p = np.empty_like(data.p)
+        self.p = np.empty(data.sub.members.shape[0])
 
 
 class LabelRankLoss(Datafit):
@@ -157,7 +185,7 @@ class LabelRankLoss(Datafit):
         n, L = data.n, data.L
         self.n_features, self.n_rows = data.size, n
         self.n_labels, self.n_features_in, self.n_joint = L, data.d, data.n_joint
-        self.A, self.B = np.empty((n, L)), np.empty((n, L))
+        self._work, self.acc = None, None  # n x L buffers (joint features only); fused_pass's chunk accumulators
         self._squares = None
         super().__init__()
 
@@ -258,16 +286,30 @@ class LabelRankLoss(Datafit):
 
     def evaluate(self, w, Mw, state):
         D = self.data
-        value = D.loss_grad_scores(D.scores(w), self.A, self.B)
-        state.p[:] = D.p
-        return value + self.ridge * float(w @ w), D.xt(self.A - self.B) + 2.0 * self.ridge * w
+        if not D.n_joint:  # one pass over X (_loss.fused_pass): no n x L array
+            grad = np.empty(self.n_features)
+            value = D.fused(w, state.p, False, grad, self)
+            return value + self.ridge * float(w @ w), grad + 2.0 * self.ridge * w
+        S, A, B = self._buffers()
+        value = D.loss_grad_scores(D.scores(w, out=S), A, B, p=state.p)
+        np.subtract(A, B, out=A)  # the gradient in the scores
+        return value + self.ridge * float(w @ w), D.xt(A) + 2.0 * self.ridge * w
 
     def hessian_product(self, state, v, Mv):
         D = self.data
-        dG = np.empty((D.n, D.L))
-        _loss.hess_scores(D.scores(v), D.G.edge_ptr, D.G.init, D.G.term, D.sub.sub_ptr, D.sub.member_ptr,
-                          D.sub.members, state.p, dG, D.parallel_min_rows)
-        return D.xt(dG) + 2.0 * self.ridge * v
+        if not D.n_joint:
+            out = np.empty(self.n_features)
+            D.fused(v, state.p, True, out, self)
+            return out + 2.0 * self.ridge * v
+        S, A, _ = self._buffers()
+        D.hess_scores(D.scores(v, out=S), state.p, A)
+        return D.xt(A) + 2.0 * self.ridge * v
+
+    def _buffers(self):
+        """S, A, B (n x L each): the work buffers of a fit with joint features, allocated once."""
+        if self._work is None:
+            self._work = tuple(np.empty((self.data.n, self.data.L)) for _ in range(3))
+        return self._work
 
 
 def check_params(*, decomposition, solver, penalty="l2", alpha, l1_ratio=0.5, max_iter, tol):
@@ -371,7 +413,8 @@ def _solve_data(problem, solver, pen, w, *, tol, max_iter, verbose):
     with one_blas_thread():
         if solver == "newton":
             name = "LabelRankBoost (newton)" if pen.smooth else "LabelRankBoost (prox_newton)"
-            res = minimise(problem, pen, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
+            run = minimise_whitened if pen.smooth else minimise
+            res = run(problem, pen, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
             one_sided = False
         else:
             problem.ridge = pen.ridge

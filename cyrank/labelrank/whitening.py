@@ -1,0 +1,156 @@
+"""LabelRankBoost's Newton in whitened variables: the feature part of the Hessian made close to a multiple of I.
+
+The Hessian of the loss L (solver.py) in W (d x L) is sum_i (x_i x_i') (x) H_i, H_i the L x L Hessian of
+instance i's loss in its scores. With H_i replaced by c I (c the mean curvature, measured by one Hessian product)
+it is the Kronecker product (c X'X + 2 ridge I) (x) I_L, X'X uncentred: columns that share a large mean (count
+features) or scale make it ill-conditioned, and CG pays for it. In the variables U = R W, with R'R = (c X'X +
+2 ridge I) / lambda_max (Cholesky), that factor is the identity, so CG runs preconditioned by it: the
+Kronecker-factored curvature of Martens & Grosse ("Optimizing Neural Networks with Kronecker-factored
+Approximate Curvature", ICML 2015, section 4) with the identity as its label factor. Each product costs two
+triangular solves with R (O(d^2 L)) on top of the loss's own O(nnz L + memberships). theta (joint features)
+is left as it is.
+
+Certificates stay valid: sigma_max(R) = 1, so ||R^-1 U|| >= ||U|| and F(R^-1 U) is still 2 ridge-strongly convex
+in U (cyrank.optim.datafit.minimise's bound); the gap ||g_W||^2 / (4 ridge) in W, never larger than the one in
+U (||g_U|| = ||R^-T g_W|| >= ||g_W||), is used when it is smaller. The stopping rule on ||grad F|| is checked in
+W: :func:`minimise_whitened` tightens tol and goes on while it does not hold.
+"""
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from ..optim.datafit import Datafit, minimise
+from ..optim.result import gap_target
+
+# whiten only when X has at most this many columns (R is d x d, formed in O(n d^2 + d^3))
+MAX_FEATURES = 1000
+
+
+def worth_whitening(data):
+    """Whether X's shape allows R: 2 .. MAX_FEATURES columns, no more than its rows."""
+    return 2 <= data.d <= min(MAX_FEATURES, data.n)
+
+
+def whitening_factor(problem):
+    """R (upper triangular, d x d, sigma_max(R) = 1) with R'R proportional to c X'X + 2 ridge I (module docstring),
+    c measured by one Hessian product at the problem's current Hessian state; None when the factorisation
+    fails."""
+    D = problem.data
+    d, L = D.d, D.L
+    C = D.X.T @ D.X
+    C = C.toarray() if sp.issparse(C) else np.asarray(C, dtype=np.float64)
+    u = np.zeros(problem.n_features)
+    u[:d * L] = np.random.default_rng(0).standard_normal(d * L)
+    U = u[:d * L].reshape(d, L)
+    spread = float(np.einsum("jy,jk,ky->", U, C, U))  # u' (X'X (x) I) u
+    curvature = float(u @ problem.hess_vec(u)) - 2.0 * problem.ridge * float(u @ u)
+    c = curvature / spread if spread > 0 and curvature > 0 else 1.0
+    M = c * C + 2.0 * problem.ridge * np.eye(d)
+    M[np.diag_indices(d)] += 1e-12 * max(float(np.max(np.diag(M))), np.finfo(float).tiny)  # a zero column
+    top = float(sla.eigvalsh(M, subset_by_index=[d - 1, d - 1])[0])
+    if not (np.isfinite(top) and top > 0):
+        return None
+    try:
+        R = sla.cholesky(M / (top * (1.0 + 1e-9)), lower=False)
+    except np.linalg.LinAlgError:
+        return None
+    return R if np.all(np.isfinite(R)) else None
+
+
+class WhitenedLoss(Datafit):
+    """``problem`` (a LabelRankLoss) in the variables u = (R W, theta): F(u) = problem's F(R^-1 U, theta), its
+    gradient (R^-T g_W, g_theta) and Hessian products likewise. ``ridge`` is passed on to ``problem``; the
+    state also keeps g_W, the gradient in the original variables (``state.grad_w``)."""
+
+    def __init__(self, problem, R):
+        self.problem, self.R = problem, R
+        self.d, self.L = problem.data.d, problem.data.L
+        self.n_features, self.n_rows = problem.n_features, problem.n_rows
+        self._squares = None
+        super().__init__()
+
+    def to_w(self, u):
+        """The original parameter vector of u: (R^-1 U, theta)."""
+        w = np.array(u, dtype=np.float64)
+        k = self.d * self.L
+        w[:k] = sla.solve_triangular(self.R, w[:k].reshape(self.d, self.L), lower=False).ravel()
+        return w
+
+    def to_u(self, w):
+        """u of an original parameter vector: (R W, theta)."""
+        u = np.array(w, dtype=np.float64)
+        k = self.d * self.L
+        u[:k] = (self.R @ u[:k].reshape(self.d, self.L)).ravel()
+        return u
+
+    def _pull(self, g):
+        """(R^-T g_W, g_theta): a gradient or Hessian product in W as one in u."""
+        out = np.array(g, dtype=np.float64)
+        k = self.d * self.L
+        out[:k] = sla.solve_triangular(self.R, out[:k].reshape(self.d, self.L), trans="T", lower=False).ravel()
+        return out
+
+    def new_state(self):
+        return self.problem.new_state()
+
+    def evaluate(self, u, Mu, state):
+        self.problem.ridge = self.ridge
+        w = self.to_w(u)
+        f, g = self.problem.evaluate(w, w, state)
+        state.grad_w = g
+        return f, self._pull(g)
+
+    def hessian_product(self, state, v, Mv):
+        self.problem.ridge = self.ridge
+        w = self.to_w(v)
+        return self._pull(self.problem.hessian_product(state, w, w))
+
+    def column_squares(self):
+        """Those of X R^-1 (the diagonal of R^-T X'X R^-1 per label) and of the joint features."""
+        if self._squares is None:
+            squares = self.problem.column_squares()
+            D = self.problem.data
+            C = D.X.T @ D.X
+            C = C.toarray() if sp.issparse(C) else np.asarray(C, dtype=np.float64)
+            K = sla.solve_triangular(self.R, C, trans="T", lower=False)  # R^-T C
+            K = sla.solve_triangular(self.R, K.T, trans="T", lower=False)  # R^-T (R^-T C)' = R^-T C R^-1
+            self._squares = np.concatenate([np.repeat(np.diag(K), self.L), squares[self.d * self.L:]])
+        return self._squares
+
+
+def minimise_whitened(problem, penalty, w, *, tol, max_iter, verbose, name):
+    """cyrank.optim.datafit.minimise of ``problem`` + ``penalty`` (smooth) from w in the variables of
+    :class:`WhitenedLoss` (R from :func:`whitening_factor` at w = 0; plain minimise when not
+    :func:`worth_whitening` or R fails): an OptimResult in the original variables whose
+    optimality is ||grad F|| / ||grad F at 0|| in W and whose gap is the smaller of the certificates in u and
+    in W. While that gradient rule fails where the certificate holds, tol is tightened and the solve continues
+    (at most 5 times)."""
+    if not worth_whitening(problem.data):
+        return minimise(problem, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
+    problem.ridge = penalty.ridge
+    g0 = float(np.linalg.norm(problem.grad(np.zeros(problem.n_features))))  # the Hessian state at 0
+    R = whitening_factor(problem)
+    if R is None:
+        return minimise(problem, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
+    whitened = WhitenedLoss(problem, R)
+    u, res, n_iter, n_inner, inner_tol = whitened.to_u(w), None, 0, 0, tol
+    for _ in range(6):
+        res = minimise(whitened, penalty, u, tol=inner_tol, max_iter=max_iter - n_iter, verbose=verbose, name=name)
+        n_iter, n_inner, u = n_iter + res.n_iter, n_inner + res.n_inner, res.x
+        g = whitened.state.grad_w
+        grad_norm = float(np.linalg.norm(g))
+        if penalty.ridge > 0 and grad_norm ** 2 / (4.0 * penalty.ridge) < res.gap:
+            res.gap, res.gap_kind = grad_norm ** 2 / (4.0 * penalty.ridge), "strong convexity"
+        if grad_norm <= tol * g0 or not res.converged or n_iter >= max_iter:
+            break
+        inner_tol = inner_tol * min(0.5, tol * g0 / grad_norm)
+    res.x = whitened.to_w(u)
+    problem.adopt(whitened)  # the Hessian state at the returned point
+    res.n_iter, res.n_inner = n_iter, n_inner
+    res.optimality = grad_norm / g0 if g0 > 0 else 0.0
+    res.info.update(grad_norm=grad_norm, grad_norm0=g0, n_cg=n_inner)
+    if res.converged and (grad_norm > tol * g0 or res.gap > gap_target(tol, res.objective)):
+        res.converged = False
+        res.message = (f"{name}: reached max_iter={max_iter} Newton iterations with |g|/|g0| = {res.optimality:.3g} "
+                       f"(tol = {tol:g}); increase max_iter or tol")
+    return res

@@ -97,25 +97,72 @@ def _gradient_rounding(X, layout, scale):
     x_max = max_abs(X) if layout.x_max is None else layout.x_max
     if eps * X.shape[0] * x_max * q_rows < scale:
         return 0.0
-    return float(eps * np.max(abs(X).sum(axis=0)) * q_rows)
+    return float(eps * np.max(_column_abs_sums(X), initial=0.0) * q_rows)
+
+
+def _column_abs_sums(X, block=1 << 20):
+    """sum_i |x_ir| per column r, in float64, ``block`` entries at a time (no |X| temporary the size of X)."""
+    d = X.shape[1]
+    out = np.zeros(d)
+    if not sp.issparse(X):
+        step = max(1, block // max(1, d))
+        for i in range(0, X.shape[0], step):
+            out += np.abs(X[i:i + step]).sum(axis=0, dtype=np.float64)
+        return out
+    if X.format not in ("csr", "csc"):
+        X = X.tocsr()
+    for k in range(0, X.nnz, block):
+        stop = min(k + block, X.nnz)
+        # the column of each entry: CSR stores it, CSC's column is where the entry's position falls in indptr
+        cols = (X.indices[k:stop] if X.format == "csr"
+                else np.searchsorted(X.indptr, np.arange(k, stop), side="right") - 1)
+        out += np.bincount(cols, weights=np.abs(X.data[k:stop]), minlength=d)
+    return out
+
+
+# _columns copies a dense X this many column blocks at a time (the temporary: 1 / COPY_BLOCKS of X)
+COPY_BLOCKS = 16
 
 
 def _columns(X, rows):
-    """The sorted rows of X column by column: (data, indices, indptr, dense) for the kernel.
+    """The sorted rows of X column by column: (data, indices, indptr, dense) for the kernel, in X's dtype.
 
-    Sparse X becomes CSC (CSR is converted once) keeping its index width; dense X becomes Fortran-ordered
-    and is read through indices = arange(n), indptr = arange(d + 1) * n.
+    Coordinate descent reads columns in the sorted rows' order, so this is a copy of X (of its kept rows), the one
+    a fit makes: sparse X becomes CSC with entries in sorted-row order (a CSR X converted once, its row indices
+    mapped to sorted positions in place); dense X becomes Fortran-ordered, copied COPY_BLOCKS column blocks at a
+    time (no full-size temporary), and is read through indices = arange(n), indptr = arange(d + 1) * n.
     """
+    n, d = rows.shape[0], X.shape[1]
     if sp.issparse(X):
-        Xs = X[rows] if X.format == "csr" else X.tocsr()[rows]
-        Xs = sp.csc_matrix(Xs)
+        Xc = X.tocsc()
+        itype = np.promote_types(Xc.indices.dtype, Xc.indptr.dtype)
+        pos = np.full(X.shape[0], -1, dtype=itype)  # sorted position of each row of X (-1: not kept)
+        pos[rows] = np.arange(n, dtype=itype)
+        own = Xc is not X  # arrays made by tocsc, changed in place below (never the caller's)
+        if own and Xc.indices.dtype == itype:  # in place, a block at a time
+            indices = Xc.indices
+            for k in range(0, indices.shape[0], 1 << 20):
+                indices[k:k + (1 << 20)] = pos[indices[k:k + (1 << 20)]]
+        else:
+            indices = pos[Xc.indices]
+        indptr = Xc.indptr.astype(itype)
+        data = Xc.data if own else Xc.data.copy()
+        del Xc
+        if n < X.shape[0]:  # entries of rows that are not kept leave
+            kept = indices >= 0
+            indptr = np.r_[0, np.cumsum(kept)].astype(itype)[indptr]
+            data, indices = data[kept], indices[kept]
+        Xs = sp.csc_matrix((data, indices, indptr), shape=(n, d), copy=False)
+        Xs.has_sorted_indices = False
         Xs.sort_indices()
-        itype = np.promote_types(Xs.indices.dtype, Xs.indptr.dtype)
-        return (np.ascontiguousarray(Xs.data), Xs.indices.astype(itype, copy=False),
-                Xs.indptr.astype(itype, copy=False), False)
-    identity = rows.shape[0] == X.shape[0] and np.array_equal(rows, np.arange(X.shape[0]))
-    Xs = np.asfortranarray(X if identity else X[rows])
-    n, d = Xs.shape
+        return np.ascontiguousarray(Xs.data), Xs.indices, Xs.indptr, False
+    if n == X.shape[0] and np.array_equal(rows, np.arange(n)) and X.flags.f_contiguous:
+        Xs = X
+    else:
+        Xs = np.empty((n, d), dtype=X.dtype, order="F")
+        step = max(1, -(-d // COPY_BLOCKS))
+        for j in range(0, d, step):
+            Xs[:, j:j + step] = X[rows, j:j + step]
     return (Xs.ravel(order="F"), np.arange(n, dtype=np.int64), np.arange(d + 1, dtype=np.int64) * n, True)
 
 
@@ -123,8 +170,8 @@ def _rows_of(X, rows, options=None):
     """X's parts for the Newton products (_smooth.pyx, which reads sorted row p as X's row ``rows[p]``): (data,
     indices, indptr, dense) of cyrank._linear.product_parts, X itself in its own dtype (no copy of a C-ordered
     dense or CSR X; another layout is converted once). A sparse X is made dense only when ``options`` ask for it
-    (Options.densify_share and densify_max_bytes, the shared rule of cyrank/_dense.py; off by default: the dense
-    copy would cost more memory than X). ``rows`` is the layout's (kept for the callers' signature)."""
+    (Options.densify_share and densify_max_bytes, the shared rule of cyrank/_dense.py: a copy in X's dtype, for
+    speed). ``rows`` is the layout's (kept for the callers' signature)."""
     if options is None:
         from .solver import Options  # (the defaults; solver.py imports this module)
 

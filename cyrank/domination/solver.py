@@ -77,7 +77,9 @@ class Options:
     densify_share : float, default=0.2
         Newton products: sparse X with at least this share of entries stored is densified ...
     densify_max_bytes : int, default=512 << 20
-        ... when the dense copy fits in this many bytes (cyrank/_dense.py).
+        ... when the dense copy (in X's dtype) fits in this many bytes (cyrank/_dense.py): a dense float64 entry
+        costs about a tenth of a sparse one in the products, but the copy costs memory beyond X (1 / share times
+        X's data at least); 0 keeps the fit's memory close to X's.
     parallel_min_rows : int, default=-1
         Newton products over fewer rows run on one thread (-1: the shared default, 20,000).
     gram_budget : float, default=1500.0
@@ -198,6 +200,8 @@ def _run(X, layout, lam1, lam2, solver, coef_init, *, tol, max_iter, feature_ind
         w[:] = coef_init
     if solver == "auto_l1":
         solver = _auto_l1(X, layout, options)
+    if sp.issparse(X) and X.format != "csr" and solver != "cd":
+        X = X.tocsr()  # the smooth solvers read rows: a CSC X is converted once (the one copy they make of it)
     with openmp_threads(n_jobs):
         if solver == "newton":
             out = _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options)

@@ -32,8 +32,17 @@ from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_int
 from cyrank._rows cimport row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 
+cdef extern from *:
+    """
+    #define CYRANK_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 3)
+    """
+    void CYRANK_PREFETCH(const void* p) noexcept nogil
+
 cdef double TINY = 1e-250  # below it, exp(sigma s - max) has lost digits: the per-pair exponential instead
 cdef double LN2 = M_LN2
+
+cdef enum:
+    AHEAD = 2     # rows prefetched ahead of the one being read
 
 cdef enum:
     EVALUATE = 0  # s = X w, the loss, g = dL/ds, out = X' g
@@ -161,6 +170,28 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
 
 
 # ------------------------------------------------------------------------------------------------ the passes
+cdef inline void _prefetch_row(const floating* X, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
+                               intp_t r) noexcept nogil:
+    """Ask for row r of X ahead of its use: the positions visit X's rows out of their storage order, which the
+    hardware prefetcher does not follow (a dense 1e5 x 136 pass ran at half of numpy's bandwidth without it)."""
+    cdef const char* a
+    cdef const char* b
+    cdef const char* p
+    if dense:
+        a = <const char*> (X + r * d)
+        b = <const char*> (X + (r + 1) * d)
+    else:
+        a = <const char*> (X + ptr[r])
+        b = <const char*> (X + ptr[r + 1])
+        p = <const char*> (ind + ptr[r])
+        while p < <const char*> (ind + ptr[r + 1]):
+            CYRANK_PREFETCH(p)
+            p += 64
+    while a < b:
+        CYRANK_PREFETCH(a)
+        a += 64
+
+
 cdef intp_t _row_work(const index_t[::1] indptr, bint dense, intp_t d, intp_t n_data_rows) noexcept nogil:
     """Entries of an average row: the work unit of a position in the chunk balance and the signal checks."""
     cdef intp_t nnz
@@ -213,20 +244,32 @@ def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const 
                     break
                 if mode == EVALUATE:
                     for k in range(start, stop):
+                        if k + AHEAD < n:
+                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
                         s[k] = row_dot(X, ind_p, ptr_p, dense, d, rows[k], &x[0])
                     loss_c[c] += _query_loss(&s[start], &y[start], stop - start, sigma, &ex[start], &u[start])
                     a = &u[0]
                 elif mode == HESSIAN:
                     for k in range(start, stop):
+                        if k + AHEAD < n:
+                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
                         t[k] = row_dot(X, ind_p, ptr_p, dense, d, rows[k], &x[0])
                     _query_hess(&s[start], &ex[start], &y[start], stop - start, sigma, &t[start], &u[start])
                     a = &u[0]
                 elif mode == DOT:
                     for k in range(start, stop):
+                        if k + AHEAD < n:
+                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
                         out[k] = row_dot(X, ind_p, ptr_p, dense, d, rows[k], &x[0])
                     continue
                 else:
                     a = <double*> &x[0]
+                    for k in range(start, stop):
+                        if k + AHEAD < n:
+                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
+                        if a[k] != 0.0:
+                            row_axpy(X, ind_p, ptr_p, dense, d, rows[k], a[k], &acc[c, 0])
+                    continue
                 for k in range(start, stop):
                     if a[k] != 0.0:
                         row_axpy(X, ind_p, ptr_p, dense, d, rows[k], a[k], &acc[c, 0])

@@ -143,6 +143,96 @@ cdef void query_sweep(intp_t start, intp_t stop, const double* f, const intp_t* 
         sum_plus[i] = tot_s - s
 
 
+cdef void query_sweep_block(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
+                            intp_t n_levels, const double* T, intp_t m, intp_t* fen_cnt, double* fen_sum,
+                            double* count, double* out) noexcept nogil:
+    """out = A'A T on one query for m vectors at once: the rows of T (row-major, m values per row, row k - start for
+    position k) take the place of ``vals`` in :func:`query_sweep`, and row i of out is
+
+        (l_i^- + l_i^+) T_i - Gamma_i^- - Gamma_i^+,        Gamma the sums of the rows T_j over i's active partners,
+
+    from the same two sweeps with Fenwick nodes of m sums (fen_sum: (n_levels + 1) x m scratch, its unused node 0
+    holding the running total of the second sweep; fen_cnt: n_levels + 1). count: stop - start scratch.
+    """
+    cdef intp_t l = stop - start, k, p, i, j, c, a
+    cdef double fi
+    cdef double* row
+    cdef double* tot = fen_sum  # node 0 of the 1-based tree is free
+    for k in range(l * m):
+        out[k] = 0.0
+    # i above j: Gamma_i^- is a prefix over the ranks below y_i of a growing suffix of the sorted order
+    _fen_reset_block(n_levels, m, fen_cnt, fen_sum)
+    p = l
+    for k in range(l - 1, -1, -1):
+        i = perm[start + k]
+        fi = f[i]
+        while p > 0:
+            j = perm[start + p - 1]
+            if not (f[j] - fi > -1.0):
+                break
+            _fen_add_block(n_levels, m, fen_cnt, fen_sum, rank[j], T + (j - start) * m)
+            p -= 1
+        count[i - start] = <double>_fen_prefix_block(m, fen_cnt, fen_sum, rank[i] - 1, -1.0, out + (i - start) * m)
+    # i below j: Gamma_i^+ is the total minus a prefix over the ranks up to y_i, of a growing prefix of the order
+    _fen_reset_block(n_levels, m, fen_cnt, fen_sum)
+    p = 0
+    for k in range(l):
+        i = perm[start + k]
+        fi = f[i]
+        while p < l:
+            j = perm[start + p]
+            if not (f[j] - fi < 1.0):
+                break
+            _fen_add_block(n_levels, m, fen_cnt, fen_sum, rank[j], T + (j - start) * m)
+            fen_cnt[0] += 1
+            for a in range(m):
+                tot[a] += T[(j - start) * m + a]
+            p += 1
+        row = out + (i - start) * m
+        for a in range(m):
+            row[a] -= tot[a]
+        c = _fen_prefix_block(m, fen_cnt, fen_sum, rank[i], 1.0, row)
+        count[i - start] += <double>(fen_cnt[0] - c)
+    for k in range(l):
+        row = out + k * m
+        for a in range(m):
+            row[a] += count[k] * T[k * m + a]
+
+
+cdef inline void _fen_reset_block(intp_t n_levels, intp_t m, intp_t* cnt, double* s) noexcept nogil:
+    cdef intp_t k
+    for k in range(n_levels + 1):
+        cnt[k] = 0
+    for k in range((n_levels + 1) * m):
+        s[k] = 0.0
+
+
+cdef inline void _fen_add_block(intp_t n_levels, intp_t m, intp_t* cnt, double* s, intp_t r,
+                                const double* v) noexcept nogil:
+    cdef intp_t k = r + 1, a
+    cdef double* node
+    while k <= n_levels:
+        cnt[k] += 1
+        node = s + k * m
+        for a in range(m):
+            node[a] += v[a]
+        k += k & (-k)
+
+
+cdef inline intp_t _fen_prefix_block(intp_t m, const intp_t* cnt, const double* s, intp_t r, double sign,
+                                     double* out) noexcept nogil:
+    """Count (returned) of the inserted rows with label rank <= r; out += sign * their sum."""
+    cdef intp_t k = r + 1, c = 0, a
+    cdef const double* node
+    while k > 0:
+        c += cnt[k]
+        node = s + k * m
+        for a in range(m):
+            out[a] += sign * node[a]
+        k -= k & (-k)
+    return c
+
+
 # ------------------------------------------------------------------------------------------- Python access
 def pair_sums(const double[::1] f, const intp_t[::1] rank, const intp_t[::1] offsets,
               const intp_t[::1] n_levels, const double[::1] vals=None, bint center=False):

@@ -29,13 +29,14 @@ summed in chunk order: the same input gives bit-identical results whichever thre
 import numpy as np
 
 from cython.parallel cimport parallel, prange, threadid
+from scipy.linalg.cython_blas cimport dgemm
 
 from cyrank._rows cimport row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
                               chunk_count, interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
                               sum_ordered, zero_row)
-from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, sort_by_key
+from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, query_sweep_block, sort_by_key
 from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
 
 
@@ -235,6 +236,135 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
                         row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], t[k], &acc[c, 0])
     check_interrupt(&intr)
     sum_chunks(acc, out)
+
+
+# ------------------------------------------------------------------------------- linear model, Hessian block
+# a query's gathered columns (and their image under A'A) take at most this many doubles each per thread: the rows
+# of a very long query are taken in blocks of columns
+cdef intp_t BLOCK_DOUBLES = 1 << 17
+
+
+cdef void _gather_columns(const floating* data, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
+                          const intp_t* rows, intp_t start, intp_t stop, const intp_t* perm, const intp_t* cols,
+                          const intp_t* col_pos, intp_t c0, intp_t c1, double* T) noexcept nogil:
+    """T[k - start, j - c0] = x_{rows[k], cols[j]} (float64, row-major) for the positions k of one query and
+    j in c0:c1, each column centred at the query's middle sorted position (as _query_hess centres t).
+    col_pos[r]: the index of feature r in cols, or -1 (sparse X)."""
+    cdef intp_t mb = c1 - c0, k, j, p, r, mid = perm[start + (stop - start) // 2] - start
+    cdef double* row
+    for k in range(start, stop):
+        row = T + (k - start) * mb
+        r = rows[k]
+        if dense:
+            for j in range(mb):
+                row[j] = data[r * d + cols[c0 + j]]
+        else:
+            for j in range(mb):
+                row[j] = 0.0
+            for p in range(ptr[r], ptr[r + 1]):
+                j = col_pos[ind[p]]
+                if c0 <= j < c1:
+                    row[j - c0] += data[p]
+    for k in range(stop - start):
+        if k != mid:
+            row = T + k * mb
+            for j in range(mb):
+                row[j] -= T[mid * mb + j]
+    for j in range(mb):
+        T[mid * mb + j] = 0.0
+
+
+cdef void _query_hess_block(const floating* data, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
+                            const intp_t* rows, intp_t start, intp_t stop, const double* f, const intp_t* perm,
+                            const intp_t* rank, intp_t n_levels, const intp_t* cols, const intp_t* col_pos,
+                            intp_t m, intp_t mb, intp_t* fen_cnt, double* fen_sum, double* count, double* Tb,
+                            double* LT, double* Ta, double* acc) noexcept nogil:
+    """acc (m x m, row-major) += X_c' A'A X_c over the rows of one query, in blocks of mb columns: T_b = X_c[:, b]
+    gathered, A'A T_b by one pair of sweeps (query_sweep_block), then acc[a, b] += T_a' (A'A T_b) by dgemm."""
+    cdef intp_t b0 = 0, b1, a0, a1
+    cdef int M, N, K = <int> (stop - start), ldc = <int> m
+    cdef double one = 1.0
+    cdef double* Tq
+    while b0 < m:
+        b1 = b0 + mb if b0 + mb < m else m
+        _gather_columns(data, ind, ptr, dense, d, rows, start, stop, perm, cols, col_pos, b0, b1, Tb)
+        query_sweep_block(start, stop, f, perm, rank, n_levels, Tb, b1 - b0, fen_cnt, fen_sum, count, LT)
+        a0 = 0
+        while a0 < m:
+            a1 = a0 + mb if a0 + mb < m else m
+            Tq = Tb
+            if a0 != b0:
+                _gather_columns(data, ind, ptr, dense, d, rows, start, stop, perm, cols, col_pos, a0, a1, Ta)
+                Tq = Ta
+            M = <int> (b1 - b0)
+            N = <int> (a1 - a0)
+            # column-major view: C (M x N, at acc[a0, b0], ldc m) += LT' (M x K) times Tq (K x N)
+            dgemm("N", "T", &M, &N, &K, &one, LT, &M, Tq, &N, &one, acc + a0 * m + b0, &ldc)
+            a0 = a1
+        b0 = b1
+
+
+def linear_hess_block(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+                      intp_t n_features, Layout lay, const double[::1] f, const intp_t[::1] perm,
+                      const intp_t[::1] cols, double[:, ::1] out):
+    """out = X_c'A'A X_c for the columns c = ``cols`` of X: the block [c, c] of the matrix X'A'A X whose products
+    linear_hess gives, with the active set of the state (f, perm), in one pass over the queries for all of c.
+
+    Per query: its rows of X_c gathered (float64, centred), A'A applied to all columns by one pair of sweeps, and
+    X_c'(A'A X_c) added by BLAS dgemm; O(l |c| log n_levels + l |c|^2) per query of l documents instead of |c|
+    passes over X. Queries longer than BLOCK_DOUBLES / |c| documents go in blocks of columns. One |c| x |c|
+    accumulator per chunk of queries, summed in chunk order: deterministic.
+    """
+    cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads, m = cols.shape[0]
+    cdef intp_t q, j, start, stop, tid, c, n_ch, l_max = 1, mb, n_blocks, fen_width
+    cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
+    cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
+    cdef intp_t bounds[MAX_CHUNKS + 1]
+    cdef Interrupt intr
+    cdef const index_t* ind_p = &indices[0]
+    cdef const index_t* ptr_p = &indptr[0]
+    if out.shape[0] != m or out.shape[1] != m or f.shape[0] != lay.n_positions or perm.shape[0] != lay.n_positions:
+        raise ValueError("linear_hess_block: wrong array sizes")
+    for j in range(m):
+        if cols[j] < 0 or cols[j] >= d:
+            raise ValueError("linear_hess_block: a column index is out of range")
+    out[:, :] = 0.0
+    if nq == 0 or m == 0:
+        return
+    for q in range(nq):
+        l_max = max(l_max, offsets[q + 1] - offsets[q])
+    mb = max(1, BLOCK_DOUBLES // l_max)
+    n_blocks = (m + mb - 1) // mb  # blocks of columns of about equal width mb
+    mb = (m + n_blocks - 1) // n_blocks
+    fen_width = padded_width((lay.max_levels + 1) * mb)
+    col_pos_a = np.full(d, -1, dtype=np.int64)
+    col_pos_a[np.asarray(cols)] = np.arange(m)
+    cdef const intp_t[::1] col_pos = col_pos_a
+    cdef double[:, ::1] fen_sum = np.empty((nt, fen_width))
+    cdef double[:, ::1] count = np.empty((nt, padded_width(l_max)))
+    # per thread: T_b, A'A T_b and (with several blocks) T_a
+    cdef double[:, :, ::1] buf = np.empty((nt, 2 if n_blocks == 1 else 3, padded_width(l_max * mb)))
+    # accumulators within 1/64 of the gathered entries (the dgemm work per query is |c| times that)
+    n_ch = chunk_count(nq, m * m, lay.n_positions * m // 8, nt)
+    balanced_chunks(&offsets[0], nq, n_ch, bounds)
+    cdef double[:, ::1] acc = np.empty((n_ch, padded_width(m * m)))
+    interrupt_init(&intr)
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            zero_row(&acc[c, 0], m * m)
+            for q in range(bounds[c], bounds[c + 1]):
+                start = offsets[q]
+                stop = offsets[q + 1]
+                if not keep_going(&intr, tid, (stop - start) * m * (m // mb + 1)):
+                    break
+                _query_hess_block(&data[0], ind_p, ptr_p, dense, d, &rows[0], start, stop, &f[0], &perm[0],
+                                  &rank[0], nlev[q], &cols[0], &col_pos[0], m, mb, &fen_cnt[tid, 0],
+                                  &fen_sum[tid, 0], &count[tid, 0], &buf[tid, 0, 0], &buf[tid, 1, 0],
+                                  &buf[tid, buf.shape[1] - 1, 0], &acc[c, 0])
+    check_interrupt(&intr)
+    sum_chunks(acc, np.asarray(out).reshape(-1))
 
 
 # --------------------------------------------------------------------------------------------- given scores

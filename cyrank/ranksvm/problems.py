@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from .._dense import memory_neutral_share, should_densify
 from .._queries import QueryGroups
+from .._threads import one_blas_thread
 from .._validation import check_feature_scale, check_param, check_ranking_data, warn_if_no_pairs
 from ..optim.certificate import group_column_squares
 from ..optim.datafit import Datafit
@@ -124,6 +125,19 @@ class LinearSquaredHinge(Datafit):
             return self.C * loss, self.C * xg
         # with ridge 1/2: w'w / 2 + C loss and w + C xg, the same floating-point operations as ever
         return self.ridge * float(w @ w) + self.C * loss, (2.0 * self.ridge) * w + self.C * xg
+
+    def hessian_block(self, ws):
+        """H[ws, ws] at the point of the last ``grad`` call: 2C X_ws'A'A X_ws + 2 ridge I, A'A the Laplacian of the
+        active pairs ((B.3) for every column of X_ws at once), formed in one pass over the queries
+        (_pairloss.linear_hess_block) instead of |ws| Hessian products."""
+        ws = np.ascontiguousarray(ws, dtype=np.int64)
+        H = np.empty((ws.size, ws.size))
+        state = self.state
+        with one_blas_thread():  # small dgemm calls, possibly from several OpenMP threads
+            _pairloss.linear_hess_block(*self.parts, self.layout, state.f, state.perm, ws, H)
+        H *= 2.0 * self.C
+        H[np.diag_indices(ws.size)] += 2.0 * self.ridge
+        return H
 
     def hessian_product(self, state, s, Ms):
         out = np.empty(self.d)

@@ -83,13 +83,13 @@ def test_lambdas_of_the_top_pairs_equal_the_sum_over_every_pair(metric, ties, se
 
 @pytest.mark.parametrize("metric,ties", CODES)
 def test_reference_loss_and_hessian_products_at_other_scores_equal_every_pair(metric, ties):
-    """Reference.loss and hess_vec (linear LambdaRank's M-step) at scores other than the reference's."""
+    """Reference.loss and hess_vec (linear LambdaRank's M-step) at scores other than the reference's (distinct, or
+    tied across the reference's blocks), and at the reference's own."""
     rng = np.random.default_rng(7)
     s0, y, offsets, tie = _data(rng, [3, 30, 80], levels=5)
     t = tie if ties == _lambdas.INPUT else None
-    s = rng.normal(size=y.size)
     v = rng.normal(size=y.size)
-    for k, truncation in itertools.product((0, 2, 10), (0, 5)):
+    for k, truncation, s in itertools.product((0, 2, 10), (0, 5), (rng.normal(size=y.size), s0[::-1].copy(), s0)):
         ref = _lambdas.Reference(s0, y, offsets, metric, k, truncation, float(y.max()), 1.0, ties, t)
         I, J, W = ref.pair_weights()
         cost, lam, hess = _brute(s, y, offsets, (I, J, W), SIGMA)

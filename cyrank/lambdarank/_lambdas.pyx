@@ -93,7 +93,7 @@ cdef enum:
 
 cdef enum:
     NF = 5  # per-row fields of a query's reference (QueryRef.f)
-    NX = 8  # per-row scratch doubles of query_pairs (ex; top_pairs' rows in position order)
+    NX = 11  # per-row scratch doubles of query_pairs (ex; top_pairs' runs)
 
 
 cdef struct QueryRef:
@@ -442,41 +442,55 @@ cdef inline intp_t pair_range(const QueryRef* Q, const double* y, intp_t r, intp
 cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, intp_t n, intp_t u, int metric,
                       double sigma, double top, bint norm, bint with_cost, double* lam, double* hess, double* P,
                       double* total) noexcept nogil:
-    """query_pairs for NDCG and RankNet when a cut-off leaves u < n top positions: the rows copied into position
-    order first (P: NX n doubles), so that the inner loop, over the rows below position r, reads and writes
-    consecutive memory with no branch on the labels (a pair of equal labels adds 0: equal gains for NDCG, a 0/1
-    factor for RankNet). Returns the cost (0 unless ``with_cost``), S = 2 sum |lambda_ij| into total."""
-    cdef double* Ps = P            # score
+    """query_pairs for NDCG and RankNet when a cut-off leaves u < n top positions. The rows, in position order,
+    are grouped into runs of equal score, label and block: interchangeable rows, whose pairs with any other row
+    are equal, so a run counts once with its multiplicity (LambdaMART's first rounds, where few scores differ,
+    cost O(runs above L x runs) instead of O(L n)); a pair inside a run has equal labels (weight 0). The runs'
+    values go into consecutive arrays (P: NX n doubles), so that the inner loop reads and writes consecutive
+    memory with no branch on the labels (a pair of equal labels adds 0: equal gains for NDCG, a 0/1 factor for
+    RankNet). Returns the cost (0 unless ``with_cost``), S = 2 sum |lambda_ij| into total."""
+    cdef double* Ps = P            # per run: score
     cdef double* Pe = P + n        # exp(sigma s - top)
     cdef double* Py = P + 2 * n    # label
     cdef double* Pg = P + 3 * n    # NDCG gain
     cdef double* Pd = P + 4 * n    # NDCG mean discount of the block
     cdef double* Pb = P + 5 * n    # first position of the block
-    cdef double* Pl = P + 6 * n    # lambda
-    cdef double* Ph = P + 7 * n    # weight
-    cdef intp_t r, c, t
-    cdef double ya, sa, ea, ga, ba, fa2, fa3, fa4, yb, eb, eh, el, x, delta, rho, rho1, g, h, lam_a, hess_a
+    cdef double* Pm = P + 6 * n    # rows in the run
+    cdef double* Pt = P + 7 * n    # its first row
+    cdef double* Pl = P + 8 * n    # lambda of each of its rows
+    cdef double* Ph = P + 9 * n    # weight of each of its rows
+    cdef double* Pr = P + 10 * n   # per position: its run
+    cdef intp_t r, c, t, a, runs = 0, top_runs = 0
+    cdef double ya, sa, ea, ga, ba, ma, fa2, fa3, fa4, yb, eb, eh, el, x, delta, rho, rho1, g, h, lam_a, hess_a
     cdef double loss = 0.0, qn = Q.norm
     cdef bint ndcg = metric == _NDCG
     for r in range(n):
         t = Q.ord[r]
-        Ps[r] = s[t]
-        Pe[r] = exp(sigma * s[t] - top)
-        Py[r] = y[t]
-        Pg[r] = Q.f[NF * t] if ndcg else 0.0
-        Pd[r] = Q.f[NF * t + 1] if ndcg else 0.0
-        Pb[r] = <double> Q.bst[t]
-        Pl[r] = 0.0
-        Ph[r] = 0.0
-    for r in range(u):
-        t = Q.ord[r]
-        ya, sa, ea, ga, ba = Py[r], Ps[r], Pe[r], Pg[r], Pb[r]
+        if runs == 0 or s[t] != Ps[runs - 1] or y[t] != Py[runs - 1] or Q.bst[t] != Pb[runs - 1]:
+            Ps[runs] = s[t]
+            Pe[runs] = exp(sigma * s[t] - top)
+            Py[runs] = y[t]
+            Pg[runs] = Q.f[NF * t] if ndcg else 0.0
+            Pd[runs] = Q.f[NF * t + 1] if ndcg else 0.0
+            Pb[runs] = <double> Q.bst[t]
+            Pm[runs] = 0.0
+            Pt[runs] = <double> t
+            Pl[runs] = 0.0
+            Ph[runs] = 0.0
+            runs += 1
+        Pm[runs - 1] += 1.0
+        Pr[r] = runs - 1
+        if r < u:  # u ends a block, so a run
+            top_runs = runs
+    for a in range(top_runs):
+        t = <intp_t> Pt[a]
+        ya, sa, ea, ga, ba, ma = Py[a], Ps[a], Pe[a], Pg[a], Pb[a], Pm[a]
         fa2, fa3, fa4 = Q.f[NF * t + 2], Q.f[NF * t + 3], Q.f[NF * t + 4]
         lam_a = 0.0
         hess_a = 0.0
-        for c in range(r + 1, n):
+        for c in range(a + 1, runs):
             yb = Py[c]
-            # pair_weight with the upper block at position r: the same block (AVERAGE) f4, else f2 - f3 D_B (NDCG)
+            # pair_weight with the upper block at run a: the same block (AVERAGE) f4, else f2 - f3 D_B (NDCG)
             if ndcg:
                 delta = fabs(ga - Pg[c]) * (fa4 if Pb[c] == ba else fa2 - fa3 * Pd[c]) * qn
             else:
@@ -490,21 +504,21 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, intp_
             x = sigma * (Ps[c] - sa) if ya > yb else sigma * (sa - Ps[c])
             rho = pair_rho(eh, el, x, &rho1)
             if with_cost:
-                loss = loss + delta * pair_cost(eh, el, x)
+                loss = loss + delta * pair_cost(eh, el, x) * (ma * Pm[c])
             g = sigma * rho * delta
             h = sigma * sigma * rho * rho1 * delta
-            total[0] += 2.0 * g
+            total[0] += 2.0 * g * (ma * Pm[c])
             g = g if ya > yb else -g
-            lam_a -= g  # dC/ds_h = -g, dC/ds_l = +g
-            Pl[c] += g
-            hess_a += h
-            Ph[c] += h
-        Pl[r] += lam_a
-        Ph[r] += hess_a
+            lam_a -= g * Pm[c]  # dC/ds_h = -g, dC/ds_l = +g, per pair of rows
+            Pl[c] += g * ma
+            hess_a += h * Pm[c]
+            Ph[c] += h * ma
+        Pl[a] += lam_a
+        Ph[a] += hess_a
     for r in range(n):
         t = Q.ord[r]
-        lam[t] = Pl[r]
-        hess[t] = Ph[r]
+        lam[t] = Pl[<intp_t> Pr[r]]
+        hess[t] = Ph[<intp_t> Pr[r]]
     return loss
 
 

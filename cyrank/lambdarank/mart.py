@@ -380,17 +380,30 @@ class LambdaMART(RankerMixin, SolverEstimator):
         check_metric_data(self.metric, y, qid)
         if eval_set is not None:
             Xv, yv, qv = check_eval_set(eval_set, X.shape[1], self.metric, y_train=y)
-        Xs = sp.csr_matrix(X.tocsr()[pairs.order]) if sp.issparse(X) else np.ascontiguousarray(X[pairs.order])
-        Xs, used = _used_columns(Xs)
+        # LightGBM's rows: a sparse X in the kernel's order (a CSR copy, nnz-sized, its empty columns left out);
+        # a dense X as given, in its own dtype, never copied (LightGBM bins it and keeps only the bins), the scores
+        # then permuted into the kernel's order (to_kernel) and the lambdas back, O(n) per round
+        if sp.issparse(X):
+            Xs, used = _used_columns(sp.csr_matrix(X.tocsr()[pairs.order]))
+            to_kernel, y_rows, q_rows = None, pairs.y, qid[pairs.order]
+        else:
+            Xs, used = X, None
+            to_kernel, y_rows, q_rows = pairs.order, y, qid
         if not _varies(Xs):
             raise ValueError("every column of X is constant, so no tree can split and every document would get the "
                              "same score (LightGBM stops with an error); LambdaMART needs a feature that varies")
-        qs = qid[pairs.order]
         lam, hess = np.empty(n), np.empty(n)
+        if to_kernel is not None:
+            s_kernel, lam_rows, hess_rows = np.empty(n), np.empty(n), np.empty(n)
 
         def objective(preds, dataset):
-            pairs.lambdas(np.ascontiguousarray(preds, dtype=np.float64), lam, hess, with_cost=False)
-            return lam, hess
+            if to_kernel is None:
+                pairs.lambdas(np.ascontiguousarray(preds, dtype=np.float64), lam, hess, with_cost=False)
+                return lam, hess
+            np.take(preds, to_kernel, out=s_kernel)
+            pairs.lambdas(s_kernel, lam, hess, with_cost=False)
+            lam_rows[to_kernel], hess_rows[to_kernel] = lam, hess
+            return lam_rows, hess_rows
 
         params = {"objective": objective, "learning_rate": learning_rate, "num_leaves": num_leaves,
                   "min_data_in_leaf": min_child, "feature_fraction": colsample,
@@ -399,7 +412,7 @@ class LambdaMART(RankerMixin, SolverEstimator):
                   # features that min_data_in_leaf makes unsplittable are kept: with none left LightGBM would abort
                   # ("num_features() > 0") instead of growing a one-leaf tree
                   "feature_pre_filter": False}
-        train = lgb.Dataset(Xs, label=pairs.y, group=np.diff(pairs.offsets), params={"verbosity": -1})
+        train = lgb.Dataset(Xs, label=y_rows, params={"verbosity": -1})  # our objective: LightGBM needs no group
         history, valid_sets, valid_names, callbacks = {"eval": []}, [], [], []
         if verbose:
             valid_sets, valid_names = [train], ["train"]
@@ -411,7 +424,7 @@ class LambdaMART(RankerMixin, SolverEstimator):
         def score(preds, dataset):  # our metric, higher is better
             preds = np.asarray(preds, dtype=np.float64)
             if dataset is train:
-                return self.metric, metric_value(self.metric, pairs.y, preds, qs, pairs.max_rel), True
+                return self.metric, metric_value(self.metric, y_rows, preds, q_rows, pairs.max_rel), True
             value = metric_value(self.metric, yv, preds, qv, pairs.max_rel)
             history["eval"].append(value)
             return self.metric, value, True
@@ -442,6 +455,8 @@ class LambdaMART(RankerMixin, SolverEstimator):
                           f"= {min_child} too large for the queries): every document gets the same score",
                           RankingDataWarning, stacklevel=2)
         final = np.asarray(booster.predict(Xs, num_iteration=best), dtype=np.float64)
+        if to_kernel is not None:
+            final = final[to_kernel]
         cost = pairs.lambdas(final, lam, hess)
         result = SolveResult(model_string=model_string, n_iter=int(best), best_iteration=int(best),
                              history={"eval": np.asarray(history["eval"])}, objective=float(cost), converged=True,

@@ -363,8 +363,55 @@ def bench_hand(quick, repeats=5):
                   flush=True)
 
 
+MEMORY_CHILD = """
+import json, sys, time
+import numpy as np
+from cyrank.labelrank import LabelRankBoost, PreferenceGraphs, solve
+n, d, L, dtype, what = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+rng = np.random.default_rng(0)
+X = np.empty((n, d), dtype=dtype)
+for i in range(0, n, 65536):  # drawn in blocks: no float64 copy of X before the measurement
+    X[i:i + 65536] = rng.standard_normal((min(65536, n - i), d))
+y = np.argmax(X[:, :L] + rng.standard_normal((n, L)), axis=1)  # one class per instance: L - 1 edges each
+G = PreferenceGraphs.from_classes(y, L) if what == "solve" else None
+def status(key):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key + ":"))
+import ctypes
+ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed heap pages of the setup back to the system: the fit cannot reuse them
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before = status("VmRSS")
+t = time.perf_counter()
+fit = solve(X, G, alpha=1.0) if what == "solve" else LabelRankBoost(alpha=1.0).fit(X, y)
+t = time.perf_counter() - t
+print(json.dumps({"excess": (status("VmHWM") - before) / X.nbytes, "seconds": t, "X_MB": X.nbytes / 2**20}))
+"""
+
+
+def memory_run(n, d, L, dtype, what):
+    """The fit in a fresh process: peak RSS above the RSS before it (/proc/self/clear_refs, VmHWM), as a multiple
+    of X's bytes, and its seconds."""
+    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(n), str(d), str(L), dtype, what],
+                         capture_output=True, text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def bench_memory(quick):
-    pass
+    n, d = (100_000, 100) if quick else (1_000_000, 100)
+    print("\n### Issue 28: excess peak memory of a fit (fresh process per fit)\n")
+    print(f"Dense standard normal X ({n:,} x {d}), one class per instance (from_classes: L - 1 edges each), "
+          "alpha = 1, default solver (newton) and tol; peak RSS (VmHWM after /proc/self/clear_refs) minus RSS "
+          "before the fit (after malloc_trim, so the fit cannot hide in pages the setup freed), as a multiple of X's bytes. solve: graphs built before (not counted); estimator: "
+          "LabelRankBoost.fit(X, y) on the class labels (graphs built inside). One thread.\n")
+    print("| X dtype | labels | fit | X MB | excess / X | seconds |")
+    print("|---|---:|---|---:|---:|---:|")
+    for dtype in ("float32", "float64"):
+        for L in (5, 20):
+            for what in ("solve", "estimator"):
+                r = memory_run(n, d, L, dtype, what)
+                print(f"| {dtype} | {L} | {what} | {r['X_MB']:.0f} | {r['excess']:.2f} | {r['seconds']:.2f} |",
+                      flush=True)
 
 
 def main(argv=None):

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_preference_edges, check_label_matrix, check_param
+from . import _graphs
 
 DECOMPOSITIONS = ("zero_one", "disagreement", "domination", "dominated")
 
@@ -185,14 +186,12 @@ class PreferenceGraphs:
         relevant): an edge from every label to every label with a smaller grade of the same instance (Fig. 1c).
         Labels of equal grade are not compared."""
         _check_matrix_labels(R, "R")
-        R = check_label_matrix(R, "R")
-        n, L = R.shape
-        step = max(1, (1 << 24) // (L * L))  # rows per block of the n x L x L comparison
-        parts = [np.nonzero(R[lo:lo + step, :, None] > R[lo:lo + step, None, :]) for lo in range(0, n, step)]
-        inst = np.concatenate([p[0] + lo for p, lo in zip(parts, range(0, n, step))])
-        init = np.concatenate([p[1] for p in parts])
-        term = np.concatenate([p[2] for p in parts])
-        return cls(np.r_[0, np.cumsum(np.bincount(inst, minlength=n))], init, term, L)
+        R = np.ascontiguousarray(check_label_matrix(R, "R"))
+        check_n_labels(R.shape[1], 0, "from_relevance", inferred=False)
+        graphs = cls.__new__(cls)  # valid by construction (_graphs.relevance_edges): simple, sorted, in range
+        graphs.edge_ptr, graphs.init, graphs.term = _graphs.relevance_edges(R)
+        graphs.n_labels = int(R.shape[1])
+        return graphs
 
     @classmethod
     def from_indicator(cls, Y):
@@ -255,7 +254,6 @@ class PreferenceGraphs:
         ``f(init, term, n_labels) -> list of arrays of edge positions`` applied to each instance's edges (local
         positions 0 .. n_edges_i - 1, each subgraph non-empty)."""
         n, E = self.n_instances, self.n_edges
-        inst = self.instance_of_edge()
         if callable(decomposition):
             return self._decompose_with(decomposition)
         if decomposition == "zero_one":
@@ -263,8 +261,14 @@ class PreferenceGraphs:
             return Subgraphs(np.r_[0, np.cumsum(has)], np.r_[self.edge_ptr[:-1][has], E], np.arange(E))
         if decomposition == "disagreement":
             return Subgraphs(self.edge_ptr, np.arange(E + 1), np.arange(E))
-        if decomposition in ("domination", "dominated"):
-            key = self.init if decomposition == "domination" else self.term
+        if decomposition == "domination":  # edges are sorted by init within each instance: no sort
+            start = np.ones(E, dtype=bool)
+            start[1:] = self.init[1:] != self.init[:-1]
+            start[self.edge_ptr[:-1][self.edge_ptr[:-1] < E]] = True  # an instance's first edge
+            firsts = np.flatnonzero(start)
+            return Subgraphs(np.searchsorted(firsts, self.edge_ptr), np.r_[firsts, E], np.arange(E))
+        if decomposition == "dominated":
+            key, inst = self.term, self.instance_of_edge()
             order = np.lexsort((key, inst))  # stable: edges of one (instance, label) stay in storage order
             k_inst, k_key = inst[order], key[order]
             start = np.r_[True, (k_inst[1:] != k_inst[:-1]) | (k_key[1:] != k_key[:-1])] if E else np.zeros(0, bool)

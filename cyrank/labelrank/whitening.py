@@ -32,9 +32,10 @@ def worth_whitening(data):
 
 
 def whitening_factor(problem):
-    """R (upper triangular, d x d, sigma_max(R) = 1) with R'R proportional to c X'X + 2 ridge I (module docstring),
-    c measured by one Hessian product at the problem's current Hessian state; None when the factorisation
-    fails."""
+    """R (upper triangular, d x d, sigma_max(R) <= 1) with R'R proportional to c X'X + 2 ridge I (module
+    docstring; its correlation matrix factored, with 1e-10 added to its unit diagonal, so columns of any scale
+    and repeated columns are fine), c measured by one Hessian product at the problem's current Hessian state;
+    None when the factorisation fails."""
     D = problem.data
     d, L = D.d, D.L
     C = D.X.T @ D.X
@@ -46,15 +47,18 @@ def whitening_factor(problem):
     curvature = float(u @ problem.hess_vec(u)) - 2.0 * problem.ridge * float(u @ u)
     c = curvature / spread if spread > 0 and curvature > 0 else 1.0
     M = c * C + 2.0 * problem.ridge * np.eye(d)
-    M[np.diag_indices(d)] += 1e-12 * max(float(np.max(np.diag(M))), np.finfo(float).tiny)  # a zero column
-    top = float(sla.eigvalsh(M, subset_by_index=[d - 1, d - 1])[0])
-    if not (np.isfinite(top) and top > 0):
-        return None
+    scale = np.sqrt(np.diag(M))  # factor the correlations (unit diagonal): free of the columns' scales
+    scale[~(scale > 0)] = 1.0  # a zero column without a ridge
+    K = M / np.outer(scale, scale)
+    K[np.diag_indices(d)] += 1e-10  # rank deficient X (a column repeated, or one of zeros)
     try:
-        R = sla.cholesky(M / (top * (1.0 + 1e-9)), lower=False)
+        R = sla.cholesky(K, lower=False) * scale
     except np.linalg.LinAlgError:
         return None
-    return R if np.all(np.isfinite(R)) else None
+    top = float(sla.svdvals(R)[0])
+    if not (np.isfinite(top) and top > 0) or not np.all(np.isfinite(R)):
+        return None
+    return R / (top * (1.0 + 1e-9))  # sigma_max(R) <= 1
 
 
 class WhitenedLoss(Datafit):
@@ -67,6 +71,7 @@ class WhitenedLoss(Datafit):
         self.d, self.L = problem.data.d, problem.data.L
         self.n_features, self.n_rows = problem.n_features, problem.n_rows
         self._squares = None
+        self._spare = [problem._trial, problem._current]  # its states serve (no second pair of weight arrays)
         super().__init__()
 
     def to_w(self, u):
@@ -91,7 +96,7 @@ class WhitenedLoss(Datafit):
         return out
 
     def new_state(self):
-        return self.problem.new_state()
+        return self._spare.pop() if self._spare else self.problem.new_state()
 
     def evaluate(self, u, Mu, state):
         self.problem.ridge = self.ridge
@@ -146,6 +151,7 @@ def minimise_whitened(problem, penalty, w, *, tol, max_iter, verbose, name):
         inner_tol = inner_tol * min(0.5, tol * g0 / grad_norm)
     res.x = whitened.to_w(u)
     problem.adopt(whitened)  # the Hessian state at the returned point
+    problem._trial = whitened._trial  # and the pair of states stays two distinct objects (they were lent)
     res.n_iter, res.n_inner = n_iter, n_inner
     res.optimality = grad_norm / g0 if g0 > 0 else 0.0
     res.info.update(grad_norm=grad_norm, grad_norm0=g0, n_cg=n_inner)

@@ -934,8 +934,9 @@ cdef inline uint64_t _bits(double v) noexcept nogil:
     return b
 
 
-def _dense_row_hashes(const floating[:, ::1] D, uint64_t[::1] o):
-    """row_hashes of a C-ordered dense X in its own precision (a float32 value widens to double exactly)."""
+def _dense_row_hashes(const floating[:, :] D, uint64_t[::1] o):
+    """row_hashes of a dense X (any strides: C or Fortran order, no copy) in its own precision (a float32 value
+    widens to double exactly)."""
     cdef intp_t n = D.shape[0], d = D.shape[1], i, j
     cdef uint64_t h
     with nogil:
@@ -964,8 +965,8 @@ def row_hashes(X):
     """A 64-bit hash per row of X (dense or scipy.sparse) of its non-zero entries (column, value) in column
     order: equal rows, dense or sparse, float32 or float64, explicit zeros or not, get equal hashes. Rows of one
     (query, label) run are put in hash order, so a permutation of the input rows does not change the data the
-    kernels see. X is read in its own precision (float32 and float64 data, int32 and int64 indices): no copy
-    unless X is neither C-ordered dense nor CSR with sorted indices, or has another dtype."""
+    kernels see. X is read in its own precision (float32 and float64 data, int32 and int64 indices) and layout:
+    no copy unless X is neither dense nor CSR with sorted indices, or has another dtype."""
     import scipy.sparse as sp
 
     out = np.empty(X.shape[0], dtype=np.uint64)
@@ -983,5 +984,5 @@ def row_hashes(X):
         D = np.asarray(X)
         if D.dtype not in (np.float32, np.float64):
             D = D.astype(np.float64)
-        _dense_row_hashes(np.ascontiguousarray(D), out)
+        _dense_row_hashes(D, out)
     return out

@@ -293,9 +293,12 @@ class LambdaMART(RankerMixin, SolverEstimator):
         Equal scores (every score at the first round). "pessimistic": lower label first (cyrank.metrics'
         convention), the lambdas of rows with the same score and label averaged (the expectation over their
         orders); "average": the exact expectation of |dZ| over random orders of the tied rows (NDCG and RankNet).
-        Neither depends on the row order, and the rows of one (query, label) are given to LightGBM in an order fixed
-        by their content, so permuting the training rows gives the same trees bit for bit. "input": input order, as
-        LightGBM (the model then depends on the row order).
+        Neither depends on the row order: the lambdas are computed on the rows in an order fixed by their content,
+        so every row gets the same gradient however the rows are permuted. LightGBM bins X as given (a dense X is
+        never copied) and sums the float32 gradients of a leaf in float64, in row order; so permuting the training
+        rows gives the same trees whenever those sums are exact (as on the tests' data) and LightGBM's bin sample
+        holds every row (up to 200,000 rows, its bin_construct_sample_cnt). "input": input order, as LightGBM (the
+        model then depends on the row order).
     norm : bool, default=False
         LightGBM's lambdarank_norm (cyrank.lambdarank._lambdas.lambdas). ``metric="ndcg", truncation=30,
         ties="input", norm=True`` is LightGBM's built-in lambdarank objective (for queries of at most 30
@@ -392,14 +395,20 @@ class LambdaMART(RankerMixin, SolverEstimator):
         if not _varies(Xs):
             raise ValueError("every column of X is constant, so no tree can split and every document would get the "
                              "same score (LightGBM stops with an error); LambdaMART needs a feature that varies")
-        lam, hess = np.empty(n), np.empty(n)
-        if to_kernel is not None:
-            s_kernel, lam_rows, hess_rows = np.empty(n), np.empty(n), np.empty(n)
+        buffers = []
 
         def objective(preds, dataset):
+            # buffers allocated at the first round, after LightGBM has binned X (its peak); the lambdas handed back
+            # in float32, which LightGBM keeps (it would convert float64 ones in a copy)
+            if not buffers:
+                buffers.extend([np.empty(n), np.empty(n)] if to_kernel is None else
+                               [np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.float32),
+                                np.empty(n, np.float32)])
             if to_kernel is None:
+                lam, hess = buffers
                 pairs.lambdas(np.ascontiguousarray(preds, dtype=np.float64), lam, hess, with_cost=False)
                 return lam, hess
+            lam, hess, s_kernel, lam_rows, hess_rows = buffers
             np.take(preds, to_kernel, out=s_kernel)
             pairs.lambdas(s_kernel, lam, hess, with_cost=False)
             lam_rows[to_kernel], hess_rows[to_kernel] = lam, hess
@@ -457,7 +466,7 @@ class LambdaMART(RankerMixin, SolverEstimator):
         final = np.asarray(booster.predict(Xs, num_iteration=best), dtype=np.float64)
         if to_kernel is not None:
             final = final[to_kernel]
-        cost = pairs.lambdas(final, lam, hess)
+        cost = pairs.lambdas(final, buffers[0], buffers[1])
         result = SolveResult(model_string=model_string, n_iter=int(best), best_iteration=int(best),
                              history={"eval": np.asarray(history["eval"])}, objective=float(cost), converged=True,
                              n_features_in=X.shape[1], features_used=used, min_child_samples=min_child,

@@ -17,6 +17,7 @@ enumeration, tensors) is timed too, as cyrank's (grouping, row order) is. One th
 
     OMP_NUM_THREADS=1 python bench/bench_ranknet.py                    # 1e4 and 1e5 documents
     OMP_NUM_THREADS=1 python bench/bench_ranknet.py --sizes 10000 --reps 3
+    OMP_NUM_THREADS=1 python bench/bench_ranknet.py --only split       # the 37/sigma split against the pair loop
 
 Data: cyrank.datasets.make_ranking, queries of ``--query`` documents, ``--features`` dense float64 features,
 ``--levels`` grades, seed 0, labels from X w + noise e binned per query: ``--noise`` 1 (the generator's default:
@@ -120,6 +121,47 @@ def run_cyrank(X, y, qid, sigma, alpha):
     return time.perf_counter() - t0, res
 
 
+def bench_split(reps):
+    """The separable split (_ranknet.split_lambdas) against the solver's pair loop (_ranknet.pair_lambdas): loss and
+    gradient at the scores of w = 0 and of the RankNet solution, queries of 100 and 1000."""
+    from cyrank.lambdarank import _ranknet
+    from cyrank.lambdarank.solver import _Pairs
+
+    print("\n### The 37/sigma separable split against the pair loop (loss and gradient, one thread, best of "
+          f"{reps})\n")
+    print("| queries x documents | noise | scores | far pairs | spread of sigma s in a query (median) | "
+          "pair loop ms | split ms | split / pair loop |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for n_q, size in ((1000, 100), (100, 1000)):
+        for noise in (1.0, 12.0):
+            X, y, qid = make_ranking(n_queries=n_q, n_docs=[size] * n_q, n_features=136, n_levels=5, noise=noise,
+                                     random_state=0)
+            pairs = _Pairs(y, qid)
+            w = solve(X, y, qid, alpha=1.0).coef
+            for label, scores in (("w = 0", np.zeros(y.size)), ("RankNet solution", X @ w)):
+                s_sorted = np.ascontiguousarray(scores[pairs.order])
+                n, off, ys = y.size, pairs.offsets, pairs.y
+                g, h = np.empty(n), np.empty(n)
+                t_pair = min(_seconds(lambda: _ranknet.pair_lambdas(s_sorted, ys, off, 1.0, g)) for _ in range(reps))
+                t_split = min(_seconds(lambda: _ranknet.split_lambdas(s_sorted, ys, off, 1.0, g, h))
+                              for _ in range(reps))
+                far, total, spreads = 0, 0, []
+                for a, b in zip(off[:-1], off[1:]):
+                    sq, yq = s_sorted[a:b], ys[a:b]
+                    better = yq[:, None] > yq[None, :]
+                    far += int(np.count_nonzero(better & (np.abs(sq[:, None] - sq[None, :]) > 37.0)))
+                    total += int(np.count_nonzero(better))
+                    spreads.append(float(sq.max() - sq.min()))
+                print(f"| {n_q} x {size} | {noise:g} | {label} | {far / total:.1%} | {np.median(spreads):.1f} | "
+                      f"{1e3 * t_pair:.1f} | {1e3 * t_split:.1f} | {t_split / t_pair:.2f} |", flush=True)
+
+
+def _seconds(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
@@ -130,7 +172,12 @@ def main():
     ap.add_argument("--alpha", type=float, default=1.0)
     ap.add_argument("--sigma", type=float, default=1.0)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--only", choices=("fit", "split"), default=None)
     args = ap.parse_args()
+    if args.only != "fit":
+        bench_split(args.reps)
+    if args.only == "split":
+        return
     import torch
 
     torch.set_num_threads(1)

@@ -397,8 +397,9 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
     each column (query_hess: O(rows) each) and Z'(HZ) is accumulated by BLAS dgemm: O(rows |W|^2). Batching the
     small queries of LETOR-like data gives each dgemm more rows (measured on 3,005 rows in 201 queries, |W| = 300:
     17.8 -> 16.2 ms), and as Z'(HZ) is symmetric only its blocks on and above the diagonal are formed, in column
-    blocks of GRAM_BLOCK (-> 12.9 ms), the lower triangle mirrored at the end. Queries run in parallel in the
-    fixed partition of fun_grad; the chunk sums are added in chunk order.
+    blocks of GRAM_BLOCK (-> 12.9 ms), the lower triangle mirrored at the end. Queries run in parallel in a fixed
+    partition (chunks whose m x m accumulators hold at most an eighth of X_W's entries); the chunk sums are added
+    in chunk order.
     """
     cdef intp_t d = n_features, m = cols.shape[0], nq = st.n_queries, nt = st.n_threads
     cdef intp_t q, p, p0, p1, i, c, k, r, tid, n_ch, rw, max_rows = 0
@@ -421,7 +422,9 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
     for q in range(nq):
         max_rows = max(max_rows, lay_ptr[q_ptr[q + 1]] - lay_ptr[q_ptr[q]])
     cdef const intp_t[::1] q_rows = st.q_rows
-    n_ch = chunk_count(nq, m * m, st.n_rows * m * m, nt)
+    # the work measure is the entries of X_W read (not the flops): the chunks' m x m accumulators then take at most
+    # 1 / ACC_WORK_RATIO of X_W's entries in doubles, memory of the order of X's, whatever the number of rows
+    n_ch = chunk_count(nq, m * m, st.n_rows * m, nt)
     balanced_chunks(&q_rows[0], nq, n_ch, bounds)
     cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(m * m)))
     cdef double[::1] flat = np.asarray(out).reshape(-1)

@@ -145,7 +145,7 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
                       double* u) noexcept nogil:
     """u = H t on one query at the state (s, ex) of an evaluation."""
     cdef intp_t i, j, lo_end = 0
-    cdef double s2 = sigma * sigma, exi, ti, u_i, inv, rho, rho1, cost, c, low = INFINITY
+    cdef double s2 = sigma * sigma, exi, ti, u_i, u_1, inv, inv1, rho, rho1, cost, c, c1, low = INFINITY
     for i in range(n):
         u[i] = 0.0
         low = min(low, ex[i])
@@ -157,12 +157,25 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
         exi = ex[i]
         ti = t[i]
         u_i = 0.0
-        if low > TINY:
-            for j in range(lo_end):
+        if low > TINY:  # two pairs at a time: independent divisions and sums the CPU can overlap (SSE2 pairs)
+            j = 0
+            u_1 = 0.0
+            while j + 2 <= lo_end:
+                inv = 1.0 / (exi + ex[j])
+                inv1 = 1.0 / (exi + ex[j + 1])
+                c = s2 * (exi * inv) * (ex[j] * inv) * (ti - t[j])
+                c1 = s2 * (exi * inv1) * (ex[j + 1] * inv1) * (ti - t[j + 1])
+                u_i += c
+                u_1 += c1
+                u[j] -= c
+                u[j + 1] -= c1
+                j += 2
+            if j < lo_end:
                 inv = 1.0 / (exi + ex[j])
                 c = s2 * (exi * inv) * (ex[j] * inv) * (ti - t[j])
                 u_i += c
                 u[j] -= c
+            u_i += u_1
         else:
             for j in range(lo_end):
                 _far_pair(sigma * (s[j] - s[i]), &rho, &rho1, &cost)

@@ -55,12 +55,13 @@ cdef enum:
 
 cdef class Rows:
     """Sorted positions of X's rows (module docstring): ``rows`` (data row of each position), ``offsets`` (positions
-    of each query), ``y`` (the labels at the positions, ascending inside a query), the thread count of the passes
-    (one below ``parallel_min_rows`` positions; -1: the shared default) and the chunk accumulators (``acc``)."""
+    of each query), ``y`` (the labels at the positions, ascending inside a query), ``row_work`` (entries of an average
+    row: a position's work in the chunk balance and the signal checks), the thread count of the passes (one below
+    ``parallel_min_rows`` positions; -1: the shared default) and the chunk accumulators (``acc``)."""
     cdef public object rows, offsets, y, acc
-    cdef public intp_t n_positions, n_queries, n_threads, n_data_rows
+    cdef public intp_t n_positions, n_queries, n_threads, n_data_rows, row_work
 
-    def __init__(self, rows, offsets, y, intp_t n_data_rows, intp_t parallel_min_rows=-1):
+    def __init__(self, rows, offsets, y, intp_t n_data_rows, intp_t row_work=1, intp_t parallel_min_rows=-1):
         self.rows = np.ascontiguousarray(rows, dtype=np.int64)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
@@ -70,6 +71,7 @@ cdef class Rows:
                 or (self.n_positions and (self.rows.min() < 0 or self.rows.max() >= n_data_rows))):
             raise ValueError("Rows: inconsistent layout")
         self.n_threads = product_threads(self.n_positions, self.n_queries, parallel_min_rows)
+        self.row_work = max(1, row_work)
         self.acc = None
 
 
@@ -208,15 +210,6 @@ cdef inline void _prefetch_row(const floating* X, const index_t* ind, const inde
         a += 64
 
 
-cdef intp_t _row_work(const index_t[::1] indptr, bint dense, intp_t d, intp_t n_data_rows) noexcept nogil:
-    """Entries of an average row: the work unit of a position in the chunk balance and the signal checks."""
-    cdef intp_t nnz
-    if dense:
-        return d if d > 0 else 1
-    nnz = indptr[indptr.shape[0] - 1] // (n_data_rows if n_data_rows > 0 else 1)
-    return nnz if nnz > 0 else 1
-
-
 def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
           intp_t n_features, Rows lay, const double[::1] x, double sigma, double[::1] s, double[::1] ex,
           double[::1] t, double[::1] u, double[::1] out):
@@ -233,6 +226,7 @@ def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const 
     cdef const index_t* ind_p = &indices[0]
     cdef const index_t* ptr_p = &indptr[0]
     cdef double* a
+    cdef double* dst
     cdef double[:, ::1] acc
     cdef bint accumulate = mode != DOT
     if x.shape[0] != (n if mode == RDOT else d) or out.shape[0] != (n if mode == DOT else d) or (
@@ -241,7 +235,7 @@ def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const 
     if nq == 0 or n == 0:
         out[:] = 0.0
         return 0.0
-    rw = _row_work(indptr, dense, d, lay.n_data_rows)
+    rw = lay.row_work
     n_ch = chunk_count(nq, d if accumulate else 0, n * rw, nt)
     balanced_chunks(&offsets[0], nq, n_ch, bounds)
     acc = chunk_accumulators(lay, n_ch, d if accumulate else 0)
@@ -258,35 +252,22 @@ def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const 
                 stop = offsets[q + 1]
                 if not keep_going(&intr, tid, (stop - start) * rw):
                     break
+                dst = &s[0] if mode == EVALUATE else (&t[0] if mode == HESSIAN else &out[0])
+                if mode != RDOT:  # the scores (X w or X v) at the query's positions
+                    for k in range(start, stop):
+                        if k + AHEAD < n:
+                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
+                        dst[k] = row_dot(X, ind_p, ptr_p, dense, d, rows[k], &x[0])
                 if mode == EVALUATE:
-                    for k in range(start, stop):
-                        if k + AHEAD < n:
-                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
-                        s[k] = row_dot(X, ind_p, ptr_p, dense, d, rows[k], &x[0])
                     loss_c[c] += _query_loss(&s[start], &y[start], stop - start, sigma, &ex[start], &u[start])
-                    a = &u[0]
                 elif mode == HESSIAN:
-                    for k in range(start, stop):
-                        if k + AHEAD < n:
-                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
-                        t[k] = row_dot(X, ind_p, ptr_p, dense, d, rows[k], &x[0])
                     _query_hess(&s[start], &ex[start], &y[start], stop - start, sigma, &t[start], &u[start])
-                    a = &u[0]
                 elif mode == DOT:
-                    for k in range(start, stop):
-                        if k + AHEAD < n:
-                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
-                        out[k] = row_dot(X, ind_p, ptr_p, dense, d, rows[k], &x[0])
                     continue
-                else:
-                    a = <double*> &x[0]
-                    for k in range(start, stop):
-                        if k + AHEAD < n:
-                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
-                        if a[k] != 0.0:
-                            row_axpy(X, ind_p, ptr_p, dense, d, rows[k], a[k], &acc[c, 0])
-                    continue
-                for k in range(start, stop):
+                a = <double*> &x[0] if mode == RDOT else &u[0]
+                for k in range(start, stop):  # X' a over the query's rows (in cache, but for RDOT)
+                    if mode == RDOT and k + AHEAD < n:
+                        _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
                     if a[k] != 0.0:
                         row_axpy(X, ind_p, ptr_p, dense, d, rows[k], a[k], &acc[c, 0])
     check_interrupt(&intr)

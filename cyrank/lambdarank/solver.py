@@ -230,7 +230,8 @@ class SortedX:
         self.shape = (n, d)
         # X as the kernels read it (for the column squares): the C-ordered dense array, or the CSR parts
         self.X = data.reshape(n, d) if dense else sp.csr_matrix((data, indices, indptr), shape=(n, d))
-        self.rows = _ranknet.Rows(pairs.order, pairs.offsets, pairs.y, n, pairs.parallel_min_rows)
+        row_work = d if dense else (int(indptr[n]) - int(indptr[0])) // max(n, 1)
+        self.rows = _ranknet.Rows(pairs.order, pairs.offsets, pairs.y, n, row_work, pairs.parallel_min_rows)
         self.order, self.offsets = pairs.order, pairs.offsets
 
     def dot(self, w, out=None):

@@ -14,7 +14,8 @@ q_e = sum_{k: e in E_ik} p_ke (Fig. 3), and the gradient in the scores is
 
 Hessian of L_ik in its margins: diag(p) - p p', so for a direction dS (dm_e = dS[i, term] - dS[i, init])
 h_ke = p_ke (dm_e - sum_{e'} p_ke' dm_e') and dG[i, y] = (1/s_i)(sum_{term = y} h - sum_{init = y} h).
-Each call is O(memberships + n L); instances run in parallel (OpenMP), each writing only its own rows.
+Each call is O(memberships + n L); instances run in parallel (OpenMP), each writing only its own rows. An
+empty ``members`` array stands for the identity (membership t is edge t).
 
 The products with X (n x d, dense C-ordered or CSR, float32 or float64 as given) are :func:`scores_into`,
 S = X W, and :func:`transpose_into`, X' G (W, G, S float64): dense X through BLAS dgemm (a float32 X widened to
@@ -119,13 +120,27 @@ def transpose_into(const floating[::1] data, const index_t[::1] indices, const i
                         out[j, y] += x * G[i, y]
 
 
+cdef inline const intp_t* _members(const intp_t[::1] members) noexcept:
+    """The kernels' members pointer: NULL for an empty array, which means the identity (members[t] = t: the
+    decompositions whose subgraphs are runs of consecutive edges, cyrank.labelrank.graphs.Subgraphs)."""
+    return &members[0] if members.shape[0] else NULL
+
+
+cdef bint _memberships_fit(const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
+                           intp_t n_p):
+    """p has one entry per membership, and members lists them all (or is empty: the identity)."""
+    cdef intp_t m = member_ptr[member_ptr.shape[0] - 1] if member_ptr.shape[0] else 0
+    return n_p == m and (members.shape[0] == 0 or members.shape[0] == m) and member_ptr.shape[0] >= 1 and (
+        sub_ptr.shape[0] == 0 or member_ptr.shape[0] == sub_ptr[sub_ptr.shape[0] - 1] + 1)
+
+
 cdef double subgraph_weights(const double* S_i, const int* init, const int* term, const intp_t* members,
                              intp_t m0, intp_t m1, double* p) noexcept nogil:
     """L_ik of one subgraph (members[m0:m1]) and its membership weights p[m0:m1]."""
     cdef intp_t t, e
     cdef double big = 0.0, z, m
     for t in range(m0, m1):
-        e = members[t]
+        e = t if members == NULL else members[t]
         m = S_i[term[e]] - S_i[init[e]]
         p[t] = m
         if m > big:
@@ -155,7 +170,7 @@ cdef double instance_weights(const double* S_i, intp_t i, const int* init, const
     for k in range(sub_ptr[i], sub_ptr[i + 1]):
         acc += subgraph_weights(S_i, init, term, members, member_ptr[k], member_ptr[k + 1], p)
         for t in range(member_ptr[k], member_ptr[k + 1]):
-            e = members[t]
+            e = t if members == NULL else members[t]
             A_i[term[e]] += inv * p[t]
             B_i[init[e]] += inv * p[t]
     return inv * acc
@@ -175,10 +190,10 @@ cdef void instance_hessian(const double* dS_i, intp_t i, const int* init, const 
     for k in range(sub_ptr[i], sub_ptr[i + 1]):
         pdm = 0.0
         for t in range(member_ptr[k], member_ptr[k + 1]):
-            e = members[t]
+            e = t if members == NULL else members[t]
             pdm = pdm + p[t] * (dS_i[term[e]] - dS_i[init[e]])
         for t in range(member_ptr[k], member_ptr[k + 1]):
-            e = members[t]
+            e = t if members == NULL else members[t]
             h = inv * p[t] * (dS_i[term[e]] - dS_i[init[e]] - pdm)
             dG_i[term[e]] += h
             dG_i[init[e]] -= h
@@ -191,7 +206,9 @@ def loss_grad(const double[:, ::1] S, const intp_t[::1] edge_ptr, const int[::1]
     cdef intp_t n = S.shape[0], L = S.shape[1], i
     cdef int nt = <int> product_threads(n, n, parallel_min_rows)
     cdef double[::1] loss_i = np.zeros(n)
-    if A.shape[0] != n or B.shape[0] != n or A.shape[1] != L or B.shape[1] != L or p.shape[0] != members.shape[0]:
+    cdef const intp_t* mem = _members(members)
+    if (A.shape[0] != n or B.shape[0] != n or A.shape[1] != L or B.shape[1] != L
+            or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0])):
         raise ValueError("loss_grad: wrong array sizes")
     if sub_ptr.shape[0] != n + 1 or edge_ptr.shape[0] != n + 1:
         raise ValueError("loss_grad: the graphs do not have one entry per row of S")
@@ -200,7 +217,7 @@ def loss_grad(const double[:, ::1] S, const intp_t[::1] edge_ptr, const int[::1]
     with nogil:
         for i in prange(n, num_threads=nt, schedule="static"):
             loss_i[i] = instance_weights(&S[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0],
-                                         &members[0], &p[0], L, &A[i, 0], &B[i, 0])
+                                         mem, &p[0] if p.shape[0] else NULL, L, &A[i, 0], &B[i, 0])
     return float(np.sum(loss_i))
 
 
@@ -210,14 +227,16 @@ def hess_scores(const double[:, ::1] dS, const intp_t[::1] edge_ptr, const int[:
     """dG = the Hessian of the loss in the scores (at the point of the p given) times dS (module docstring)."""
     cdef intp_t n = dS.shape[0], L = dS.shape[1], i
     cdef int nt = <int> product_threads(n, n, parallel_min_rows)
-    if dG.shape[0] != n or dG.shape[1] != L or p.shape[0] != members.shape[0] or sub_ptr.shape[0] != n + 1:
+    cdef const intp_t* mem = _members(members)
+    if (dG.shape[0] != n or dG.shape[1] != L or sub_ptr.shape[0] != n + 1
+            or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0])):
         raise ValueError("hess_scores: wrong array sizes")
     if n == 0:
         return
     with nogil:
         for i in prange(n, num_threads=nt, schedule="static"):
-            instance_hessian(&dS[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0], &members[0], &p[0],
-                             L, &dG[i, 0])
+            instance_hessian(&dS[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0], mem,
+                             &p[0] if p.shape[0] else NULL, L, &dG[i, 0])
 
 
 cdef void block_pass(const floating* X, const index_t* indices, const index_t* indptr, bint dense, intp_t d,
@@ -309,8 +328,9 @@ def fused_pass(const floating[::1] data, const index_t[::1] indices, const index
     cdef double[::1] loss_i = np.zeros(n if not hessian else 1)
     cdef double[:, ::1] acc
     cdef intp_t[::1] bounds
-    if (V.shape[0] != d or out.shape[0] != width or p.shape[0] != members.shape[0] or sub_ptr.shape[0] != n + 1
-            or edge_ptr.shape[0] != n + 1 or (dense and data.shape[0] != n * d)
+    cdef const intp_t* mem = _members(members)
+    if (V.shape[0] != d or out.shape[0] != width or sub_ptr.shape[0] != n + 1
+            or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0]) or edge_ptr.shape[0] != n + 1 or (dense and data.shape[0] != n * d)
             or (not dense and indptr.shape[0] != n + 1)):
         raise ValueError("fused_pass: wrong array sizes")
     if n == 0 or width == 0:
@@ -323,7 +343,7 @@ def fused_pass(const floating[::1] data, const index_t[::1] indices, const index
         for c in prange(n_ch, num_threads=nt, schedule="dynamic", chunksize=1):
             block_pass(&data[0] if data.shape[0] else NULL, &indices[0], &indptr[0], dense, d, L, bounds[c],
                        bounds[c + 1], &V[0, 0], &init[0], &term[0], &sub_ptr[0], &member_ptr[0],
-                       &members[0] if members.shape[0] else NULL, &p[0] if p.shape[0] else NULL, hessian,
+                       mem, &p[0] if p.shape[0] else NULL, hessian,
                        &loss_i[0], &acc[c, 0])
         sum_chunks(acc, out)
     return 0.0 if hessian else float(np.sum(loss_i))

@@ -75,12 +75,26 @@ def _describe_index(rows):
 class Subgraphs:
     """The subgraphs of a decomposition, flat: instance i owns subgraphs sub_ptr[i] .. sub_ptr[i + 1] - 1 and
     subgraph k holds the edges members[member_ptr[k] .. member_ptr[k + 1] - 1] (indices into the graphs' edge
-    arrays; an edge may belong to several subgraphs of a user decomposition). n_subgraphs[i] = s_i."""
+    arrays; an edge may belong to several subgraphs of a user decomposition). n_subgraphs[i] = s_i.
+    ``members=None``: the identity (membership t is edge t, as in "zero_one", "disagreement" and "domination",
+    whose subgraphs are runs of consecutive edges), stored as nothing: the kernels take ``kernel_members`` (empty
+    for the identity) and ``members`` builds the index array on request."""
 
-    def __init__(self, sub_ptr, member_ptr, members):
+    def __init__(self, sub_ptr, member_ptr, members=None):
         self.sub_ptr = np.ascontiguousarray(sub_ptr, dtype=np.int64)
         self.member_ptr = np.ascontiguousarray(member_ptr, dtype=np.int64)
-        self.members = np.ascontiguousarray(members, dtype=np.int64)
+        self.kernel_members = (np.zeros(0, dtype=np.int64) if members is None else
+                               np.ascontiguousarray(members, dtype=np.int64))
+        self.identity = members is None
+
+    @property
+    def n_memberships(self):
+        return int(self.member_ptr[-1])
+
+    @property
+    def members(self):
+        """The edge of every membership (int64; built on each request for the identity)."""
+        return np.arange(self.n_memberships, dtype=np.int64) if self.identity else self.kernel_members
 
     @property
     def n_subgraphs(self):
@@ -258,15 +272,15 @@ class PreferenceGraphs:
             return self._decompose_with(decomposition)
         if decomposition == "zero_one":
             has = np.diff(self.edge_ptr) > 0
-            return Subgraphs(np.r_[0, np.cumsum(has)], np.r_[self.edge_ptr[:-1][has], E], np.arange(E))
+            return Subgraphs(np.r_[0, np.cumsum(has)], np.r_[self.edge_ptr[:-1][has], E])
         if decomposition == "disagreement":
-            return Subgraphs(self.edge_ptr, np.arange(E + 1), np.arange(E))
+            return Subgraphs(self.edge_ptr, np.arange(E + 1))
         if decomposition == "domination":  # edges are sorted by init within each instance: no sort
             start = np.ones(E, dtype=bool)
             start[1:] = self.init[1:] != self.init[:-1]
             start[self.edge_ptr[:-1][self.edge_ptr[:-1] < E]] = True  # an instance's first edge
             firsts = np.flatnonzero(start)
-            return Subgraphs(np.searchsorted(firsts, self.edge_ptr), np.r_[firsts, E], np.arange(E))
+            return Subgraphs(np.searchsorted(firsts, self.edge_ptr), np.r_[firsts, E])
         if decomposition == "dominated":
             key, inst = self.term, self.instance_of_edge()
             order = np.lexsort((key, inst))  # stable: edges of one (instance, label) stay in storage order

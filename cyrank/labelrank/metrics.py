@@ -47,7 +47,8 @@ def label_ranking_error(G, y_score, decomposition="disagreement", *, ties="pessi
     sizes = np.diff(sub.member_ptr)
     violated = np.zeros(sizes.size)
     if sizes.size:
-        violated = np.maximum.reduceat(bad[sub.members].astype(np.float64), sub.member_ptr[:-1])
+        violated = np.maximum.reduceat((bad if sub.identity else bad[sub.members]).astype(np.float64),
+                                       sub.member_ptr[:-1])
     s = sub.n_subgraphs
     per = np.full(G.n_instances, np.nan)
     has = s > 0

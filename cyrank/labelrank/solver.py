@@ -104,7 +104,7 @@ class _Data:
     def p(self):
         """The membership weights of the last :meth:`loss_grad_scores` call without its own ``p``."""
         if self._p is None:
-            self._p = np.empty(self.sub.members.shape[0])
+            self._p = np.empty(self.sub.n_memberships)
         return self._p
 
     def split(self, w):
@@ -123,12 +123,12 @@ class _Data:
     def loss_grad_scores(self, S, A, B, p=None):
         """The loss at S; fills p (default self.p), A and B (_loss.loss_grad)."""
         return _loss.loss_grad(S, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
-                               self.sub.members, self.p if p is None else p, A, B, self.parallel_min_rows)
+                               self.sub.kernel_members, self.p if p is None else p, A, B, self.parallel_min_rows)
 
     def hess_scores(self, dS, p, dG):
         """dG = the Hessian of the loss in the scores (membership weights p) times dS (_loss.hess_scores)."""
         _loss.hess_scores(dS, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
-                          self.sub.members, p, dG, self.parallel_min_rows)
+                          self.sub.kernel_members, p, dG, self.parallel_min_rows)
 
     def fused(self, v, p, hessian, out, holder):
         """_loss.fused_pass with the parameter vector v (no joint features): the loss at v (p filled) and its
@@ -136,7 +136,7 @@ class _Data:
         accumulators."""
         V = np.ascontiguousarray(v, dtype=np.float64).reshape(self.d, self.L)
         return _loss.fused_pass(*self.parts, V, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr,
-                                self.sub.member_ptr, self.sub.members, p, hessian, out, holder,
+                                self.sub.member_ptr, self.sub.kernel_members, p, hessian, out, holder,
                                 self.parallel_min_rows)
 
     def xt(self, G):
@@ -151,7 +151,7 @@ class _Data:
 
 class _State:
     def __init__(self, data):
-        self.p = np.empty(data.sub.members.shape[0])
+        self.p = np.empty(data.sub.n_memberships)
 
 
 class LabelRankLoss(Datafit):
@@ -258,8 +258,7 @@ class LabelRankLoss(Datafit):
         E, col = np.zeros((D.n, D.L)), np.empty((D.n, D.L))
         for y in range(D.L):
             E[:, y] = 1.0
-            _loss.hess_scores(E, D.G.edge_ptr, D.G.init, D.G.term, D.sub.sub_ptr, D.sub.member_ptr, D.sub.members,
-                              self.state.p, col, D.parallel_min_rows)  # col[i, y'] = H_i[y', y]
+            D.hess_scores(E, self.state.p, col)  # col[i, y'] = H_i[y', y]
             E[:, y] = 0.0
             if M is not None:
                 M += col[:, :, None] * D.J[:, y, jcol][:, None, :]

@@ -72,6 +72,7 @@ class WhitenedLoss(Datafit):
         self.n_features, self.n_rows = problem.n_features, problem.n_rows
         self._squares = None
         self._spare = [problem._trial, problem._current]  # its states serve (no second pair of weight arrays)
+        self._at_zero = None  # (F, g_W, the state) at w = 0 when the caller has them: the first evaluation reuses them
         super().__init__()
 
     def to_w(self, u):
@@ -100,6 +101,12 @@ class WhitenedLoss(Datafit):
 
     def evaluate(self, u, Mu, state):
         self.problem.ridge = self.ridge
+        if self._at_zero is not None and not np.any(u):  # the first point, evaluated before R was built
+            (f, g, held), self._at_zero = self._at_zero, None
+            if state is not held:
+                state.p[:] = held.p
+            state.grad_w = g
+            return f, self._pull(g)
         w = self.to_w(u)
         f, g = self.problem.evaluate(w, w, state)
         state.grad_w = g
@@ -133,11 +140,15 @@ def minimise_whitened(problem, penalty, w, *, tol, max_iter, verbose, name):
     if not worth_whitening(problem.data):
         return minimise(problem, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
     problem.ridge = penalty.ridge
-    g0 = float(np.linalg.norm(problem.grad(np.zeros(problem.n_features))))  # the Hessian state at 0
+    zero = np.zeros(problem.n_features)
+    f0 = problem.fun(zero)
+    grad0 = problem.grad(zero)  # the Hessian state at 0
+    g0 = float(np.linalg.norm(grad0))
     R = whitening_factor(problem)
     if R is None:
         return minimise(problem, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
     whitened = WhitenedLoss(problem, R)
+    whitened._at_zero = (f0, grad0, problem.state)
     u, res, n_iter, n_inner, inner_tol = whitened.to_u(w), None, 0, 0, tol
     for _ in range(6):
         res = minimise(whitened, penalty, u, tol=inner_tol, max_iter=max_iter - n_iter, verbose=verbose, name=name)

@@ -2,7 +2,8 @@
 vectorised numpy version, and LambdaMART against LightGBM's built-in lambdarank objective on the embedded data.
 Prints markdown tables (pasted into bench/RESULTS.md).
 
-    python bench/bench_lambdarank.py                   # kernel | gradient | mart | parity | seeds | rounds | linear
+    python bench/bench_lambdarank.py    # kernel | gradient | throughput | mart1000 | memory | mart | parity | seeds |
+                                        # rounds | linear
     python bench/bench_lambdarank.py --only kernel
 
 The numpy peer (NumpyLambdas) computes the same lambdas per query with (n x n) broadcasting and is checked against
@@ -121,6 +122,153 @@ def bench_gradient(quick):
 
         ours = min(_seconds(run) for _ in range(5)) / rounds
         print(f"| {label} | {ours:.2e} | {y.size / ours:,.0f} | {theirs / ours:.1f}x |", flush=True)
+
+
+def bench_throughput(quick):
+    """Issue 28: the kernel against LightGBM's lambdarank gradient at query lengths 10 to 3,000, NDCG@10."""
+    import lightgbm as lgb
+
+    from cyrank.lambdarank import Lambdas
+
+    print("\n### Lambda kernel against LightGBM's lambdarank gradient, by query length (NDCG@10, one thread)\n")
+    print("1e5 documents (3e4 with --quick) in queries of the given length, labels 0-4 uniform, scores N(0, 1) "
+          "(distinct). LightGBM's gradient, isolated: stump trainings (2 leaves, one feature of 15 bins, the "
+          "random scores as init_score, so that its objective ranks the same kind of distinct scores as ours) "
+          "with objective='lambdarank' minus the same trainings with a custom objective returning fixed arrays, "
+          "per round; lambdarank_truncation_level=10 (its pairs: the top 10 positions x every document, as "
+          "NDCG@10's), its other defaults (lambdarank_norm on). The fixed-array objective's Python call is part "
+          "of the subtracted time, which favours LightGBM. cyrank: `Lambdas(y, qid, metric='ndcg@10')(scores)`, "
+          "prepared once (the public call: score check, reordering, kernel), and the kernel alone "
+          "(the call LambdaMART makes). Best of 5, the contenders alternated.\n")
+    print("| documents per query | LightGBM ns/doc | cyrank Lambdas ns/doc | cyrank kernel ns/doc | "
+          "LightGBM / Lambdas | LightGBM / kernel |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    rng = np.random.default_rng(0)
+    total, rounds = (30_000, 10) if quick else (100_000, 20)
+    for size in (10, 30, 100, 300, 1000, 3000):
+        n_q = max(1, total // size)
+        n = n_q * size
+        qid = np.repeat(np.arange(n_q), size)
+        y = rng.integers(0, 5, n).astype(np.float64)
+        s = rng.normal(size=n)
+        X = rng.normal(size=(n, 1)).astype(np.float32)
+        params = {"num_leaves": 2, "min_data_in_leaf": 1, "learning_rate": 0.1, "num_threads": 1, "verbosity": -1,
+                  "deterministic": True, "force_row_wise": True, "lambdarank_truncation_level": 10}
+        data = lgb.Dataset(X, label=y, group=np.full(n_q, size), init_score=s, free_raw_data=False,
+                           params={"verbosity": -1, "max_bin": 15, "min_data_in_leaf": 1,
+                                   "feature_pre_filter": False}).construct()
+        fixed_g, fixed_h = rng.normal(size=n), np.ones(n)
+        prepared = Lambdas(y, qid, metric="ndcg@10")
+        pairs = _Pairs(y, qid, metric="ndcg@10")
+        s_sorted, lam, hess = np.ascontiguousarray(s[pairs.order]), np.empty(n), np.empty(n)
+        times = {"builtin": [], "fixed": [], "lambdas": [], "kernel": []}
+        for _ in range(5):
+            times["builtin"].append(_seconds(lambda: lgb.train({**params, "objective": "lambdarank"}, data,
+                                                               num_boost_round=rounds)))
+            times["fixed"].append(_seconds(lambda: lgb.train({**params, "objective": lambda p, d: (fixed_g, fixed_h)},
+                                                             data, num_boost_round=rounds)))
+            times["lambdas"].append(_seconds(lambda: prepared(s)))
+            times["kernel"].append(_seconds(lambda: pairs.lambdas(s_sorted, lam, hess, with_cost=False)))
+        theirs = max(min(times["builtin"]) - min(times["fixed"]), 1e-12) / rounds
+        ours, kernel = min(times["lambdas"]), min(times["kernel"])
+        print(f"| {size} | {1e9 * theirs / n:.0f} | {1e9 * ours / n:.0f} | {1e9 * kernel / n:.0f} | "
+              f"{theirs / ours:.2f}x | {theirs / kernel:.2f}x |", flush=True)
+
+
+def _letor_float32(n_queries, per_query, d, seed=0):
+    """Dense float32 features, labels 0-4 from a noisy linear score, queries of per_query documents."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * per_query, d)).astype(np.float32)
+    score = X[:, :10] @ rng.normal(size=10) + rng.normal(scale=2.0, size=X.shape[0])
+    y = np.digitize(score, np.quantile(score, (0.5, 0.8, 0.93, 0.98))).astype(np.float64)
+    return X, y, np.repeat(np.arange(n_queries), per_query)
+
+
+# the settings LambdaMART and LightGBM share in the fit-time and memory benchmarks
+_MART = {"n_estimators": 20, "num_leaves": 31, "learning_rate": 0.1, "n_jobs": 1}
+_LGB = {"objective": "lambdarank", "num_leaves": 31, "learning_rate": 0.1, "min_data_in_leaf": 20, "num_threads": 1,
+        "verbosity": -1, "deterministic": True, "force_row_wise": True, "feature_pre_filter": False}
+
+
+def _fit_lightgbm(X, y, qid):
+    import lightgbm as lgb
+
+    data = lgb.Dataset(X, label=y, group=np.unique(qid, return_counts=True)[1], params={"verbosity": -1})
+    return lgb.train(_LGB, data, num_boost_round=_MART["n_estimators"])
+
+
+def bench_mart_1000(quick):
+    """Issue 28: LambdaMART against LightGBM's lambdarank, fit time on queries of 1,000 documents."""
+    from cyrank import LambdaMART
+
+    n_q, d = (20, 136) if quick else (100, 136)
+    X, y, qid = _letor_float32(n_q, 1000, d)
+    print(f"\n### LambdaMART against LightGBM lambdarank: fit time, queries of 1,000 ({n_q * 1000:,} x {d} float32, "
+          "one thread)\n")
+    print("20 trees, 31 leaves, learning rate 0.1, min_data_in_leaf 20, deterministic, force_row_wise, the rows "
+          "query-contiguous (LightGBM needs that; LambdaMART does not); each fit includes LightGBM's binning of X. "
+          "Best of 3, the contenders alternated. LightGBM lambdarank = its defaults (truncation 30, norm); "
+          "LambdaMART with LightGBM's settings = metric='ndcg', truncation=30, ties='input', norm=True.\n")
+    contenders = {"LightGBM lambdarank": lambda: _fit_lightgbm(X, y, qid),
+                  "cyrank LambdaMART(ndcg@10)": lambda: LambdaMART(**_MART).fit(X, y, qid),
+                  "cyrank LambdaMART, LightGBM's settings": lambda: LambdaMART(
+                      metric="ndcg", truncation=30, ties="input", norm=True, **_MART).fit(X, y, qid)}
+    times = {name: [] for name in contenders}
+    for _ in range(3):
+        for name, fit in contenders.items():
+            times[name].append(_seconds(fit))
+    base = min(times["LightGBM lambdarank"])
+    print("| fit | seconds | / LightGBM |")
+    print("|---|---:|---:|")
+    for name, values in times.items():
+        print(f"| {name} | {min(values):.2f} | {min(values) / base:.2f}x |", flush=True)
+
+
+_MEMORY_CHILD = """
+import sys
+import numpy as np
+sys.path.insert(0, {bench!r})
+from bench_lambdarank import _MART, _fit_lightgbm, _letor_float32
+from cyrank import LambdaMART
+
+def status(key):
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key))
+
+X, y, qid = _letor_float32({n_q}, 100, {d})
+X = X.astype({dtype!r})
+fit = (lambda X, y, q: LambdaMART(**_MART).fit(X, y, q)) if {who!r} == "mart" else _fit_lightgbm
+fit(X[:2000].copy(), y[:2000], qid[:2000])  # warm-up: imports, LightGBM's first call
+with open("/proc/self/clear_refs", "w") as fh:
+    fh.write("5")  # reset the high-water mark to the current RSS
+before = status("VmRSS")
+fit(X, y, qid)
+print((status("VmHWM") - before) / X.nbytes)
+"""
+
+
+def bench_mart_memory(quick):
+    """Issue 28: excess peak RSS of a LambdaMART fit against LightGBM lambdarank on the same X, fresh processes."""
+    import subprocess
+    import sys
+
+    n_q, d = (500, 136) if quick else (4000, 136)
+    print(f"\n### LambdaMART memory: excess peak RSS over X's bytes ({n_q * 100:,} x {d}, queries of 100)\n")
+    print("Each fit in a fresh process, after a warm-up fit on 2,000 rows: /proc/self/clear_refs reset (5), VmRSS "
+          "before, VmHWM after; the excess divided by X's bytes. 20 trees, the settings of the fit-time table. "
+          "LightGBM holds a float64 sample of min(n, 200,000) rows while it bins X, which dominates both. "
+          "Median of 3 processes.\n")
+    print("| fit | float32 X | float64 X |")
+    print("|---|---:|---:|")
+    bench = os.path.dirname(os.path.abspath(__file__))
+    for who, label in (("lightgbm", "LightGBM lambdarank"), ("mart", "cyrank LambdaMART(ndcg@10)")):
+        cells = []
+        for dtype in ("float32", "float64"):
+            code = _MEMORY_CHILD.format(bench=bench, n_q=n_q, d=d, dtype=dtype, who=who)
+            runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                         check=True).stdout.split()[-1]) for _ in range(3)]
+            cells.append(f"{np.median(runs):.2f}x")
+        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
 
 
 def bench_mart(quick):
@@ -394,14 +542,15 @@ def bench_linear(quick):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="kernel,gradient,mart,parity,seeds,rounds,linear")
+    ap.add_argument("--only", default="kernel,gradient,throughput,mart1000,memory,mart,parity,seeds,rounds,linear")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
     print(f"## RankNet / LambdaRank / LambdaMART (`python bench/bench_lambdarank.py --only {args.only}`)\n")
     print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, one thread everywhere; Python "
           f"{platform.python_version()}, numpy {np.__version__}; load average at start {os.getloadavg()[0]:.1f}.")
     for name in args.only.split(","):
-        {"kernel": bench_kernel, "gradient": bench_gradient, "mart": bench_mart, "parity": bench_parity,
+        {"kernel": bench_kernel, "gradient": bench_gradient, "throughput": bench_throughput, "mart": bench_mart,
+         "mart1000": bench_mart_1000, "memory": bench_mart_memory, "parity": bench_parity,
          "seeds": bench_seeds, "rounds": bench_rounds, "linear": bench_linear}[name](args.quick)
 
 

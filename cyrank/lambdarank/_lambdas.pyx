@@ -65,7 +65,7 @@ Hessian-vector products, over the same pairs (O(L n) with a cut-off) each.
 import numpy as np
 
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport INFINITY, M_LN2, exp, expm1, fabs, frexp, ldexp, log1p, log2, pow
+from libc.math cimport INFINITY, M_LN2, exp, exp2, expm1, fabs, frexp, ldexp, log1p, log2, pow
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
@@ -190,7 +190,7 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
         for r in range(n):
             Q.val[r] = 1.0 / log2(r + 2.0) if r < k else 0.0
         for t in range(n):
-            Q.f[NF * t] = pow(2.0, y[t]) - 1.0
+            Q.f[NF * t] = exp2(y[t]) - 1.0
         for r in range(min(n, k)):  # ideal order: labels descending = rows n-1, n-2, ...
             idcg = idcg + Q.f[NF * (n - 1 - r)] * Q.val[r]
         if idcg <= 0.0:

@@ -17,8 +17,8 @@ h_ke = p_ke (dm_e - sum_{e'} p_ke' dm_e') and dG[i, y] = (1/s_i)(sum_{term = y} 
 Each call is O(memberships + n L); instances run in parallel (OpenMP), each writing only its own rows. An
 empty ``members`` array stands for the identity (membership t is edge t).
 
-The products with X (n x d, dense C-ordered or CSR, float32 or float64 as given) are :func:`scores_into`,
-S = X W, and :func:`transpose_into`, X' G (W, G, S float64): dense X through BLAS dgemm (a float32 X widened to
+The products with X (n x d, dense C-ordered or CSR, float32 or float64 as given) are :func:`product_into`,
+S = X W or X' G (W, G, S float64): dense X through BLAS dgemm (a float32 X widened to
 double a block of rows at a time, so it is never copied whole), CSR X by loops over its entries, all summing
 in double.
 """
@@ -44,7 +44,7 @@ cdef void dense_product(const floating* X, intp_t n, intp_t d, const double* M, 
                         bint transpose) noexcept nogil:
     """out = X M (X n x d, M d x L, out n x L) or, with ``transpose``, out = X' M (M n x L, out d x L); all
     C-ordered. In BLAS's column-major terms out' = M' X' (dgemm "N", "N") or out' = M' X ("N", "T")."""
-    cdef int Li = <int> L, di = <int> d, rows, r0
+    cdef int Li = <int> L, di = <int> d, rows
     cdef double one = 1.0, zero = 0.0, beta
     cdef intp_t block = max(1, BLOCK_VALUES // max(d, 1)), i0, k
     cdef double* buf
@@ -62,62 +62,72 @@ cdef void dense_product(const floating* X, intp_t n, intp_t d, const double* M, 
             dgemm("N", "T", &Li, &di, &rows, &one, M, &Li, X, &di, &zero, out, &Li)
         else:
             dgemm("N", "N", &Li, &rows, &di, &one, M, &Li, X, &di, &zero, out, &Li)
+    else:
+        buf = <double*> malloc(block * d * sizeof(double))
+        i0 = 0
+        while i0 < n:
+            rows = <int> min(block, n - i0)
+            for k in range(rows * d):
+                buf[k] = X[i0 * d + k]
+            if transpose:
+                beta = zero if i0 == 0 else one
+                dgemm("N", "T", &Li, &di, &rows, &one, M + i0 * L, &Li, buf, &di, &beta, out, &Li)
+            else:
+                dgemm("N", "N", &Li, &rows, &di, &one, M, &Li, buf, &di, &zero, out + i0 * L, &Li)
+            i0 += rows
+        free(buf)
+
+
+cdef void csr_times(const floating* X, const index_t* indices, const index_t* indptr, intp_t i0, intp_t rows,
+                    const double* V, intp_t L, double* S) noexcept nogil:
+    """S (rows x L) = rows i0 .. i0 + rows - 1 of a CSR X times V (d x L)."""
+    cdef intp_t r, q, j, y
+    cdef double x
+    for r in range(rows):
+        for y in range(L):
+            S[r * L + y] = 0.0
+        for q in range(indptr[i0 + r], indptr[i0 + r + 1]):
+            x = X[q]
+            j = indices[q]
+            for y in range(L):
+                S[r * L + y] += x * V[j * L + y]
+
+
+cdef void csr_transpose_add(const floating* X, const index_t* indices, const index_t* indptr, intp_t i0,
+                            intp_t rows, const double* G, intp_t L, double* acc) noexcept nogil:
+    """acc (d x L) += (rows i0 .. i0 + rows - 1 of a CSR X)' G (rows x L)."""
+    cdef intp_t r, q, j, y
+    cdef double x
+    for r in range(rows):
+        for q in range(indptr[i0 + r], indptr[i0 + r + 1]):
+            x = X[q]
+            j = indices[q]
+            for y in range(L):
+                acc[j * L + y] += x * G[r * L + y]
+
+
+def product_into(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+                 intp_t n, intp_t d, const double[:, ::1] M, double[:, ::1] out, bint transpose):
+    """out = X M (M d x L, out n x L) or, with ``transpose``, out = X' M (M n x L, out d x L); X as
+    cyrank._linear.product_parts gives it (dense C-ordered, or CSR)."""
+    cdef intp_t L = M.shape[1], k
+    if (M.shape[0] != (n if transpose else d) or out.shape[0] != (d if transpose else n) or out.shape[1] != L
+            or (dense and data.shape[0] != n * d) or (not dense and indptr.shape[0] != n + 1)):
+        raise ValueError("product_into: wrong array sizes")
+    if out.shape[0] * L == 0:
         return
-    buf = <double*> malloc(block * d * sizeof(double))
-    i0 = 0
-    while i0 < n:
-        rows = <int> min(block, n - i0)
-        for k in range(rows * d):
-            buf[k] = X[i0 * d + k]
-        if transpose:
-            beta = zero if i0 == 0 else one
-            dgemm("N", "T", &Li, &di, &rows, &one, M + i0 * L, &Li, buf, &di, &beta, out, &Li)
-        else:
-            dgemm("N", "N", &Li, &rows, &di, &one, M, &Li, buf, &di, &zero, out + i0 * L, &Li)
-        i0 += rows
-    free(buf)
-
-
-def scores_into(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
-                intp_t n, intp_t d, const double[:, ::1] W, double[:, ::1] S):
-    """S = X W (X as cyrank._linear.product_parts gives it: dense C-ordered, or CSR; W d x L; S n x L)."""
-    cdef intp_t L = W.shape[1], i, r, j, y
-    cdef double x
-    if W.shape[0] != d or S.shape[0] != n or S.shape[1] != L or (dense and data.shape[0] != n * d):
-        raise ValueError("scores_into: wrong array sizes")
     with nogil:
         if dense:
-            dense_product(&data[0] if n * d else NULL, n, d, &W[0, 0] if d * L else NULL, L,
-                          &S[0, 0] if n * L else NULL, False)
+            dense_product(&data[0] if n * d else NULL, n, d, &M[0, 0] if M.shape[0] * L else NULL, L,
+                          &out[0, 0], transpose)
+        elif transpose:
+            for k in range(d * L):
+                (&out[0, 0])[k] = 0.0
+            csr_transpose_add(&data[0] if data.shape[0] else NULL, &indices[0], &indptr[0], 0, n, &M[0, 0], L,
+                              &out[0, 0])
         else:
-            for i in range(n):
-                S[i, :] = 0.0
-                for r in range(indptr[i], indptr[i + 1]):
-                    x = data[r]
-                    j = indices[r]
-                    for y in range(L):
-                        S[i, y] += x * W[j, y]
-
-
-def transpose_into(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
-                   intp_t n, intp_t d, const double[:, ::1] G, double[:, ::1] out):
-    """out = X' G (X as for :func:`scores_into`; G n x L; out d x L)."""
-    cdef intp_t L = G.shape[1], i, r, j, y
-    cdef double x
-    if G.shape[0] != n or out.shape[0] != d or out.shape[1] != L or (dense and data.shape[0] != n * d):
-        raise ValueError("transpose_into: wrong array sizes")
-    with nogil:
-        if dense:
-            dense_product(&data[0] if n * d else NULL, n, d, &G[0, 0] if n * L else NULL, L,
-                          &out[0, 0] if d * L else NULL, True)
-        else:
-            out[:, :] = 0.0
-            for i in range(n):
-                for r in range(indptr[i], indptr[i + 1]):
-                    x = data[r]
-                    j = indices[r]
-                    for y in range(L):
-                        out[j, y] += x * G[i, y]
+            csr_times(&data[0] if data.shape[0] else NULL, &indices[0], &indptr[0], 0, n, &M[0, 0], L,
+                      &out[0, 0])
 
 
 cdef inline const intp_t* _members(const intp_t[::1] members) noexcept:
@@ -247,9 +257,9 @@ cdef void block_pass(const floating* X, const index_t* indices, const index_t* i
     (``hessian`` False: its loss into loss_i and p filled) or its Hessian product in the scores, G_b, then
     acc (d x L, zeroed here) += X_b' G_b. A float32 X_b is widened into a buffer once for both products."""
     cdef intp_t block = max(1, min(<intp_t> BLOCK_ROWS, BLOCK_VALUES // max(d, 1)))
-    cdef intp_t i0, r, i, q, j, y, k
+    cdef intp_t i0, r, i, y, k
     cdef int Li = <int> L, di = <int> d, rows
-    cdef double one = 1.0, zero = 0.0, x
+    cdef double one = 1.0, zero = 0.0
     cdef const double* Xb = NULL
     cdef double* xbuf = NULL
     cdef double* S = <double*> malloc(block * L * sizeof(double))
@@ -275,14 +285,7 @@ cdef void block_pass(const floating* X, const index_t* indices, const index_t* i
                 for k in range(rows * L):
                     S[k] = 0.0
         else:
-            for r in range(rows):
-                for y in range(L):
-                    S[r * L + y] = 0.0
-                for q in range(indptr[i0 + r], indptr[i0 + r + 1]):
-                    x = X[q]
-                    j = indices[q]
-                    for y in range(L):
-                        S[r * L + y] += x * V[j * L + y]
+            csr_times(X, indices, indptr, i0, rows, V, L, S)
         for r in range(rows):
             i = i0 + r
             if hessian:
@@ -296,12 +299,7 @@ cdef void block_pass(const floating* X, const index_t* indices, const index_t* i
             if d > 0:
                 dgemm("N", "T", &Li, &di, &rows, &one, G, &Li, Xb, &di, &one, acc, &Li)
         else:
-            for r in range(rows):
-                for q in range(indptr[i0 + r], indptr[i0 + r + 1]):
-                    x = X[q]
-                    j = indices[q]
-                    for y in range(L):
-                        acc[j * L + y] += x * G[r * L + y]
+            csr_transpose_add(X, indices, indptr, i0, rows, G, L, acc)
         i0 += rows
     free(S)
     free(G)
@@ -314,7 +312,7 @@ def fused_pass(const floating[::1] data, const index_t[::1] indices, const index
                const int[::1] term, const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr,
                const intp_t[::1] members, double[::1] p, bint hessian, double[::1] out, object holder,
                intp_t parallel_min_rows=-1):
-    """One pass over X (as :func:`scores_into` takes it) in blocks of rows, never holding S or G whole:
+    """One pass over X (as :func:`product_into` takes it) in blocks of rows, never holding S or G whole:
 
     - ``hessian`` False: the loss at S = X V (returned; per-instance losses summed as :func:`loss_grad` sums
       them), p filled, out = X' G with G = A - B its gradient in the scores;

@@ -16,8 +16,9 @@ and the subgraphs G_i1 .. G_is_i of each instance's preference graph under the c
 (cyrank.optim.penalties): "l2" (the default) alpha (||coef||^2 + ||theta||^2), "l1" alpha (||coef||_1 +
 ||theta||_1), "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2). alpha = 0 is the paper's loss;
 with alpha > 0 the optimum is finite on every data set (either term is coercive). Loss, gradient and Hessian
-products in the scores are the Cython kernels of _loss.pyx; the products with X are X @ W and X' @ G (BLAS or
-scipy's sparse kernels), O(nnz L) each. :func:`loss` is L alone as a public datafit (cyrank.optim.datafit) over
+products are the Cython kernels of _loss.pyx: without joint features one pass over X in blocks of rows
+(_loss.fused_pass: S_b = X_b W, the per-instance kernel, X_b' G_b; X read in its own precision, float32
+included, with float64 sums; no n x L array), O(nnz L + memberships) each. :func:`loss` is L alone as a public datafit (cyrank.optim.datafit) over
 the parameter vector (:class:`LabelRankLoss`: its layout, and the way back to coef and joint_coef).
 
 Solvers:
@@ -34,15 +35,17 @@ Solvers:
   reported not converged (below).
   The boosting bound is for a smooth penalty: "boost" refuses an l1 term.
 - "newton": cyrank.optim.datafit.minimise on L + penalty with the exact Hessian products: trust-region
-  Newton-CG (cyrank.optim.tron) when the penalty is smooth, proximal Newton with working sets
+  Newton-CG (cyrank.optim.tron) when the penalty is smooth, in whitened variables when X has at most
+  whitening.MAX_FEATURES columns (whitening.py: CG preconditioned by (c X'X + 2 alpha I) (x) I, the
+  Kronecker-factored curvature with the identity as its label factor), proximal Newton with working sets
   (cyrank.optim.prox_newton; Yuan, Ho & Lin, JMLR 2012) with an l1 term.
 - "auto": "newton".
 Every solver stops when ||grad F|| <= tol ||grad F at 0|| (``grad_norm`` is the relative value; with an l1 term
 the KKT violation max_r |p_r| / max_r |dL/dw_r at 0|, p the minimum-norm subgradient) and the gap F - F* is at
 most tol * max(1, |F|) by cyrank.optim.certificate (``gap``, ``gap_kind``: the certified bound ||p||^2 / (2 mu),
 mu = 2 alpha ("l2") or 2 alpha (1 - l1_ratio) ("elasticnet"), or the Newton decrement); Newton runs
-preconditioned by the Jacobi diagonal of the feature scales, so unnormalised features cost it few extra
-iterations.
+whitened (above) or, on wider X, preconditioned by the Jacobi diagonal of the feature scales, so unnormalised
+features cost it few extra iterations.
 
 No minimiser (alpha = 0 only, whatever the penalty's name): when the returned w orders every edge of every
 subgraph (all margins along w <= 0, one < 0; e.g. separable preferences), F(t w) decreases strictly in t, so no
@@ -89,7 +92,7 @@ class _Data:
 
     def __init__(self, X, G, decomposition, options, J=None):
         X = X.tocsr() if sp.issparse(X) else X
-        self.parts = product_parts(X)  # (data, indices, indptr, dense, n, d) for _loss.scores_into / transpose_into
+        self.parts = product_parts(X)  # (data, indices, indptr, dense, n, d) for _loss.product_into / fused_pass
         data, _, _, dense, n, d = self.parts
         self.X = data.reshape(n, d) if dense else X
         self.G, self.J = G, J
@@ -115,7 +118,7 @@ class _Data:
         """S = X W + J theta (n x L, float64; into ``out`` when given)."""
         W, theta = self.split(np.ascontiguousarray(w, dtype=np.float64))
         S = np.empty((self.n, self.L)) if out is None else out
-        _loss.scores_into(*self.parts, W, S)
+        _loss.product_into(*self.parts, W, S, False)
         if self.n_joint:
             S += self.J @ theta
         return S
@@ -143,7 +146,7 @@ class _Data:
         """The gradient in the parameters of sum(G * S): X' G (d x L) and sum_(i,y) G[i, y] J[i, y] (p), as one
         vector."""
         grad = np.empty(self.size)
-        _loss.transpose_into(*self.parts, G, grad[:self.d * self.L].reshape(self.d, self.L))
+        _loss.product_into(*self.parts, G, grad[:self.d * self.L].reshape(self.d, self.L), True)
         if self.n_joint:
             grad[self.d * self.L:] = np.tensordot(G, self.J, axes=([0, 1], [0, 1]))
         return grad

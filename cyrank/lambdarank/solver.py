@@ -9,8 +9,11 @@ weight for RankNet or LambdaRank (NDCG@k, ERR@k, MAP), from the Cython kernel _l
     F(w) = sum_{(i, j) in P} log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2,   P = {same query, y_i > y_j},
 
 gradient X' lambda + 2 alpha w and Hessian products X' H X v + 2 alpha v, H the pairwise Hessian in the scores;
-each costs O(nnz + pairs). The loss over all pairs has no order-statistic form (unlike the squared hinge of
-RankSVM): log(1 + e^(-u)) is not a polynomial, so the pairs are enumerated, per query, in parallel.
+each costs O(nnz + pairs), one pass over X query by query (_ranknet.pyx). The loss over all pairs has no
+order-statistic form (unlike the squared hinge of RankSVM): log(1 + e^(-u)) is not a polynomial, so the pairs are
+enumerated, per query, in parallel. (Pairs more than 37 / sigma apart are separable to rounding and have closed
+sums, _ranknet.split_lambdas; on make_ranking data 0-29% of the pairs are, and the split measured 2.3-9x slower
+than enumerating every pair, so the solver does not use it: bench/bench_ranknet.py --only split.)
 
 :func:`solve_lambdarank` trains linear LambdaRank as in the LambdaLoss framework (Wang, Li, Golbandi, Bendersky &
 Najork, CIKM 2018): LambdaRank's lambdas are the gradient of sum_P |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) with
@@ -18,9 +21,10 @@ the weights |dZ_ij| of the current ranking; an EM (majorisation-minimisation) lo
 ranking of the current w and minimises the convex weighted RankNet loss + alpha ||w||^2 exactly
 (:func:`solve_weighted_ranknet`, TRON warm-started), from the RankNet solution, until the weights stop changing.
 
-Rows are put in (query, label) order once, and, when X is known, rows of one (query, label) run in an order
-fixed by their content (a 64-bit hash of the row, _lambdas.row_hashes): permuting the input rows (any way) then
-gives the same arrays to every kernel, so the same model bit for bit.
+X stays as the caller gave it (no copy of a C-ordered dense or CSR X, float32 read as float32): the kernels read
+row order[k] at position k (:class:`SortedX`), the positions in (query, label) order and, when X is known, rows of
+one (query, label) run in an order fixed by their content (:func:`content_order`): permuting the input rows (any
+way) then gives the same sums in the same order to every kernel, so the same model bit for bit.
 """
 import numpy as np
 import scipy.sparse as sp

@@ -415,7 +415,9 @@ cdef inline double fast_weight(const QueryRef* Q, intp_t a, intp_t b, int metric
 
 cdef inline double weight_of(const QueryRef* Q, const double* y, intp_t a, intp_t b, int metric, intp_t k,
                              intp_t truncation, double threshold) noexcept nogil:
-    """|dZ| of the pair of rows a and b of different labels (either label order)."""
+    """|dZ| of the pair of rows a and b (either label order); 0 for equal labels (not a pair)."""
+    if y[a] == y[b]:
+        return 0.0
     if metric == _NDCG or metric == _RANKNET:
         return fast_weight(Q, a, b, metric)
     if y[a] > y[b]:
@@ -558,10 +560,8 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, int
         hess_a = 0.0
         for c in range(count):
             b = cand[c] if cand != NULL else c
-            if y[b] == ya:
-                continue
             delta = weight_of(Q, y, a, b, metric, k, truncation, threshold)
-            if delta == 0.0:  # e.g. both beyond k in a block straddling it, or truncated
+            if delta == 0.0:  # equal labels, or e.g. both beyond k in a block straddling it, or truncated
                 continue
             if norm and top > low:  # LightGBM's lambdarank_norm: the pair's weight over its score distance
                 delta = delta / (0.01 + fabs(sa - s[b]))
@@ -618,8 +618,6 @@ cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, in
         out_a = 0.0
         for c in range(count):
             b = cand[c] if cand != NULL else c
-            if y[b] == ya:
-                continue
             delta = weight_of(Q, y, a, b, metric, k, truncation, threshold)
             if delta == 0.0:
                 continue

@@ -41,12 +41,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._result import SolveResult
-from .._threads import openmp_threads
+from .._threads import one_blas_thread, openmp_threads
 from .._validation import check_options
 from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_random_state,
                            check_ranking_data, check_row_weights, check_verbose, check_y)
 from ..optim.path import PathResult, alpha_grid, check_path_params, run_path  # noqa: F401 (PathResult: public)
-from ..optim.penalties import penalty_weights
+from ..optim.penalties import Penalty, penalty_weights
 from ..optim.result import gap_target
 from . import _cd
 # the layout and the solvers (re-exported for the kernel tests; the public loss object is :func:`loss`)
@@ -256,18 +256,20 @@ def _run(X, layout, lam1, lam2, solver, coef_init, *, tol, max_iter, feature_ind
 
 def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,
               group_by_query=True):
-    """The objective (loss + penalty, module docstring) at ``coef`` on (X, y, qid, offset), in float64."""
+    """The objective (loss + penalty, module docstring) at ``coef`` on (X, y, qid, offset), in float64 (X read
+    in place, in its own dtype)."""
     lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     check_option("binary", binary, (True, False))
     check_option("group_by_query", group_by_query, (True, False))
     X, y, qid, offset, _ = _check_data(X, y, qid, offset)
     layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
-    data, indices, indptr, dense = _columns(X, layout.rows)
     coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
     if coef.shape != (X.shape[1],):
         raise ValueError(f"coef has shape {coef.shape}; expected ({X.shape[1]},)")
-    loss, pen = _cd.objective(data, indices, indptr, dense, layout, coef, lam1, lam2)
-    return float(loss + pen)
+    # the smooth solvers' loss (_smooth.pyx), reading X in place: no copy of X (a CSC X is read as CSR)
+    problem = _NewtonProblem(_rows_of(X, layout.rows, Options(densify_max_bytes=0)), layout, 0.0, X.shape[1])
+    with one_blas_thread():
+        return float(problem.fun(coef) + Penalty(lam1, lam2).value(coef))
 
 
 # --------------------------------------------------------------------------------------------------- loss

@@ -307,18 +307,36 @@ def rdot(parts, Rows lay, const double[::1] v, double[::1] out):
 def _row_keys(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
               intp_t n_rows, intp_t n_features, const double[::1] r, double[::1] out):
     cdef intp_t i, j, k, d = n_features
+    cdef double a0, a1, a2, a3
     cdef double acc[4]
+    cdef const floating* x
     with nogil:
         for i in range(n_rows):
-            acc[0] = acc[1] = acc[2] = acc[3] = 0.0
+            a0 = a1 = a2 = a3 = 0.0
             if dense:
-                for j in range(d):
-                    acc[j & 3] += data[i * d + j] * r[j]
-            else:
+                x = &data[i * d]
+                j = 0
+                while j + 4 <= d:
+                    a0 += x[j] * r[j]
+                    a1 += x[j + 1] * r[j + 1]
+                    a2 += x[j + 2] * r[j + 2]
+                    a3 += x[j + 3] * r[j + 3]
+                    j += 4
+                while j < d:  # the last columns: lanes 0, 1, 2 by j mod 4
+                    if j % 4 == 0:
+                        a0 += x[j] * r[j]
+                    elif j % 4 == 1:
+                        a1 += x[j] * r[j]
+                    else:
+                        a2 += x[j] * r[j]
+                    j += 1
+            else:  # the lane by the column (no branch: the lanes of a sparse row follow no pattern)
+                acc[0] = acc[1] = acc[2] = acc[3] = 0.0
                 for k in range(indptr[i], indptr[i + 1]):
                     j = indices[k]
                     acc[j & 3] += data[k] * r[j]
-            out[i] = (acc[0] + acc[1]) + (acc[2] + acc[3])
+                a0, a1, a2, a3 = acc[0], acc[1], acc[2], acc[3]
+            out[i] = (a0 + a1) + (a2 + a3)
 
 
 def row_keys(X, const double[::1] r):

@@ -134,3 +134,22 @@ def test_fit_on_float32_makes_no_copy_of_X():
     tracemalloc.stop()
     assert res.converged
     assert peak <= 0.3 * X.nbytes, peak / X.nbytes
+
+
+@pytest.mark.parametrize("joint", [False, True])
+def test_hessian_products_stay_at_the_committed_point_after_a_trial(joint):
+    """The loss keeps one buffer of membership weights for both states of the trial/commit protocol: after a
+    trial evaluation elsewhere (a step TRON rejects), hess_vec and hessian_block are still those of the point of
+    the last grad call, bit for bit (the weights are evaluated again there)."""
+    X, G = _data(seed=8, n=30, d=4, L=4)
+    J = np.random.default_rng(9).normal(size=(30, 4, 2)) if joint else None
+    f = loss(X, G, joint=J)
+    rng = np.random.default_rng(10)
+    w1, w2, v = (rng.normal(size=f.n_features) for _ in range(3))
+    f.grad(w1)
+    Hv, block = f.hess_vec(v), f.hessian_block(np.arange(5))
+    f.fun(w2)  # a trial point, never committed
+    np.testing.assert_array_equal(f.hess_vec(v), Hv)
+    np.testing.assert_array_equal(f.hessian_block(np.arange(5)), block)
+    f.grad(w2)
+    assert not np.array_equal(f.hess_vec(v), Hv)

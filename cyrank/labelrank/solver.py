@@ -153,8 +153,11 @@ class _Data:
 
 
 class _State:
-    def __init__(self, data):
-        self.p = np.empty(data.sub.n_memberships)
+    """A point of the trial/commit protocol: its parameter vector x; its membership weights live in the loss's
+    one buffer while it owns it (:meth:`LabelRankLoss.weights`)."""
+
+    def __init__(self):
+        self.x = None
 
 
 class LabelRankLoss(Datafit):
@@ -189,6 +192,7 @@ class LabelRankLoss(Datafit):
         self.n_features, self.n_rows = data.size, n
         self.n_labels, self.n_features_in, self.n_joint = L, data.d, data.n_joint
         self._work, self.acc = None, None  # n x L buffers (joint features only); fused_pass's chunk accumulators
+        self._p, self._owner = None, None  # the membership weights, and the state whose point they are of
         self._squares = None
         super().__init__()
 
@@ -259,9 +263,10 @@ class LabelRankLoss(Datafit):
         X_of = [Xw[:, k] for k in of_label]
         M = np.zeros((D.n, D.L, jcol.size)) if jcol.size else None  # (H_i J_i)[y, b], b in jcol
         E, col = np.zeros((D.n, D.L)), np.empty((D.n, D.L))
+        p = self.weights(self.state)
         for y in range(D.L):
             E[:, y] = 1.0
-            D.hess_scores(E, self.state.p, col)  # col[i, y'] = H_i[y', y]
+            D.hess_scores(E, p, col)  # col[i, y'] = H_i[y', y]
             E[:, y] = 0.0
             if M is not None:
                 M += col[:, :, None] * D.J[:, y, jcol][:, None, :]
@@ -284,27 +289,47 @@ class LabelRankLoss(Datafit):
         return H
 
     def new_state(self):
-        return _State(self.data)
+        return _State()
+
+    def weights(self, state):
+        """The membership weights p at the state's point: the loss's one buffer (a second one per state would
+        cost as much as the graphs), evaluated again at state.x when another point's evaluation overwrote it
+        since (after TRON rejects a step: rare)."""
+        if self._owner is not state:
+            if state.x is None:
+                raise ValueError("no point evaluated yet: call grad(w) before hess_vec(v)")
+            self.evaluate(state.x, state.x, state)
+        return self._p
+
+    def transfer(self, source, target):
+        """``target`` takes over ``source``'s point (and the weight buffer when ``source`` owns it)."""
+        target.x = source.x
+        if self._owner is source:
+            self._owner = target
 
     def evaluate(self, w, Mw, state):
         D = self.data
+        if self._p is None:
+            self._p = np.empty(D.sub.n_memberships)
+        state.x, self._owner = np.array(w, dtype=np.float64), state
         if not D.n_joint:  # one pass over X (_loss.fused_pass): no n x L array
             grad = np.empty(self.n_features)
-            value = D.fused(w, state.p, False, grad, self)
+            value = D.fused(w, self._p, False, grad, self)
             return value + self.ridge * float(w @ w), grad + 2.0 * self.ridge * w
         S, A, B = self._buffers()
-        value = D.loss_grad_scores(D.scores(w, out=S), A, B, p=state.p)
+        value = D.loss_grad_scores(D.scores(w, out=S), A, B, p=self._p)
         np.subtract(A, B, out=A)  # the gradient in the scores
         return value + self.ridge * float(w @ w), D.xt(A) + 2.0 * self.ridge * w
 
     def hessian_product(self, state, v, Mv):
         D = self.data
+        p = self.weights(state)  # first: evaluating it again uses the work buffers
         if not D.n_joint:
             out = np.empty(self.n_features)
-            D.fused(v, state.p, True, out, self)
+            D.fused(v, p, True, out, self)
             return out + 2.0 * self.ridge * v
         S, A, _ = self._buffers()
-        D.hess_scores(D.scores(v, out=S), state.p, A)
+        D.hess_scores(D.scores(v, out=S), p, A)
         return D.xt(A) + 2.0 * self.ridge * v
 
     def _buffers(self):

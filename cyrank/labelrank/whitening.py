@@ -71,7 +71,7 @@ class WhitenedLoss(Datafit):
         self.d, self.L = problem.data.d, problem.data.L
         self.n_features, self.n_rows = problem.n_features, problem.n_rows
         self._squares = None
-        self._spare = [problem._trial, problem._current]  # its states serve (no second pair of weight arrays)
+        self._spare = [problem._trial, problem._current]  # its states serve: one pair for both
         self._at_zero = None  # (F, g_W, the state) at w = 0 when the caller has them: the first evaluation reuses them
         super().__init__()
 
@@ -104,7 +104,7 @@ class WhitenedLoss(Datafit):
         if self._at_zero is not None and not np.any(u):  # the first point, evaluated before R was built
             (f, g, held), self._at_zero = self._at_zero, None
             if state is not held:
-                state.p[:] = held.p
+                self.problem.transfer(held, state)
             state.grad_w = g
             return f, self._pull(g)
         w = self.to_w(u)

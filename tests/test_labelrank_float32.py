@@ -153,3 +153,17 @@ def test_hessian_products_stay_at_the_committed_point_after_a_trial(joint):
     np.testing.assert_array_equal(f.hessian_block(np.arange(5)), block)
     f.grad(w2)
     assert not np.array_equal(f.hess_vec(v), Hv)
+
+
+def test_graphs_built_directly_equal_the_comparisons():
+    """from_classes (edges written directly) and from_relevance (one Cython pass) against brute force: every
+    pair (a, b) of an instance with R[a] > R[b], in (a, b) order, int32 labels; ties and absent labels included."""
+    rng = np.random.default_rng(11)
+    R = rng.integers(0, 3, size=(50, 6)).astype(float)
+    y = rng.integers(0, 5, size=50)  # label 5 never occurs
+    one_hot = np.zeros((50, 6))
+    one_hot[np.arange(50), y] = 1
+    for G, grades in ((PreferenceGraphs.from_relevance(R), R), (PreferenceGraphs.from_classes(y, 6), one_hot)):
+        want = [(i, a, b) for i in range(50) for a in range(6) for b in range(6) if grades[i, a] > grades[i, b]]
+        got = list(zip(G.instance_of_edge(), G.init, G.term))
+        assert got == want and G.init.dtype == G.term.dtype == np.int32 and G.n_labels == 6

@@ -230,9 +230,13 @@ class PreferenceGraphs:
             n_labels = check_n_labels(n_labels, 0, "from_classes", inferred=False)
         if y.max() >= n_labels:
             raise ValueError(f"class {int(y.max())} is out of range for n_labels={n_labels}")
-        R = np.zeros((y.size, n_labels), dtype=np.int8)
-        R[np.arange(y.size), y] = 1
-        return cls.from_relevance(R)
+        others = np.arange(n_labels - 1, dtype=np.int32)  # instance i's k-th edge: y_i -> k + (k >= y_i)
+        term = (others + (others >= y[:, None])).astype(np.int32, copy=False).ravel()
+        graphs = cls.__new__(cls)  # valid by construction: simple, sorted by (init, term), labels in range
+        graphs.edge_ptr = np.arange(y.size + 1, dtype=np.int64) * (n_labels - 1)
+        graphs.init, graphs.term = np.repeat(y.astype(np.int32), n_labels - 1), term
+        graphs.n_labels = int(n_labels)
+        return graphs
 
     @classmethod
     def from_hierarchy(cls, parent, correct, n_layers=3):

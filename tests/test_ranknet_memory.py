@@ -116,3 +116,26 @@ def _row_key(x, r):
     from cyrank.lambdarank import _ranknet
 
     return _ranknet.row_keys(x[None, :], r)[0]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_passes_give_the_same_bits_on_every_thread_count(sparse):
+    """Loss, gradient, Hessian products and the sorted-order products with the queries spread over OpenMP's threads
+    (parallel_min_rows=0) equal the one-thread passes bit for bit (a fixed partition of the queries, the chunks'
+    sums added in chunk order)."""
+    from cyrank.lambdarank.solver import SortedX, _Pairs, _RankNetProblem
+
+    X, y, qid = make_ranking(60, 3000, 9, 4, noise=2.0, random_state=5, sparse=sparse, density=0.5 if sparse else 1,
+                             dtype=np.float32)
+    rng = np.random.default_rng(6)
+    w, v = rng.normal(size=9), rng.normal(size=9)
+    got = []
+    for pmr in (0, 10**9):
+        pairs = _Pairs(y, qid, X=X, parallel_min_rows=pmr)
+        problem = _RankNetProblem(X, pairs)
+        sx = SortedX(X, pairs)
+        f = problem.fun(w)
+        g = problem.grad(w)
+        got.append((f, g, problem.hess_vec(v), sx.dot(w), sx.rdot(np.arange(y.size, dtype=float))))
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(a, b)

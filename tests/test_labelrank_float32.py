@@ -167,3 +167,24 @@ def test_graphs_built_directly_equal_the_comparisons():
         want = [(i, a, b) for i in range(50) for a in range(6) for b in range(6) if grades[i, a] > grades[i, b]]
         got = list(zip(G.instance_of_edge(), G.init, G.term))
         assert got == want and G.init.dtype == G.term.dtype == np.int32 and G.n_labels == 6
+
+
+@pytest.mark.parametrize("decomposition", ["domination", "dominated", "disagreement", "zero_one"])
+def test_mean_curvature_is_the_trace_of_the_score_hessians(decomposition):
+    """_loss.mean_curvature (whitening's scale c) = sum_i trace(H_i) by brute force: the Hessian products in the
+    scores along every unit label direction (graded labels with ties; explicit members for "dominated")."""
+    from cyrank.labelrank import _loss
+
+    X, G = _data(seed=12, n=30, d=4, L=5)
+    f = loss(X, G, decomposition=decomposition)
+    f.grad(np.random.default_rng(13).normal(size=f.n_features))
+    D, p = f.data, f.weights(f.state)
+    E, col, trace = np.zeros((30, 5)), np.empty((30, 5)), 0.0
+    for y in range(5):
+        E[:, y] = 1.0
+        D.hess_scores(E, p, col)
+        E[:, y] = 0.0
+        trace += col[:, y].sum()
+    got = _loss.mean_curvature(G.edge_ptr, G.init, G.term, D.sub.sub_ptr, D.sub.member_ptr, D.sub.kernel_members,
+                               p, 5)
+    assert got == pytest.approx(trace, rel=1e-12) and trace > 0

@@ -249,6 +249,43 @@ def hess_scores(const double[:, ::1] dS, const intp_t[::1] edge_ptr, const int[:
                              &p[0] if p.shape[0] else NULL, L, &dG[i, 0])
 
 
+def mean_curvature(const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
+                   const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
+                   const double[::1] p, intp_t n_labels):
+    """trace(H_i) summed over the instances, H_i instance i's Hessian in its scores (weights p): with
+    d_e = e_(term e) - e_(init e), trace(H_i) = (1/s_i) sum_k (sum_e 2 p_e - ||sum_e p_e d_e||^2). O(memberships
+    + n L); the scale c of whitening.py is this / (n L)."""
+    cdef intp_t n = sub_ptr.shape[0] - 1, L = n_labels, i, k, t, e, y
+    cdef const intp_t* mem = _members(members)
+    cdef double total = 0.0, part, sq
+    cdef double* v
+    if not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0]) or edge_ptr.shape[0] != n + 1:
+        raise ValueError("mean_curvature: wrong array sizes")
+    if p.shape[0] == 0:
+        return 0.0
+    v = <double*> malloc(max(L, 1) * sizeof(double))
+    with nogil:
+        for i in range(n):
+            if sub_ptr[i + 1] == sub_ptr[i]:
+                continue
+            part = 0.0
+            for k in range(sub_ptr[i], sub_ptr[i + 1]):
+                for y in range(L):
+                    v[y] = 0.0
+                for t in range(member_ptr[k], member_ptr[k + 1]):
+                    e = t if mem == NULL else mem[t]
+                    part += 2.0 * p[t]
+                    v[term[e]] += p[t]
+                    v[init[e]] -= p[t]
+                sq = 0.0
+                for y in range(L):
+                    sq += v[y] * v[y]
+                part -= sq
+            total += part / (sub_ptr[i + 1] - sub_ptr[i])
+    free(v)
+    return total
+
+
 cdef void block_pass(const floating* X, const index_t* indices, const index_t* indptr, bint dense, intp_t d,
                      intp_t L, intp_t lo, intp_t hi, const double* V, const int* init, const int* term,
                      const intp_t* sub_ptr, const intp_t* member_ptr, const intp_t* members, double* p,

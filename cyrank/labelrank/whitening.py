@@ -1,9 +1,9 @@
 """LabelRankBoost's Newton in whitened variables: the feature part of the Hessian made close to a multiple of I.
 
 The Hessian of the loss L (solver.py) in W (d x L) is sum_i (x_i x_i') (x) H_i, H_i the L x L Hessian of
-instance i's loss in its scores. With H_i replaced by c I (c the mean curvature, measured by one Hessian product)
-it is the Kronecker product (c X'X + 2 ridge I) (x) I_L, X'X uncentred: columns that share a large mean (count
-features) or scale make it ill-conditioned, and CG pays for it. In the variables U = R W, with R'R = (c X'X +
+instance i's loss in its scores. With H_i replaced by c I (c = the mean of trace(H_i) / L) it is the Kronecker
+product (c X'X + 2 ridge I) (x) I_L, X'X uncentred: columns that share a large mean (count features) or scale
+make it ill-conditioned, and CG pays for it. In the variables U = R W, with R'R = (c X'X +
 2 ridge I) / lambda_max (Cholesky), that factor is the identity, so CG runs preconditioned by it: the
 Kronecker-factored curvature of Martens & Grosse ("Optimizing Neural Networks with Kronecker-factored
 Approximate Curvature", ICML 2015, section 4) with the identity as its label factor. Each product costs two
@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from ..optim.datafit import Datafit, minimise
 from ..optim.result import gap_target
+from . import _loss
 
 # whiten only when X has at most this many columns (R is d x d, formed in O(n d^2 + d^3))
 MAX_FEATURES = 1000
@@ -34,18 +35,16 @@ def worth_whitening(data):
 def whitening_factor(problem):
     """R (upper triangular, d x d, sigma_max(R) <= 1) with R'R proportional to c X'X + 2 ridge I (module
     docstring; its correlation matrix factored, with 1e-10 added to its unit diagonal, so columns of any scale
-    and repeated columns are fine), c measured by one Hessian product at the problem's current Hessian state;
-    None when the factorisation fails."""
+    and repeated columns are fine), c = trace(sum_i H_i) / (n L) at the problem's current Hessian state
+    (_loss.mean_curvature, no product with X); None when the factorisation fails."""
     D = problem.data
     d, L = D.d, D.L
     C = D.X.T @ D.X
     C = C.toarray() if sp.issparse(C) else np.asarray(C, dtype=np.float64)
-    u = np.zeros(problem.n_features)
-    u[:d * L] = np.random.default_rng(0).standard_normal(d * L)
-    U = u[:d * L].reshape(d, L)
-    spread = float(np.einsum("jy,jk,ky->", U, C, U))  # u' (X'X (x) I) u
-    curvature = float(u @ problem.hess_vec(u)) - 2.0 * problem.ridge * float(u @ u)
-    c = curvature / spread if spread > 0 and curvature > 0 else 1.0
+    sub = D.sub
+    trace = _loss.mean_curvature(D.G.edge_ptr, D.G.init, D.G.term, sub.sub_ptr, sub.member_ptr,
+                                 sub.kernel_members, problem.weights(problem.state), L)
+    c = trace / (D.n * L) if trace > 0 else 1.0
     M = c * C + 2.0 * problem.ridge * np.eye(d)
     scale = np.sqrt(np.diag(M))  # factor the correlations (unit diagonal): free of the columns' scales
     scale[~(scale > 0)] = 1.0  # a zero column without a ridge
@@ -149,7 +148,11 @@ def minimise_whitened(problem, penalty, w, *, tol, max_iter, verbose, name):
         return minimise(problem, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
     whitened = WhitenedLoss(problem, R)
     whitened._at_zero = (f0, grad0, problem.state)
-    u, res, n_iter, n_inner, inner_tol = whitened.to_u(w), None, 0, 0, tol
+    # ||g_W|| <= ||g_U|| (sigma_max(R) <= 1): the rule ||g_U|| <= tol (||g_W0|| / ||g_U0||) ||g_U0|| in u implies
+    # ||g_W|| <= tol ||g_W0||, the rule in W
+    gu0 = float(np.linalg.norm(whitened._pull(grad0)))
+    u, res, n_iter, n_inner = whitened.to_u(w), None, 0, 0
+    inner_tol = tol * min(1.0, g0 / gu0) if gu0 > 0 else tol
     for _ in range(6):
         res = minimise(whitened, penalty, u, tol=inner_tol, max_iter=max_iter - n_iter, verbose=verbose, name=name)
         n_iter, n_inner, u = n_iter + res.n_iter, n_inner + res.n_inner, res.x

@@ -2,7 +2,7 @@
 bench/out/ranksvm_pairs.png.
 
     python bench/bench_ranksvm.py                 # every section
-    python bench/bench_ranksvm.py pairs linear    # some sections: pairs, linear, kernel, hinge, real, dlib
+    python bench/bench_ranksvm.py pairs linear    # some sections: pairs, linear, kernel, hinge, real, dlib, float32
     python bench/bench_ranksvm.py --quick         # small sizes (a smoke run, seconds)
 
 Sections
@@ -13,6 +13,10 @@ Sections
           end to end from a LETOR text file; real-valued labels; 1e6 documents
   kernel  rbf, 1e4 documents, 200 queries, 100 features, C=1, tol=1e-3
   hinge   hinge loss by cutting planes, linear, 1e4 documents, C from 1e-3 to 1
+  float32 issue 28, one thread: float32 X against the same values in float64 (make_ranking, 2e5 x 136 dense, 2,000
+          queries of 100, 5 grades; l2 at C=1, l1 at C=1e-4, tol=1e-6), alternating, best of 3; the l1 fit with the
+          working-set Hessian block against |ws| Hessian products (1e5 x 100); peak RSS of a fit in a fresh process
+          above the RSS before it, as a multiple of X's bytes
   real    the embedded LightGBM rank data: C (and gamma) chosen by 3-fold cross-validation over training queries,
           test NDCG@10 (cyrank.metrics.ndcg_score defaults: gain 2^y - 1, queries without relevant documents
           dropped)
@@ -23,6 +27,7 @@ jobs may share the machine's cores.
 import argparse
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,11 +39,14 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+from cyrank.datasets import make_ranking  # noqa: E402
 from cyrank.io import dump_svmlight, load_svmlight  # noqa: E402
+from cyrank.optim.datafit import Datafit  # noqa: E402
 from cyrank.ranksvm import RankSVM  # noqa: E402
 from cyrank.ranksvm import _pairloss  # noqa: E402
 from cyrank.ranksvm.kernels import kernel_matrix  # noqa: E402
-from cyrank.ranksvm.problems import make_layout  # noqa: E402
+from cyrank.ranksvm import solve  # noqa: E402
+from cyrank.ranksvm.problems import LinearSquaredHinge, make_layout  # noqa: E402
 
 
 def load():
@@ -345,13 +353,81 @@ def bench_real(quick):
         print(f"| {name} | {p} | {c:.4f} | {s:.4f} | {t:.3f} |")
 
 
+# ------------------------------------------------------------------------------------------------ float32
+# a fit in a fresh process: X (a .npy file) loaded, a small fit run (imports), then the peak RSS of the fit
+# above the RSS before it
+_RSS_CHILD = """
+import sys, numpy as np
+from cyrank.ranksvm import solve
+def status(key):  # kB in /proc/self/status
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(key)) * 1024
+X = np.load(sys.argv[1]); y = np.load(sys.argv[2]); qid = np.load(sys.argv[3])
+solve(X[:300], y[:300], qid[:300], C=float(sys.argv[5]), penalty=sys.argv[4])  # lazy imports out of the count
+open("/proc/self/clear_refs", "w").write("5")  # the peak RSS (VmHWM) reset to the RSS now
+before = status("VmRSS:")
+solve(X, y, qid, C=float(sys.argv[5]), penalty=sys.argv[4], tol=1e-6)
+print(max(0, status("VmHWM:") - before) / X.nbytes)
+"""
+
+
+def _excess_rss(X, y, qid, penalty, C):
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [os.path.join(tmp, f"{k}.npy") for k in "Xyq"]
+        for path, a in zip(paths, (X, y, qid)):
+            np.save(path, a)
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        out = subprocess.run([sys.executable, "-c", _RSS_CHILD, *paths, penalty, str(C)], env=env, check=True,
+                             capture_output=True, text=True, cwd=os.path.dirname(HERE))
+    return float(out.stdout.split()[-1])
+
+
+def bench_float32(quick):
+    n_queries = 2000 if not quick else 100
+    X32, y, qid = make_ranking(n_queries, [100] * n_queries, 136, 5, dtype=np.float32, random_state=0)
+    X64 = X32.astype(np.float64)
+    print(f"\n### RankSVM on float32 X (issue 28), {X32.shape[0]:,} x 136 dense, one thread ({load()})\n")
+    print("| penalty | C | float32 fit (s) | float64 fit (s) | ratio | objective float32 | relative difference |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    with threadpool_limits(limits=1):
+        for penalty, C in (("l2", 1.0), ("l1", 1e-4)):
+            times = {"32": [], "64": []}
+            for _ in range(3):  # alternating
+                for key, X in (("32", X32), ("64", X64)):
+                    t0 = time.perf_counter()
+                    res = solve(X, y, qid, C=C, penalty=penalty, tol=1e-6)
+                    times[key].append(time.perf_counter() - t0)
+                    times["obj" + key] = res.objective
+            t32, t64 = min(times["32"]), min(times["64"])
+            diff = abs(times["obj32"] - times["obj64"]) / abs(times["obj64"])
+            print(f"| {penalty} | {C:g} | {t32:.3f} | {t64:.3f} | {t32 / t64:.2f} | {times['obj32']:.10g} | "
+                  f"{diff:.1e} |")
+        # the l1 working-set Hessian: one pass (hessian_block) against |ws| Hessian products (the Datafit default)
+        n_q = 1000 if not quick else 50
+        Xl, yl, ql = make_ranking(n_q, [100] * n_q, 100, 5, random_state=1)
+        block = LinearSquaredHinge.hessian_block
+        rows = []
+        for name, method in (("hessian_block (one pass)", block), ("|ws| Hessian products", Datafit.hessian_block)):
+            LinearSquaredHinge.hessian_block = method
+            try:
+                t, res = best_of(lambda: solve(Xl, yl, ql, C=1e-4, penalty="l1", tol=1e-3), 1 if "products" in name
+                                 else 3)
+            finally:
+                LinearSquaredHinge.hessian_block = block
+            rows.append((name, t, res.objective, res.n_iter))
+    print(f"\nl1 fit, {Xl.shape[0]:,} x 100 dense float64, C = 1e-4, tol = 1e-3, one thread: "
+          + "; ".join(f"{name} {t:.2f} s (objective {obj:.10g}, {it} iterations)" for name, t, obj, it in rows) + ".")
+    print("\nPeak RSS of a float32 fit in a fresh process above the RSS before it, as a multiple of X's bytes "
+          f"({X32.nbytes / 2**20:.0f} MB): " + "; ".join(
+              f"{p} {_excess_rss(X32, y, qid, p, C):.2f}x" for p, C in (("l2", 1.0), ("l1", 1e-4))) + ".")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sections", nargs="*", default=["pairs", "linear", "kernel", "hinge", "real"])
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     args = ap.parse_args()
     table = {"pairs": bench_pairs, "linear": bench_linear, "kernel": bench_kernel, "hinge": bench_hinge,
-             "real": bench_real, "dlib": bench_dlib}
+             "real": bench_real, "dlib": bench_dlib, "float32": bench_float32}
     for name in args.sections:
         if name not in table:
             ap.error(f"unknown section {name!r}; choose from {', '.join(table)}")

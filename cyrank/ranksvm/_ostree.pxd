@@ -1,4 +1,5 @@
-# Order-statistic sums over the preference pairs of one query (see _ostree.pyx).
+# Order-statistic sums over the preference pairs of one query (see _ostree.pyx): the sweeps inline here, so that
+# the one-vector callers (m = 1) compile without the inner loops.
 from cyrank._sort cimport KeyIndex
 from cyrank._typedefs cimport intp_t
 
@@ -6,10 +7,96 @@ cdef void sort_by_key(intp_t* a, intp_t n, const double* key, KeyIndex* scratch)
 
 cdef void center_segment(intp_t start, intp_t stop, const intp_t* perm, double* values) noexcept nogil
 
-cdef void query_sweep(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
-                      const double* vals, intp_t n_levels, intp_t* fen_cnt, double* fen_sum,
-                      double* cnt_minus, double* sum_minus, double* cnt_plus, double* sum_plus) noexcept nogil
 
-cdef void query_sweep_block(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
-                            intp_t n_levels, const double* T, intp_t m, intp_t* fen_cnt, double* fen_sum,
-                            double* count, double* out) noexcept nogil
+# ------------------------------------------------------------------------------------------- Fenwick tree
+# 1-based arrays of n_levels + 1 nodes, each a count and m sums (row k of s: s[k m : (k + 1) m]); label rank r lives
+# at node r + 1. Node 0 is unused by the tree (query_sweep keeps a running total there).
+
+cdef inline void _fen_reset(intp_t n_levels, intp_t m, intp_t* cnt, double* s) noexcept nogil:
+    cdef intp_t k
+    for k in range(n_levels + 1):
+        cnt[k] = 0
+    for k in range((n_levels + 1) * m):
+        s[k] = 0.0
+
+
+cdef inline void _fen_add(intp_t n_levels, intp_t m, intp_t* cnt, double* s, intp_t r, const double* v) noexcept nogil:
+    """Insert one entry of label rank r with the m values v."""
+    cdef intp_t k = r + 1, a
+    cdef double* node
+    while k <= n_levels:
+        cnt[k] += 1
+        node = s + k * m
+        for a in range(m):
+            node[a] += v[a]
+        k += k & (-k)
+
+
+cdef inline intp_t _fen_prefix(intp_t m, const intp_t* cnt, const double* s, intp_t r, double sign,
+                               double* out) noexcept nogil:
+    """Count (returned) of the inserted entries with label rank <= r; out += sign * the sum of their values."""
+    cdef intp_t k = r + 1, c = 0, a
+    cdef const double* node
+    while k > 0:
+        c += cnt[k]
+        node = s + k * m
+        for a in range(m):
+            out[a] += sign * node[a]
+        k -= k & (-k)
+    return c
+
+
+cdef inline void query_sweep(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
+                      const double* vals, intp_t m, intp_t n_levels, intp_t* fen_cnt, double* fen_sum,
+                      double* cnt_minus, double* sum_minus, double* cnt_plus, double* sum_plus) noexcept nogil:
+    """l^-, gamma^-, l^+, gamma^+ (module docstring) of the documents at positions perm[start:stop], for m vectors of
+    values at once (m = 1: one vector; the Hessian block of _pairloss.pyx: the m columns of a working set).
+
+    Inline: a caller passing m = 1 gets the one-vector loops without the inner ones.
+
+    perm[start:stop] lists the positions of one query by increasing f; f and rank (dense label ranks,
+    0 .. n_levels-1) are indexed by position. vals holds m values per position of the query, row-major from
+    position start (vals[(k - start) m + a]); the sums are written the same way, the counts at k - start.
+    fen_cnt: n_levels + 1 scratch entries; fen_sum: (n_levels + 1) m.
+    """
+    cdef intp_t l = stop - start, k, p, i, j, a, c
+    cdef double fi
+    cdef double* row
+    cdef double* total = fen_sum  # node 0: the running total of the second sweep
+    # i above j (y_j < y_i): partners j with f_j - f_i > -1, a suffix of the sorted order growing as f_i falls
+    _fen_reset(n_levels, m, fen_cnt, fen_sum)
+    p = l
+    for k in range(l - 1, -1, -1):
+        i = perm[start + k]
+        fi = f[i]
+        while p > 0:
+            j = perm[start + p - 1]
+            if not (f[j] - fi > -1.0):
+                break
+            _fen_add(n_levels, m, fen_cnt, fen_sum, rank[j], vals + (j - start) * m)
+            p -= 1
+        row = sum_minus + (i - start) * m
+        for a in range(m):
+            row[a] = 0.0
+        cnt_minus[i - start] = <double>_fen_prefix(m, fen_cnt, fen_sum, rank[i] - 1, 1.0, row)
+    # i below j (y_j > y_i): partners j with f_j - f_i < 1, a prefix of the sorted order growing as f_i rises; the
+    # ranks above y_i are the total minus the prefix up to y_i
+    _fen_reset(n_levels, m, fen_cnt, fen_sum)
+    p = 0
+    for k in range(l):
+        i = perm[start + k]
+        fi = f[i]
+        while p < l:
+            j = perm[start + p]
+            if not (f[j] - fi < 1.0):
+                break
+            _fen_add(n_levels, m, fen_cnt, fen_sum, rank[j], vals + (j - start) * m)
+            fen_cnt[0] += 1
+            for a in range(m):
+                total[a] += vals[(j - start) * m + a]
+            p += 1
+        row = sum_plus + (i - start) * m
+        for a in range(m):
+            row[a] = total[a]
+        c = _fen_prefix(m, fen_cnt, fen_sum, rank[i], -1.0, row)
+        cnt_plus[i - start] = <double>(fen_cnt[0] - c)

@@ -16,7 +16,8 @@ without enumerating pairs. Sort the query by f once. Visiting documents by decre
 {j : f_j - f_i > -1} only grows, so a pointer inserts each document once into a Fenwick tree indexed by
 label rank (0 .. n_levels-1) holding counts and sums of z; l_i^- and gamma_i^- are then a prefix query
 over the ranks below y_i. Visiting by increasing f gives l_i^+ and gamma_i^+ as suffix queries over the
-ranks above y_i. Each insertion and query costs O(log n_levels), the sort O(l log l).
+ranks above y_i. Each insertion and query costs O(log n_levels), the sort O(l log l). The same sweeps serve m
+vectors z at once (nodes of m sums, O(m log n_levels) per step): the working-set Hessian of _pairloss.pyx.
 
 Why a Fenwick tree over label ranks rather than a balanced order-statistic tree (AVL / red-black) keyed by
 label: the key set (the label levels of the query) is known before the sweep, so no rebalancing or node
@@ -66,173 +67,6 @@ cdef void center_segment(intp_t start, intp_t stop, const intp_t* perm, double* 
         values[perm[k]] -= c
 
 
-# ------------------------------------------------------------------------------------------- Fenwick tree
-# 1-based arrays of n_levels + 1 entries; label rank r lives at index r + 1.
-
-cdef inline void _fen_reset(intp_t n_levels, intp_t* cnt, double* s) noexcept nogil:
-    cdef intp_t k
-    for k in range(n_levels + 1):
-        cnt[k] = 0
-        s[k] = 0.0
-
-
-cdef inline void _fen_add(intp_t n_levels, intp_t* cnt, double* s, intp_t r, double v) noexcept nogil:
-    cdef intp_t k = r + 1
-    while k <= n_levels:
-        cnt[k] += 1
-        s[k] += v
-        k += k & (-k)
-
-
-cdef inline intp_t _fen_prefix(const intp_t* cnt, const double* s, intp_t r, double* out_sum) noexcept nogil:
-    """Count (returned) and sum (out_sum) of the inserted entries with label rank <= r."""
-    cdef intp_t k = r + 1, c = 0
-    cdef double acc = 0.0
-    while k > 0:
-        c += cnt[k]
-        acc += s[k]
-        k -= k & (-k)
-    out_sum[0] = acc
-    return c
-
-
-cdef void query_sweep(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
-                      const double* vals, intp_t n_levels, intp_t* fen_cnt, double* fen_sum,
-                      double* cnt_minus, double* sum_minus, double* cnt_plus, double* sum_plus) noexcept nogil:
-    """l^-, gamma^-, l^+, gamma^+ (module docstring) of the documents at positions perm[start:stop].
-
-    perm[start:stop] lists the positions of one query by increasing f; rank holds dense label ranks
-    (0 .. n_levels-1) and vals the summed values, all indexed by position; the outputs are written at the
-    same positions. fen_cnt/fen_sum are scratch arrays of n_levels + 1 entries.
-    """
-    cdef intp_t m = stop - start, k, p, i, j, c, tot_c
-    cdef double fi, s, tot_s
-    # i above j (y_j < y_i): partners j with f_j - f_i > -1, a suffix of the sorted order growing as f_i falls
-    _fen_reset(n_levels, fen_cnt, fen_sum)
-    p = m
-    for k in range(m - 1, -1, -1):
-        i = perm[start + k]
-        fi = f[i]
-        while p > 0:
-            j = perm[start + p - 1]
-            if not (f[j] - fi > -1.0):
-                break
-            _fen_add(n_levels, fen_cnt, fen_sum, rank[j], vals[j])
-            p -= 1
-        c = _fen_prefix(fen_cnt, fen_sum, rank[i] - 1, &s)
-        cnt_minus[i] = <double>c
-        sum_minus[i] = s
-    # i below j (y_j > y_i): partners j with f_j - f_i < 1, a prefix of the sorted order growing as f_i rises
-    _fen_reset(n_levels, fen_cnt, fen_sum)
-    p = 0
-    tot_c = 0
-    tot_s = 0.0
-    for k in range(m):
-        i = perm[start + k]
-        fi = f[i]
-        while p < m:
-            j = perm[start + p]
-            if not (f[j] - fi < 1.0):
-                break
-            _fen_add(n_levels, fen_cnt, fen_sum, rank[j], vals[j])
-            tot_c += 1
-            tot_s += vals[j]
-            p += 1
-        c = _fen_prefix(fen_cnt, fen_sum, rank[i], &s)
-        cnt_plus[i] = <double>(tot_c - c)
-        sum_plus[i] = tot_s - s
-
-
-cdef void query_sweep_block(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
-                            intp_t n_levels, const double* T, intp_t m, intp_t* fen_cnt, double* fen_sum,
-                            double* count, double* out) noexcept nogil:
-    """out = A'A T on one query for m vectors at once: the rows of T (row-major, m values per row, row k - start for
-    position k) take the place of ``vals`` in :func:`query_sweep`, and row i of out is
-
-        (l_i^- + l_i^+) T_i - Gamma_i^- - Gamma_i^+,        Gamma the sums of the rows T_j over i's active partners,
-
-    from the same two sweeps with Fenwick nodes of m sums (fen_sum: (n_levels + 1) x m scratch, its unused node 0
-    holding the running total of the second sweep; fen_cnt: n_levels + 1). count: stop - start scratch.
-    """
-    cdef intp_t l = stop - start, k, p, i, j, c, a
-    cdef double fi
-    cdef double* row
-    cdef double* tot = fen_sum  # node 0 of the 1-based tree is free
-    for k in range(l * m):
-        out[k] = 0.0
-    # i above j: Gamma_i^- is a prefix over the ranks below y_i of a growing suffix of the sorted order
-    _fen_reset_block(n_levels, m, fen_cnt, fen_sum)
-    p = l
-    for k in range(l - 1, -1, -1):
-        i = perm[start + k]
-        fi = f[i]
-        while p > 0:
-            j = perm[start + p - 1]
-            if not (f[j] - fi > -1.0):
-                break
-            _fen_add_block(n_levels, m, fen_cnt, fen_sum, rank[j], T + (j - start) * m)
-            p -= 1
-        count[i - start] = <double>_fen_prefix_block(m, fen_cnt, fen_sum, rank[i] - 1, -1.0, out + (i - start) * m)
-    # i below j: Gamma_i^+ is the total minus a prefix over the ranks up to y_i, of a growing prefix of the order
-    _fen_reset_block(n_levels, m, fen_cnt, fen_sum)
-    p = 0
-    for k in range(l):
-        i = perm[start + k]
-        fi = f[i]
-        while p < l:
-            j = perm[start + p]
-            if not (f[j] - fi < 1.0):
-                break
-            _fen_add_block(n_levels, m, fen_cnt, fen_sum, rank[j], T + (j - start) * m)
-            fen_cnt[0] += 1
-            for a in range(m):
-                tot[a] += T[(j - start) * m + a]
-            p += 1
-        row = out + (i - start) * m
-        for a in range(m):
-            row[a] -= tot[a]
-        c = _fen_prefix_block(m, fen_cnt, fen_sum, rank[i], 1.0, row)
-        count[i - start] += <double>(fen_cnt[0] - c)
-    for k in range(l):
-        row = out + k * m
-        for a in range(m):
-            row[a] += count[k] * T[k * m + a]
-
-
-cdef inline void _fen_reset_block(intp_t n_levels, intp_t m, intp_t* cnt, double* s) noexcept nogil:
-    cdef intp_t k
-    for k in range(n_levels + 1):
-        cnt[k] = 0
-    for k in range((n_levels + 1) * m):
-        s[k] = 0.0
-
-
-cdef inline void _fen_add_block(intp_t n_levels, intp_t m, intp_t* cnt, double* s, intp_t r,
-                                const double* v) noexcept nogil:
-    cdef intp_t k = r + 1, a
-    cdef double* node
-    while k <= n_levels:
-        cnt[k] += 1
-        node = s + k * m
-        for a in range(m):
-            node[a] += v[a]
-        k += k & (-k)
-
-
-cdef inline intp_t _fen_prefix_block(intp_t m, const intp_t* cnt, const double* s, intp_t r, double sign,
-                                     double* out) noexcept nogil:
-    """Count (returned) of the inserted rows with label rank <= r; out += sign * their sum."""
-    cdef intp_t k = r + 1, c = 0, a
-    cdef const double* node
-    while k > 0:
-        c += cnt[k]
-        node = s + k * m
-        for a in range(m):
-            out[a] += sign * node[a]
-        k -= k & (-k)
-    return c
-
-
 # ------------------------------------------------------------------------------------------- Python access
 def pair_sums(const double[::1] f, const intp_t[::1] rank, const intp_t[::1] offsets,
               const intp_t[::1] n_levels, const double[::1] vals=None, bint center=False):
@@ -276,8 +110,9 @@ def pair_sums(const double[::1] f, const intp_t[::1] rank, const intp_t[::1] off
             sort_by_key(&pv[offsets[q]], offsets[q + 1] - offsets[q], &fv[0], &sc[0])
             if center:
                 center_segment(offsets[q], offsets[q + 1], &pv[0], &fv[0])
-            query_sweep(offsets[q], offsets[q + 1], &fv[0], &pv[0], &rank[0], &vv[0], n_levels[q],
-                        &fc_v[0], &fs_v[0], &o[0, 0], &o[1, 0], &o[2, 0], &o[3, 0])
+            k = offsets[q]
+            query_sweep(k, offsets[q + 1], &fv[0], &pv[0], &rank[0], &vv[0] + k, 1, n_levels[q], &fc_v[0],
+                        &fs_v[0], &o[0, 0] + k, &o[1, 0] + k, &o[2, 0] + k, &o[3, 0] + k)
     return out[0].astype(np.int64), out[1], out[2].astype(np.int64), out[3]
 
 

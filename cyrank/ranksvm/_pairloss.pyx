@@ -36,7 +36,7 @@ from cyrank._typedefs cimport floating, index_t, intp_t
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
                               chunk_count, interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
                               sum_ordered, zero_row)
-from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, query_sweep_block, sort_by_key
+from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, sort_by_key
 from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
 
 
@@ -51,7 +51,8 @@ cdef double _query_loss(intp_t start, intp_t stop, double* f, intp_t* perm, cons
         perm[k] = k
     sort_by_key(perm + start, stop - start, f, scratch + start)
     center_segment(start, stop, perm, f)
-    query_sweep(start, stop, f, perm, rank, f, n_levels, fen_cnt, fen_sum, cm, sm, cp, sp)
+    query_sweep(start, stop, f, perm, rank, f + start, 1, n_levels, fen_cnt, fen_sum, cm + start, sm + start,
+                cp + start, sp + start)
     for k in range(start, stop):
         fk = f[k]
         act += cm[k]
@@ -71,7 +72,8 @@ cdef void _query_hess(intp_t start, intp_t stop, const double* f, const intp_t* 
     """t <- A'A t on one query (t given at its positions; centered first), with the active set of f."""
     cdef intp_t k
     center_segment(start, stop, perm, t)
-    query_sweep(start, stop, f, perm, rank, t, n_levels, fen_cnt, fen_sum, cm, sm, cp, sp)
+    query_sweep(start, stop, f, perm, rank, t + start, 1, n_levels, fen_cnt, fen_sum, cm + start, sm + start,
+                cp + start, sp + start)
     for k in range(start, stop):
         t[k] = (cp[k] + cm[k]) * t[k] - sp[k] - sm[k]
 
@@ -277,18 +279,25 @@ cdef void _gather_columns(const floating* data, const index_t* ind, const index_
 cdef void _query_hess_block(const floating* data, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
                             const intp_t* rows, intp_t start, intp_t stop, const double* f, const intp_t* perm,
                             const intp_t* rank, intp_t n_levels, const intp_t* cols, const intp_t* col_pos,
-                            intp_t m, intp_t mb, intp_t* fen_cnt, double* fen_sum, double* count, double* Tb,
-                            double* LT, double* Ta, double* acc) noexcept nogil:
+                            intp_t m, intp_t mb, intp_t* fen_cnt, double* fen_sum, double* cnt_minus,
+                            double* cnt_plus, double* Tb, double* LT, double* Gp, double* Ta,
+                            double* acc) noexcept nogil:
     """acc (m x m, row-major) += X_c' A'A X_c over the rows of one query, in blocks of mb columns: T_b = X_c[:, b]
-    gathered, A'A T_b by one pair of sweeps (query_sweep_block), then acc[a, b] += T_a' (A'A T_b) by dgemm."""
-    cdef intp_t b0 = 0, b1, a0, a1
+    gathered, A'A T_b = (l^- + l^+) T_b - Gamma^- - Gamma^+ by one pair of sweeps for all its columns (query_sweep),
+    then acc[a, b] += T_a' (A'A T_b) by dgemm."""
+    cdef intp_t b0 = 0, b1, a0, a1, k, a, w
     cdef int M, N, K = <int> (stop - start), ldc = <int> m
-    cdef double one = 1.0
+    cdef double one = 1.0, c
     cdef double* Tq
     while b0 < m:
         b1 = b0 + mb if b0 + mb < m else m
+        w = b1 - b0
         _gather_columns(data, ind, ptr, dense, d, rows, start, stop, perm, cols, col_pos, b0, b1, Tb)
-        query_sweep_block(start, stop, f, perm, rank, n_levels, Tb, b1 - b0, fen_cnt, fen_sum, count, LT)
+        query_sweep(start, stop, f, perm, rank, Tb, w, n_levels, fen_cnt, fen_sum, cnt_minus, LT, cnt_plus, Gp)
+        for k in range(stop - start):
+            c = cnt_minus[k] + cnt_plus[k]
+            for a in range(k * w, (k + 1) * w):
+                LT[a] = c * Tb[a] - LT[a] - Gp[a]
         a0 = 0
         while a0 < m:
             a1 = a0 + mb if a0 + mb < m else m
@@ -296,7 +305,7 @@ cdef void _query_hess_block(const floating* data, const index_t* ind, const inde
             if a0 != b0:
                 _gather_columns(data, ind, ptr, dense, d, rows, start, stop, perm, cols, col_pos, a0, a1, Ta)
                 Tq = Ta
-            M = <int> (b1 - b0)
+            M = <int> w
             N = <int> (a1 - a0)
             # column-major view: C (M x N, at acc[a0, b0], ldc m) += LT' (M x K) times Tq (K x N)
             dgemm("N", "T", &M, &N, &K, &one, LT, &M, Tq, &N, &one, acc + a0 * m + b0, &ldc)
@@ -341,9 +350,9 @@ def linear_hess_block(const floating[::1] data, const index_t[::1] indices, cons
     col_pos_a[np.asarray(cols)] = np.arange(m)
     cdef const intp_t[::1] col_pos = col_pos_a
     cdef double[:, ::1] fen_sum = np.empty((nt, fen_width))
-    cdef double[:, ::1] count = np.empty((nt, padded_width(l_max)))
-    # per thread: T_b, A'A T_b and (with several blocks) T_a
-    cdef double[:, :, ::1] buf = np.empty((nt, 2 if n_blocks == 1 else 3, padded_width(l_max * mb)))
+    cdef double[:, :, ::1] count = np.empty((nt, 2, padded_width(l_max)))
+    # per thread: T_b, A'A T_b (Gamma^- first), Gamma^+ and (with several blocks) T_a
+    cdef double[:, :, ::1] buf = np.empty((nt, 3 if n_blocks == 1 else 4, padded_width(l_max * mb)))
     # accumulators within 1/64 of the gathered entries (the dgemm work per query is |c| times that)
     n_ch = chunk_count(nq, m * m, lay.n_positions * m // 8, nt)
     balanced_chunks(&offsets[0], nq, n_ch, bounds)
@@ -361,8 +370,8 @@ def linear_hess_block(const floating[::1] data, const index_t[::1] indices, cons
                     break
                 _query_hess_block(&data[0], ind_p, ptr_p, dense, d, &rows[0], start, stop, &f[0], &perm[0],
                                   &rank[0], nlev[q], &cols[0], &col_pos[0], m, mb, &fen_cnt[tid, 0],
-                                  &fen_sum[tid, 0], &count[tid, 0], &buf[tid, 0, 0], &buf[tid, 1, 0],
-                                  &buf[tid, buf.shape[1] - 1, 0], &acc[c, 0])
+                                  &fen_sum[tid, 0], &count[tid, 0, 0], &count[tid, 1, 0], &buf[tid, 0, 0],
+                                  &buf[tid, 1, 0], &buf[tid, 2, 0], &buf[tid, buf.shape[1] - 1, 0], &acc[c, 0])
     check_interrupt(&intr)
     sum_chunks(acc, np.asarray(out).reshape(-1))
 

@@ -21,12 +21,12 @@ class LinearHinge:
 
     def __init__(self, parts, layout):
         self.parts, self.layout, self.m = parts, layout, parts[-1]
+        self._state = layout.new_state()  # the sweeps' scores and order, reused by every separation
 
     def separate(self, w):
         """(number of active pairs at w, s) with Psi = s the most violated constraint (before scaling by 1/|P|)."""
-        f, perm = self.layout.new_state()
         xg = np.empty(self.m)
-        _, n_active = _pairloss.linear_fun_grad(*self.parts, self.layout, w, False, f, perm, xg)
+        _, n_active = _pairloss.linear_fun_grad(*self.parts, self.layout, w, False, *self._state, xg)
         return n_active, -xg
 
     def gram_row(self, psi_new, ws):
@@ -50,11 +50,11 @@ class KernelHinge:
     def __init__(self, Q, layout):
         self.Q, self.layout, self.m = Q, layout, layout.n_data_rows
         self.beta, self.f, self._qc = np.zeros(self.m), None, None
+        self._state = layout.new_state()
 
     def separate(self, f):
-        fs, perm = self.layout.new_state()
         gf = np.empty(self.m)
-        _, n_active = _pairloss.scores_fun_grad(f, self.layout, False, fs, perm, gf)
+        _, n_active = _pairloss.scores_fun_grad(f, self.layout, False, *self._state, gf)
         return n_active, -gf
 
     def gram_row(self, c_new, ws):

@@ -17,8 +17,9 @@ ref = pytest.importorskip("reference.ranksvm")
 
 
 def _data(storage, dtype, seed=0, n_queries=8, n_docs=160, n_features=10, levels=3):
-    """Graded data; labels on 3 levels (tied labels in every query), half the entries zero when sparse."""
-    return make_ranking(n_queries, n_docs, n_features, levels, density=0.5 if storage == "sparse" else 1.0,
+    """Graded data; labels on 3 levels (tied labels in every query); sparse: 70% of the entries zero, so that the
+    kernels read it as CSR (at half or more they would read a dense copy, problems._linear_parts)."""
+    return make_ranking(n_queries, n_docs, n_features, levels, density=0.3 if storage == "sparse" else 1.0,
                         sparse=storage == "sparse", dtype=dtype, random_state=seed)
 
 
@@ -40,6 +41,8 @@ def test_hessian_block_equals_hessian_products(storage, dtype, ties):
     where most pairs are active (w = 0: every pair, every score tied) and where some are not; ws unsorted."""
     X, y, qid = _data(storage, dtype, seed=2)
     X = _rounded(X) if ties else X
+    if storage == "sparse" and ties:  # int64 indices too
+        X.indices, X.indptr = X.indices.astype(np.int64), X.indptr.astype(np.int64)
     layout, _ = make_layout(y, qid)
     d = X.shape[1]
     ws = np.array([7, 0, 3, 9, 4, 1])
@@ -47,6 +50,7 @@ def test_hessian_block_equals_hessian_products(storage, dtype, ties):
     for C, ridge in ((0.7, 0.5), (3.0, 0.0)):
         obj = LinearSquaredHinge(X, layout, C, regularize=ridge > 0)
         for w in (np.zeros(d), 0.2 * rng.normal(size=d), rng.normal(size=d)):
+            assert obj.parts[3] == (storage == "dense")  # the CSR path is the one tested for sparse X
             obj.grad(w)
             assert 0 < obj.state.n_active
             H = obj.hessian_block(ws)

@@ -25,6 +25,8 @@ O(l log l) (_ostree.pyx, Appendix B).
 * squared hinge with an l1 term: proximal Newton with working sets (cyrank.optim.datafit.minimise; Yuan, Ho &
   Lin 2012), stopping when the KKT violation max_r |p_r| (p the minimum-norm subgradient) is <= tol
   max_r |dL/dw_r at 0| and the gap is <= tol max(1, |objective|); ``grad_norm`` is that relative KKT violation.
+  The working set's Hessian 2C X_ws'A'A X_ws is formed in one pass over the queries
+  (:meth:`~cyrank.ranksvm.problems.LinearSquaredHinge.hessian_block`), not by |ws| Hessian products.
 * hinge: the 1-slack cutting-plane method (Joachims 2006; section 2.2, (2.8)) of cyrank.optim.cutting_plane,
   with its constraints scaled by 1/|P|:  xi' >= (1/|P|) sum_P c_ij - <w, (1/|P|) sum_P c_ij (x_i - x_j)>  and
   C' = C |P|, which is the same problem. It stops when the most violated constraint exceeds the working set's
@@ -38,6 +40,10 @@ which w = 0 is optimal. :func:`objective` evaluates the linear objective at give
 The pieces live beside this module: problems.py (the query layout, the squared-hinge datafit and its public
 :func:`~cyrank.ranksvm.problems.loss`), kernels.py (kernel matrices, stored or block-wise within the memory
 budget), hinge.py (the 1-slack adapters).
+
+Linear models read X in its own precision (a float32 X stays float32; every sum is float64) and never copy it, but
+for a sparse X dense enough that its dense form takes no more memory (problems.py); kernel models widen the
+training rows to float64 once, for the BLAS products of Q.
 """
 import contextlib
 from dataclasses import dataclass, field

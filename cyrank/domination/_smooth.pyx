@@ -402,7 +402,7 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
     in chunk order.
     """
     cdef intp_t d = n_features, m = cols.shape[0], nq = st.n_queries, nt = st.n_threads
-    cdef intp_t q, p, p0, p1, i, c, k, r, tid, n_ch, rw, max_rows = 0
+    cdef intp_t q, p, p0, p1, i, c, k, r, tid, n_ch, rw, entries, max_rows = 0
     cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr, rows = st.rows
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U
     cdef intp_t bounds[MAX_CHUNKS + 1]
@@ -422,9 +422,11 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
     for q in range(nq):
         max_rows = max(max_rows, lay_ptr[q_ptr[q + 1]] - lay_ptr[q_ptr[q]])
     cdef const intp_t[::1] q_rows = st.q_rows
-    # the work measure is the entries of X_W read (not the flops): the chunks' m x m accumulators then take at most
-    # 1 / ACC_WORK_RATIO of X_W's entries in doubles, memory of the order of X's, whatever the number of rows
-    n_ch = chunk_count(nq, m * m, st.n_rows * m, nt)
+    # the work measure is the entries of X_W read (not the flops; sparse X: its stored entries, the W share of them):
+    # the chunks' m x m accumulators then take at most 1 / ACC_WORK_RATIO of them in doubles, memory of the order
+    # of X's, whatever the number of rows
+    entries = st.n_rows * m if dense else (indptr[indptr.shape[0] - 1] - indptr[0]) * m // max(1, d)
+    n_ch = chunk_count(nq, m * m, entries, nt)
     balanced_chunks(&q_rows[0], nq, n_ch, bounds)
     cdef double[:, ::1] acc = np.zeros((n_ch, padded_width(m * m)))
     cdef double[::1] flat = np.asarray(out).reshape(-1)

@@ -32,6 +32,7 @@ from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_int
                               chunk_count, interrupt_init, keep_going, product_threads, sum_chunks, sum_ordered,
                               zero_row)
 from cyrank._rows cimport row_axpy, row_dot
+from cyrank._sort cimport KeyIndex, introsort
 from cyrank._typedefs cimport floating, index_t, intp_t
 
 cdef extern from *:
@@ -369,8 +370,6 @@ def row_keys(X, const double[::1] r):
 # far pairs of row i are a suffix of a lower level, summed by suffix sums of the scores (their counts handed to
 # the lower rows by a difference array); only the window in between is enumerated. O(n L + close pairs) after an
 # O(n log n) sort (L levels). The Gauss-Newton diagonal of far pairs (< e^-37 sigma^2) is dropped.
-from cyrank._sort cimport KeyIndex, introsort
-
 cdef double FAR = 37.0
 
 
@@ -481,3 +480,24 @@ def pair_lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] off
             loss += _query_loss(&s[offsets[q]], &y[offsets[q]], offsets[q + 1] - offsets[q], sigma, &ex[offsets[q]],
                                 &g[offsets[q]])
     return loss
+
+
+def sort_runs(const intp_t[::1] order, const intp_t[::1] bounds, const double[::1] key):
+    """``order`` with each run order[bounds[r]:bounds[r+1]] sorted by key[row] (equal keys by row index): a
+    segmented sort, O(n log run)."""
+    cdef intp_t n = order.shape[0], nr = bounds.shape[0] - 1, r, k
+    if bounds[0] != 0 or bounds[nr] != n:
+        raise ValueError("sort_runs: bounds must run from 0 to len(order)")
+    out = np.empty(n, dtype=np.int64)
+    cdef intp_t[::1] o = out
+    cdef KeyIndex[::1] rec = np.empty(max(n, 1), dtype=[("key", np.float64), ("index", np.int64)])
+    with nogil:
+        for k in range(n):
+            rec[k].key = key[order[k]]
+            rec[k].index = order[k]
+        for r in range(nr):
+            if bounds[r + 1] - bounds[r] > 1:
+                introsort(&rec[bounds[r]], bounds[r + 1] - bounds[r])
+        for k in range(n):
+            o[k] = rec[k].index
+    return out

@@ -114,9 +114,9 @@ def content_order(groups, X):
     (_lambdas.row_hashes, on those rows only); equal rows, which are interchangeable, keep the input order."""
     r = np.random.default_rng(CONTENT_SEED).uniform(-1.0, 1.0, X.shape[1])
     key = _ranknet.row_keys(X, r)
-    run = np.repeat(np.arange(groups.label_runs.shape[0] - 1), np.diff(groups.label_runs))
     lo = groups.label_order
-    order = lo[np.lexsort((key[lo], run))]
+    order = _ranknet.sort_runs(lo, np.ascontiguousarray(groups.label_runs, dtype=np.int64), key)
+    run = np.repeat(np.arange(groups.label_runs.shape[0] - 1), np.diff(groups.label_runs))
     k = key[order]
     tied = np.flatnonzero((k[1:] == k[:-1]) & (run[1:] == run[:-1]))
     if tied.size == 0:

@@ -101,11 +101,10 @@ def test_model_file_pickle_and_missing_lightgbm(data, tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_the_model_does_not_depend_on_the_row_order(data):
     """Rows permuted inside their (query, label), or at random: the same trees, so the same predictions bit for
-    bit. The default tie rule's lambdas need no row order (every score ties at the first round), and the rows of a
-    (query, label) reach LightGBM in an order fixed by their content: LightGBM gets the same data and the same
-    gradients in the same order, so bit-for-bit equality holds by construction. (Without that order the sums run
-    in another order; on these 15 rounds the trees came out equal all the same, LightGBM keeping its gradients in
-    float32.)"""
+    bit. Every row gets the same lambdas in any row order (the default tie rule needs none); X reaches LightGBM
+    in the caller's row order, so its gradient sums run in another order, and the trees come out equal when those
+    float64 sums of float32 gradients are exact and LightGBM's bin sample holds every row (n <= 200,000), as
+    here. Above that, LightGBM's bins depend on the row order (LambdaMART's docstring says so)."""
     X, y, qid = data["train"]
     Xt = data["test"][0]
     rng = np.random.default_rng(0)

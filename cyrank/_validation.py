@@ -41,6 +41,11 @@ def _check_kind(a, name):
 
 
 def _check_finite(values, name):
+    """ValueError naming NaN or infinity in ``values``. A float array is judged by its extremes (NaN propagates
+    through min and max, an infinity is one of them), so no boolean temporary of its size is made."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        if values.size == 0 or (np.isfinite(values.min()) and np.isfinite(values.max())):
+            return
     if not np.all(np.isfinite(values)):
         bad = "NaN" if np.isnan(values).any() else "infinity"
         raise ValueError(f"{name} contains {bad}; every value must be finite")

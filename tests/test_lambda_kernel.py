@@ -227,6 +227,9 @@ def test_prepared_lambdas_equal_the_function_bit_for_bit(metric, ties):
         assert got[0] == want[0]
         np.testing.assert_array_equal(got[1], want[1])
         np.testing.assert_array_equal(got[2], want[2])
+        grad, weight = prepared.gradient(s)  # without the cost: the same gradient and weight
+        np.testing.assert_array_equal(grad, want[1])
+        np.testing.assert_array_equal(weight, want[2])
 
 
 def test_prepared_lambdas_check_each_score_vector():
@@ -237,6 +240,8 @@ def test_prepared_lambdas_check_each_score_vector():
         prepared(np.zeros(3))
     with pytest.raises(ValueError, match="y_score"):
         prepared(np.array([0.0, np.nan, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="y_score"):
+        prepared.gradient(np.zeros(5))
     cost, grad, weight = prepared(np.zeros(4))
     assert cost > 0 and grad.shape == (4,) and np.all(weight > 0)
     with pytest.raises(ValueError, match="y_true"):

@@ -198,10 +198,18 @@ class Lambdas:
 
     def __call__(self, y_score):
         """(cost, gradient, weight) at ``y_score`` (one finite score per row of y_true)."""
+        return self._run(y_score, True)
+
+    def gradient(self, y_score):
+        """(gradient, weight) at ``y_score``, the same bits as :meth:`__call__`'s, without the cost (one log per
+        pair less): what a boosting loop's custom objective needs."""
+        return self._run(y_score, False)[1:]
+
+    def _run(self, y_score, with_cost):
         y_score = check_y(y_score, self.n_samples, name="y_score", of="y_true")
         order = self._pairs.order
         np.take(y_score, order, out=self._sorted)
-        cost = self._pairs.lambdas(self._sorted, self._lam, self._hess)
+        cost = self._pairs.lambdas(self._sorted, self._lam, self._hess, with_cost=with_cost)
         grad, weight = np.empty(self.n_samples), np.empty(self.n_samples)
         grad[order], weight[order] = self._lam, self._hess
         return cost, grad, weight

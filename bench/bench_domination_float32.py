@@ -4,7 +4,7 @@ Each fit runs in a fresh process (bench_memory.py's measure: a warm-up fit on 20
 reset through /proc/self/clear_refs, VmRSS read before the fit and VmHWM after; excess = (VmHWM - VmRSS before)
 / X's bytes, for CSR X the bytes of its data, indices and indptr). Data: make_ranking, ``--rows`` documents x
 ``--features`` in queries of ``--query``, rows grouped by query; the CSR case keeps ``--density`` of the
-entries. float32 X holds the values of the float64 X rounded once, both fits solve to ``--tol``.
+entries. The float64 X holds the float32 X's values (the same problem); both fits solve to ``--tol``.
 
     OMP_NUM_THREADS=1 python bench/bench_domination_float32.py --rows 200000
     OMP_NUM_THREADS=1 python bench/bench_domination_float32.py --rows 200000 --pythonpath /path/to/old/tree
@@ -32,7 +32,7 @@ CASES = {
     "l2 newton": ("l2", "newton", None),
     "l1 prox_newton": ("l1", "prox_newton", None),
     "l1 owlqn": ("l1", "owlqn", None),
-    "l2 cd, 20 sweeps": ("l2", "cd", 20),  # (hundreds of sweeps to converge on dense data: its memory and speed)
+    "l2 cd 20 sweeps": ("l2", "cd", 20),  # (hundreds of sweeps to converge on dense data: its memory and speed)
 }
 
 
@@ -68,7 +68,8 @@ def write_data(args, where):
     from cyrank.datasets import make_ranking
 
     nq = max(1, args.rows // args.query)
-    X, y, qid = make_ranking(nq, [args.query] * nq, args.features, 5, random_state=0)
+    X, y, qid = make_ranking(nq, [args.query] * nq, args.features, 5, dtype=np.float32, random_state=0)
+    X = X.astype(np.float64)  # the float32 values: both fits solve the same problem
     Xs = sp.csr_matrix(X * (np.random.default_rng(1).random(X.shape) < args.density))
     for dtype in ("float32", "float64"):
         np.save(os.path.join(where, f"X_{dtype}.npy"), X.astype(dtype))

@@ -269,7 +269,9 @@ def hand_problems(quick):
     """The issue's shape, 2e4 x 100 dense, 20 labels (1/5 of it with --quick): (name, X, the graphs' builder
     and its argument). "multilabel": cyrank.datasets.multilabel_dataset (count features, 3 labels on average,
     bipartite graphs); "graded": standard normal X, 5 grades of 4 labels each from a noisy linear model
-    (from_relevance, 160 edges per instance)."""
+    (from_relevance, 160 edges per instance); "positive (tf-like)": multilabel_problem at density 1 (features in
+    [1, 2], the 5 best of 20 labels of a noisy linear model relevant: 75 edges per instance), the issue's hard
+    case (plain Newton-CG needed 686 Hessian products at alpha = 0.01)."""
     from cyrank.datasets import multilabel_dataset
 
     n, d, L = (4000, 100, 20) if quick else (20_000, 100, 20)
@@ -278,7 +280,9 @@ def hand_problems(quick):
     Xg = rng.normal(size=(n, d))
     score = Xg @ rng.normal(size=(d, L)) / np.sqrt(d) + rng.normal(size=(n, L))
     R = np.argsort(np.argsort(score, axis=1), axis=1) // 4
-    return [("multilabel", X, PreferenceGraphs.from_indicator, Y), ("graded", Xg, PreferenceGraphs.from_relevance, R)]
+    Xt, Yt = multilabel_problem(n, d, L, 1.0, 5)  # positive features in [1, 2]: a large common mean
+    return [("multilabel", X, PreferenceGraphs.from_indicator, Y), ("graded", Xg, PreferenceGraphs.from_relevance, R),
+            ("positive (tf-like)", Xt.toarray(), PreferenceGraphs.from_indicator, Yt)]
 
 
 def lbfgs_on_loss(X, G, alpha, f_star, gap=1e-6, max_seconds=600):
@@ -333,7 +337,7 @@ def bench_hand(quick, repeats=5):
     print("|---|---:|---:|---:|---|---|---:|---:|---:|")
     for name, X, build, Y in hand_problems(quick):
         G = build(Y)
-        target = Y if name == "multilabel" else G  # the estimator takes an indicator matrix or graphs
+        target = Y if build == PreferenceGraphs.from_indicator else G  # an indicator matrix or graphs
 
         def graphs():
             t = time.perf_counter()

@@ -93,29 +93,31 @@ def test_badly_scaled_float32_columns_against_cvxpy():
 
 
 def test_whitened_loss_is_the_same_objective_and_strongly_convex_enough():
-    """WhitenedLoss is F(R^-1 u): same values at corresponding points, gradients related by R^-T, Hessian products
-    by R^-T H R^-1; sigma_max(R) <= 1, which keeps minimise's strong-convexity certificate 2 ridge valid in u."""
+    """WhitenedLoss is F(T^-1 u), T = R (x) P + s I (x) J (P = I - J, J = 11'/L on the labels): same values at
+    corresponding points, gradients related by T^-T, Hessian products by T^-T H T^-1 (dense matrices here);
+    sigma_max(T) <= 1, which keeps minimise's strong-convexity certificate 2 ridge valid in u."""
     X, G = _data(seed=5, n=50, d=6, L=4)
     X[:, 2] *= np.float32(1e4)  # far-off scales: R is far from a multiple of I
     problem = loss(X, G)
     problem.ridge = 0.3
     d, L = X.shape[1], G.n_labels
     problem.grad(np.zeros(problem.n_features))
-    R = whitening_factor(problem)
-    assert R is not None and np.linalg.norm(R, 2) <= 1.0 and not np.allclose(R, R[0, 0] * np.eye(d))
-    white = WhitenedLoss(problem, R)
+    R, s = whitening_factor(problem)
+    J = np.full((L, L), 1.0 / L)
+    T = np.kron(R, np.eye(L) - J) + s * np.kron(np.eye(d), J)
+    assert np.linalg.norm(T, 2) <= 1.0 and 0 < s and not np.allclose(R, R[0, 0] * np.eye(d))
+    white = WhitenedLoss(problem, R, s)
     white.ridge = 0.3
     rng = np.random.default_rng(6)
     u, v = rng.normal(size=problem.n_features), rng.normal(size=problem.n_features)
     w = white.to_w(u)
+    np.testing.assert_allclose(w, np.linalg.solve(T, u), rtol=1e-8, atol=1e-10 * np.abs(w).max())
     np.testing.assert_allclose(white.to_u(w), u, rtol=1e-10, atol=1e-12)
     assert white.fun(u) == pytest.approx(problem.fun(w), rel=1e-13)
     gw = problem.grad(w)
-    np.testing.assert_allclose(white.grad(u), np.linalg.solve(np.kron(R, np.eye(L)).T, gw), rtol=1e-8,
-                               atol=1e-10 * np.abs(gw).max())
-    Rk = np.kron(R, np.eye(L))
-    Hw = problem.hess_vec(np.linalg.solve(Rk, v))
-    np.testing.assert_allclose(white.hess_vec(v), np.linalg.solve(Rk.T, Hw), rtol=1e-8,
+    np.testing.assert_allclose(white.grad(u), np.linalg.solve(T.T, gw), rtol=1e-8, atol=1e-10 * np.abs(gw).max())
+    Hw = problem.hess_vec(np.linalg.solve(T, v))
+    np.testing.assert_allclose(white.hess_vec(v), np.linalg.solve(T.T, Hw), rtol=1e-8,
                                atol=1e-10 * np.abs(Hw).max())
 
 
@@ -188,3 +190,23 @@ def test_mean_curvature_is_the_trace_of_the_score_hessians(decomposition):
     got = _loss.mean_curvature(G.edge_ptr, G.init, G.term, D.sub.sub_ptr, D.sub.member_ptr, D.sub.kernel_members,
                                p, 5)
     assert got == pytest.approx(trace, rel=1e-12) and trace > 0
+
+
+def test_whitened_newton_gives_up_the_whitening_when_it_stops_paying(monkeypatch):
+    """With at most 2 Hessian products per whitened Newton step, the solve leaves the whitened variables at the
+    first longer step and goes on from its last accepted point unwhitened: same optimum (1e-10), converged with
+    an honest gap, the products of both phases counted."""
+    from cyrank.labelrank import whitening
+
+    X, G = _data(seed=14, n=80, d=6, L=5)
+    X = X + np.float32(3.0)  # positive features with a large common mean
+    want = solve(X, G, alpha=0.01, tol=1e-10)
+    calls = []
+    real = whitening.minimise
+    monkeypatch.setattr(whitening, "minimise", lambda problem, *a, **k: calls.append(problem) or real(problem, *a, **k))
+    monkeypatch.setattr(whitening, "MAX_PRODUCTS_PER_STEP", 2)
+    got = solve(X, G, alpha=0.01, tol=1e-10)
+    assert [type(p).__name__ for p in calls] == ["WhitenedLoss", "LabelRankLoss"]  # the fallback ran
+    assert got.converged and got.gap <= 1e-10 * max(1.0, abs(got.objective))
+    assert got.objective == pytest.approx(want.objective, rel=1e-10)
+    assert got.n_cg_iter > 2 and got.n_iter >= 1

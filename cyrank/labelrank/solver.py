@@ -36,8 +36,9 @@ Solvers:
   The boosting bound is for a smooth penalty: "boost" refuses an l1 term.
 - "newton": cyrank.optim.datafit.minimise on L + penalty with the exact Hessian products: trust-region
   Newton-CG (cyrank.optim.tron) when the penalty is smooth, in whitened variables when X has at most
-  whitening.MAX_FEATURES columns (whitening.py: CG preconditioned by (c X'X + 2 alpha I) (x) I, the
-  Kronecker-factored curvature with the identity as its label factor), proximal Newton with working sets
+  whitening.MAX_FEATURES columns (whitening.py: CG preconditioned by the Kronecker-factored curvature
+  (c X'X + 2 alpha I) (x) P + 2 alpha I (x) 11'/L at w = 0, P the labels' centring projector; plain again from the
+  last accepted point once a step takes more than whitening.MAX_PRODUCTS_PER_STEP products), proximal Newton with working sets
   (cyrank.optim.prox_newton; Yuan, Ho & Lin, JMLR 2012) with an l1 term.
 - "auto": "newton".
 Every solver stops when ||grad F|| <= tol ||grad F at 0|| (``grad_norm`` is the relative value; with an l1 term

@@ -27,9 +27,9 @@ of X. Per query: X_q w, the query sweep, then X_q' z while the query's rows are 
 fill a block lo:hi of X of at most twice its rows, blocks disjoint (X grouped by query, the usual case), the
 products go through the block (cyrank/_rows.pxd: BLAS dgemv for dense float64; a dense float32 block is first
 widened to double, exactly, in a per-thread buffer, and both products read it there by dgemv) and a per-thread
-buffer in X's row order; otherwise row by row through ``rows``. Only E, s (rows) and the layer arrays are kept per state; the
-margins, derivatives and product vectors of a query live in per-thread buffers of the largest query's size.
-Queries run in parallel (OpenMP) in a fixed partition of contiguous chunks balanced by rows
+buffer in X's row order; otherwise row by row through ``rows``. Only E, s (rows) and the layer arrays are kept
+per state; the margins, derivatives and product vectors of a query live in per-thread buffers of the largest
+query's size. Queries run in parallel (OpenMP) in a fixed partition of contiguous chunks balanced by rows
 (cyrank/_parallel.pxd), each chunk with its own share of X'z and of the loss, summed in chunk order: the same
 input gives bit-identical results whichever thread runs which chunk.
 """
@@ -144,9 +144,10 @@ cdef class State:
     """Layout arrays (see the module docstring), the per-row / per-layer state of the last gradient (E, s; rho,
     T) and the scratch of hess_vec (V, U per layer). rows[p]: X's row of sorted row p; q_rows[q]: first sorted row
     of query q (the work measure of the chunk partition); lo, hi: the blocks of X's rows of the queries
-    (layout.query_blocks(), _layout.py); work: one row of buffers per thread (margins / X v, derivatives / H X v, a block in X's
-    row order, and ``wide`` doubles for float32 rows widened to double), shared with the State ``like`` when given (the trial and current states of one problem). Products
-    run on one thread below ``parallel_min_rows`` rows (-1: the shared default, cyrank/_parallel.pxd)."""
+    (layout.query_blocks(), _layout.py); work: one row of buffers per thread (margins / X v, derivatives / H X v,
+    a block in X's row order, and ``wide`` doubles for float32 rows widened to double), shared with the State
+    ``like`` when given (the trial and current states of one problem). Products run on one thread below
+    ``parallel_min_rows`` rows (-1: the shared default, cyrank/_parallel.pxd)."""
     cdef public object q_ptr, lay_ptr, offset, q_rows, rows, lo, hi, work
     cdef public intp_t n_rows, n_layers, n_queries, n_threads, max_rows, wide
     cdef public object E, s, rho, T, V, U, acc

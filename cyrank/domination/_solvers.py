@@ -146,9 +146,10 @@ def _solve_cd(X, layout, w, lam1, lam2, tol, max_iter, feature_induction, hessia
 
 
 def _smooth_problem(X, layout, lam2, options):
-    """(rows, problem, scale, noise, f0, g0): X's parts for the products (_rows_of), the smooth problem (loss + lam2 ||w||^2), scale =
-    max_r |dL/dw_r| at w = 0 (the reference of every KKT measure here), the rounding error of the gradient
-    (_gradient_rounding), and the objective and gradient at 0. Leaves the problem's Hessian state at w = 0."""
+    """(rows, problem, scale, noise, f0, g0): X's parts for the products (_rows_of), the smooth problem
+    (loss + lam2 ||w||^2), scale = max_r |dL/dw_r| at w = 0 (the reference of every KKT measure here), the rounding
+    error of the gradient (_gradient_rounding), and the objective and gradient at 0. Leaves the problem's Hessian
+    state at w = 0."""
     rows = _rows_of(X, layout.rows, options)
     problem = _NewtonProblem(rows, layout, lam2, X.shape[1], options.parallel_min_rows, X=X)
     with one_blas_thread():

@@ -19,6 +19,7 @@ Each iteration at w, with the full gradient G of f:
 """
 import numpy as np
 
+from .._threads import one_blas_thread
 from ._quadratic_l1 import minimise_quadratic_l1
 from .result import OptimResult, gap_target
 from .tron import NOISE_REL
@@ -67,7 +68,8 @@ class GramModel:
         if damping > 0:
             H = H.copy()
             H[np.diag_indices_from(H)] += damping * self.diagonal
-        step, sweeps, _ = minimise_quadratic_l1(H, g, w, lam1, tol)
+        with one_blas_thread():  # small dense solves: more BLAS threads only wait on each other
+            step, sweeps, _ = minimise_quadratic_l1(H, g, w, lam1, tol)
         return step, sweeps
 
 

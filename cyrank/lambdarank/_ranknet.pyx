@@ -31,15 +31,9 @@ from libc.math cimport INFINITY, M_LN2, exp, fabs, frexp, log, log1p
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
                               chunk_count, interrupt_init, keep_going, product_threads, sum_chunks, sum_ordered,
                               zero_row)
-from cyrank._rows cimport row_axpy, row_dot
+from cyrank._rows cimport prefetch_row, row_axpy, row_dot
 from cyrank._sort cimport KeyIndex, introsort
 from cyrank._typedefs cimport floating, index_t, intp_t
-
-cdef extern from *:
-    """
-    #define CYRANK_PREFETCH(p) __builtin_prefetch((const void*)(p), 0, 3)
-    """
-    void CYRANK_PREFETCH(const void* p) noexcept nogil
 
 cdef double TINY = 1e-250  # below it, exp(sigma s - max) has lost digits: the per-pair exponential instead
 cdef double LN2 = M_LN2
@@ -189,28 +183,6 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
 
 
 # ------------------------------------------------------------------------------------------------ the passes
-cdef inline void _prefetch_row(const floating* X, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
-                               intp_t r) noexcept nogil:
-    """Ask for row r of X ahead of its use: the positions visit X's rows out of their storage order, which the
-    hardware prefetcher does not follow (a dense 1e5 x 136 pass ran at half of numpy's bandwidth without it)."""
-    cdef const char* a
-    cdef const char* b
-    cdef const char* p
-    if dense:
-        a = <const char*> (X + r * d)
-        b = <const char*> (X + (r + 1) * d)
-    else:
-        a = <const char*> (X + ptr[r])
-        b = <const char*> (X + ptr[r + 1])
-        p = <const char*> (ind + ptr[r])
-        while p < <const char*> (ind + ptr[r + 1]):
-            CYRANK_PREFETCH(p)
-            p += 64
-    while a < b:
-        CYRANK_PREFETCH(a)
-        a += 64
-
-
 def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
           intp_t n_features, Rows lay, const double[::1] x, double sigma, double[::1] s, double[::1] ex,
           double[::1] t, double[::1] u, double[::1] out):
@@ -257,7 +229,7 @@ def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const 
                 if mode != RDOT:  # the scores (X w or X v) at the query's positions
                     for k in range(start, stop):
                         if k + AHEAD < n:
-                            _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
+                            prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
                         dst[k] = row_dot(X, ind_p, ptr_p, dense, d, rows[k], &x[0])
                 if mode == EVALUATE:
                     loss_c[c] += _query_loss(&s[start], &y[start], stop - start, sigma, &ex[start], &u[start])
@@ -268,7 +240,7 @@ def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const 
                 a = <double*> &x[0] if mode == RDOT else &u[0]
                 for k in range(start, stop):  # X' a over the query's rows (in cache, but for RDOT)
                     if mode == RDOT and k + AHEAD < n:
-                        _prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
+                        prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
                     if a[k] != 0.0:
                         row_axpy(X, ind_p, ptr_p, dense, d, rows[k], a[k], &acc[c, 0])
     check_interrupt(&intr)

@@ -31,7 +31,7 @@ import numpy as np
 from cython.parallel cimport parallel, prange, threadid
 from scipy.linalg.cython_blas cimport dgemm
 
-from cyrank._rows cimport row_axpy, row_dot
+from cyrank._rows cimport prefetch_row, row_axpy, row_dot
 from cyrank._typedefs cimport floating, index_t, intp_t
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
                               chunk_count, interrupt_init, keep_going, padded_width, product_threads, sum_chunks,
@@ -40,30 +40,10 @@ from cyrank.ranksvm._ostree cimport KeyIndex, center_segment, query_sweep, sort_
 from cyrank.ranksvm._ostree import KEY_INDEX_DTYPE
 
 
-cdef extern from *:
-    """
-    /* a macro: written as a Cython inline function, the prefetches were compiled out of the OpenMP loops (gcc -O3;
-       no prefetch instruction in the module) */
-    #define CYRANK_PREFETCH_SPAN(a, b) do { const char* p_ = (const char*)(a); \
-        for (; p_ < (const char*)(b); p_ += 64) __builtin_prefetch(p_, 0, 3); } while (0)
-    """
-    void prefetch_span "CYRANK_PREFETCH_SPAN"(const void* start, const void* stop) noexcept nogil
-
-
 # rows whose entries are requested ahead of the one read by the linear passes: with the hardware prefetcher alone,
 # a dense 2e5 x 136 float32 loss-and-gradient pass took 36.7 ms and a Hessian product 31.5 ms, 30.4 and 24.8 ms with
 # the next rows requested (float64: 41.8 / 35.3 -> 36.8 / 31.1 ms; one thread)
 cdef intp_t AHEAD = 2
-
-
-cdef inline void _prefetch_row(const floating* data, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
-                               intp_t r) noexcept nogil:
-    """Request row r of X (its values, and its column indices when sparse), a cache line (64 bytes) at a time."""
-    if dense:
-        prefetch_span(data + r * d, data + (r + 1) * d)
-    else:
-        prefetch_span(data + ptr[r], data + ptr[r + 1])
-        prefetch_span(ind + ptr[r], ind + ptr[r + 1])
 
 
 # --------------------------------------------------------------------------------------- one query, scores
@@ -208,7 +188,7 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
                     break
                 for k in range(start, stop):
                     if k + AHEAD < n_pos:
-                        _prefetch_row(&data[0], ind_p, ptr_p, dense, d, rows[k + AHEAD])
+                        prefetch_row(&data[0], ind_p, ptr_p, dense, d, rows[k + AHEAD])
                     f[k] = row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &w[0])
                 gf = &work[4, 0]
                 loss_c[c] += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
@@ -259,7 +239,7 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
                 t = &work[4, 0]
                 for k in range(start, stop):
                     if k + AHEAD < n_pos:
-                        _prefetch_row(&data[0], ind_p, ptr_p, dense, d, rows[k + AHEAD])
+                        prefetch_row(&data[0], ind_p, ptr_p, dense, d, rows[k + AHEAD])
                     t[k] = row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &v[0])
                 _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0],
                             &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
@@ -286,7 +266,7 @@ cdef void _gather_columns(const floating* data, const index_t* ind, const index_
     cdef double* row
     for k in range(start, stop):
         if k + AHEAD < stop:
-            _prefetch_row(data, ind, ptr, dense, d, rows[k + AHEAD])
+            prefetch_row(data, ind, ptr, dense, d, rows[k + AHEAD])
         row = T + (k - start) * mb
         r = rows[k]
         if dense:

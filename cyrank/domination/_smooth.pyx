@@ -25,9 +25,8 @@ and Hessian product are X' g and X' H X v. X is the caller's array, never copied
 CSR, float32 or float64, read in its own precision with float64 sums (fused types); sorted row p is row rows[p]
 of X. Per query: X_q w, the query sweep, then X_q' z while the query's rows are in cache. When every query's rows
 fill a block lo:hi of X of at most twice its rows, blocks disjoint (X grouped by query, the usual case), the
-products go through the block (cyrank/_rows.pxd: BLAS dgemv for dense float64; a dense float32 block is first
-widened to double, exactly, in a per-thread buffer, and both products read it there by dgemv) and a per-thread
-buffer in X's row order; otherwise row by row through ``rows``. Only E, s (rows) and the layer arrays are kept
+products go through the block (cyrank/_rows.pxd: BLAS dgemv for dense float64, row loops otherwise) and a
+per-thread buffer in X's row order; otherwise row by row through ``rows``. Only E, s (rows) and the layer arrays are kept
 per state; the margins, derivatives and product vectors of a query live in per-thread buffers of the largest
 query's size. Queries run in parallel (OpenMP) in a fixed partition of contiguous chunks balanced by rows
 (cyrank/_parallel.pxd), each chunk with its own share of X'z and of the loss, summed in chunk order: the same
@@ -47,8 +46,6 @@ from scipy.linalg.cython_blas cimport dgemm
 from cyrank._typedefs cimport floating, index_t, intp_t
 
 
-# float32 dense X: rows widened to double this many entries at a time, each block multiplied by one dgemv
-cdef intp_t WIDE_ENTRIES = 1 << 15
 # gram_hessian: rows of consecutive queries gathered into one block per dgemm (at most this many, or one query)
 cdef intp_t GRAM_BATCH_ROWS = 256
 # ... and the symmetric product Z'(HZ) formed in column blocks of this width, on and above the diagonal only
@@ -145,14 +142,13 @@ cdef class State:
     T) and the scratch of hess_vec (V, U per layer). rows[p]: X's row of sorted row p; q_rows[q]: first sorted row
     of query q (the work measure of the chunk partition); lo, hi: the blocks of X's rows of the queries
     (layout.query_blocks(), _layout.py); work: one row of buffers per thread (margins / X v, derivatives / H X v,
-    a block in X's row order, and ``wide`` doubles for float32 rows widened to double), shared with the State
-    ``like`` when given (the trial and current states of one problem). Products run on one thread below
+    and a block in X's row order), shared with the State ``like`` when given (the trial and current states of one problem). Products run on one thread below
     ``parallel_min_rows`` rows (-1: the shared default, cyrank/_parallel.pxd)."""
     cdef public object q_ptr, lay_ptr, offset, q_rows, rows, lo, hi, work
-    cdef public intp_t n_rows, n_layers, n_queries, n_threads, max_rows, wide
+    cdef public intp_t n_rows, n_layers, n_queries, n_threads, max_rows
     cdef public object E, s, rho, T, V, U, acc
 
-    def __init__(self, layout, intp_t parallel_min_rows=-1, State like=None, intp_t n_features=0):
+    def __init__(self, layout, intp_t parallel_min_rows=-1, State like=None):
         self.q_ptr = np.ascontiguousarray(layout.q_ptr, dtype=np.int64)
         self.lay_ptr = np.ascontiguousarray(layout.lay_ptr, dtype=np.int64)
         self.offset = np.ascontiguousarray(layout.offset, dtype=np.float64)
@@ -166,59 +162,21 @@ cdef class State:
             self.rows = np.ascontiguousarray(layout.rows, dtype=np.int64)
             self.lo, self.hi = (np.ascontiguousarray(b, dtype=np.int64) for b in layout.query_blocks())
             span = int(np.max(self.hi - self.lo, initial=0))
-            self.wide = max(WIDE_ENTRIES, n_features)
-            self.work = np.zeros((max(1, self.n_threads), 2 * self.max_rows + span + 1 + self.wide))
+            self.work = np.zeros((max(1, self.n_threads), 2 * self.max_rows + span + 1))
         else:
-            self.rows, self.lo, self.hi, self.work, self.wide = like.rows, like.lo, like.hi, like.work, like.wide
+            self.rows, self.lo, self.hi, self.work = like.rows, like.lo, like.hi, like.work
         self.E, self.s = np.zeros(self.n_rows), np.zeros(self.n_rows)
         for name in ("rho", "T", "V", "U"):
             setattr(self, name, np.zeros(self.n_layers + 1))
         self.acc = None  # the chunk accumulators of fun_grad and hess_vec (_parallel.chunk_accumulators)
 
 
-cdef inline intp_t widen_rows(const floating* X, intp_t d, const intp_t* rows, intp_t p, intp_t q,
-                              double* buf) noexcept nogil:
-    """buf = the rows rows[p:q] of a dense X in double (exact for float32), one after another."""
-    cdef intp_t i, k
-    cdef const floating* x
-    for i in range(q - p):
-        x = X + rows[p + i] * d
-        for k in range(d):
-            buf[i * d + k] = x[k]
-    return q - p
-
-
-cdef inline bint widen_block(const floating* X, bint dense, intp_t d, intp_t lo, intp_t hi, double* wide,
-                             intp_t n_wide) noexcept nogil:
-    """True after widening X's block lo:hi (a query's rows, in X's order) of a dense float32 X into ``wide``, when
-    it fits in n_wide doubles: the query's two products then read it there, each by one dgemv (rows_dot with the
-    block as X)."""
-    cdef intp_t k
-    cdef const floating* x = X + lo * d
-    if floating is float:
-        if dense and lo >= 0 and (hi - lo) * d <= n_wide:
-            for k in range((hi - lo) * d):
-                wide[k] = x[k]
-            return True
-    return False
-
-
 cdef inline void rows_dot(const floating* X, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
                           const intp_t* rows, intp_t p0, intp_t p1, intp_t lo, intp_t hi, const double* w,
-                          double* block, double* wide, intp_t n_wide, double* out) noexcept nogil:
-    """out[p - p0] = x_{rows[p]} . w for the sorted rows p0:p1. Dense float32 X: the rows widened to double
-    (widen_rows) n_wide // d at a time into ``wide``, each block by one dgemv (block_dot). Otherwise through X's
-    block lo:hi (block_dot into ``block``, in X's row order) when lo >= 0, else row by row."""
-    cdef intp_t p, q, r = n_wide // d if d > 0 else 0
-    if floating is float:
-        if dense and r > 0:
-            p = p0
-            while p < p1:
-                q = min(p + r, p1)
-                widen_rows(X, d, rows, p, q, wide)
-                block_dot(<const double*> wide - p * d, ind, ptr, True, d, p, q, w, out - p0)
-                p = q
-            return
+                          double* block, double* out) noexcept nogil:
+    """out[p - p0] = x_{rows[p]} . w for the sorted rows p0:p1: through X's block lo:hi (block_dot into ``block``,
+    in X's row order) when lo >= 0, else row by row."""
+    cdef intp_t p
     if lo >= 0:
         block_dot(X, ind, ptr, dense, d, lo, hi, w, block - lo)
         for p in range(p0, p1):
@@ -230,18 +188,9 @@ cdef inline void rows_dot(const floating* X, const index_t* ind, const index_t* 
 
 cdef inline void rows_axpy(const floating* X, const index_t* ind, const index_t* ptr, bint dense, intp_t d,
                            const intp_t* rows, intp_t p0, intp_t p1, intp_t lo, intp_t hi, const double* a,
-                           double* block, double* wide, intp_t n_wide, double* acc) noexcept nogil:
-    """acc += sum_{p in p0:p1} a[p - p0] x_{rows[p]}, the rows read as rows_dot reads them."""
-    cdef intp_t p, q, r = n_wide // d if d > 0 else 0
-    if floating is float:
-        if dense and r > 0:
-            p = p0
-            while p < p1:
-                q = min(p + r, p1)
-                widen_rows(X, d, rows, p, q, wide)
-                block_axpy(<const double*> wide - p * d, ind, ptr, True, d, p, q, a - p0, acc)
-                p = q
-            return
+                           double* block, double* acc) noexcept nogil:
+    """acc += sum_{p in p0:p1} a[p - p0] x_{rows[p]}, through X's block lo:hi when lo >= 0 (rows_dot)."""
+    cdef intp_t p
     if lo >= 0:
         for p in range(hi - lo):
             block[p] = 0.0
@@ -277,11 +226,9 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
     cdef const double[::1] off = st.offset
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T
     cdef double[:, ::1] work = st.work
-    cdef intp_t m = st.max_rows, nw = st.wide
-    cdef bint in_wide
+    cdef intp_t m = st.max_rows
     cdef double* u
     cdef double* g
-    cdef double* wide
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef double loss_c[MAX_CHUNKS]
     cdef Interrupt intr
@@ -301,7 +248,6 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
         tid = threadid()
         u = &work[tid, 0]
         g = u + m
-        wide = &work[tid, work.shape[1] - nw]
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
             loss_c[c] = 0.0
             zero_row(&acc[c, 0], acc.shape[1])
@@ -310,23 +256,13 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
                 p1 = lay_ptr[q_ptr[q + 1]]
                 if not keep_going(&intr, tid, (p1 - p0) * rw):
                     break
-                in_wide = widen_block(X, dense, d, lo[q], hi[q], wide, nw)
-                if in_wide:
-                    rows_dot(<const double*> wide - lo[q] * d, ind_p, ptr_p, True, d, &rows[0], p0, p1, lo[q], hi[q],
-                             &w[0], g + m, wide, 0, u)
-                else:
-                    rows_dot(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], &w[0], g + m, wide, nw, u)
+                rows_dot(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], &w[0], g + m, u)
                 for p in range(p0, p1):
                     u[p - p0] = u[p - p0] - off[p]
                 # the sweep indexes rows by their sorted position: the buffers shifted by p0
                 loss_c[c] += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], u - p0, &E[0], &s[0], g - p0,
                                         &rho[0], &T[0])
-                if in_wide:
-                    rows_axpy(<const double*> wide - lo[q] * d, ind_p, ptr_p, True, d, &rows[0], p0, p1, lo[q],
-                              hi[q], g, g + m, wide, 0, &acc[c, 0])
-                else:
-                    rows_axpy(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], g, g + m, wide, nw,
-                              &acc[c, 0])
+                rows_axpy(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], g, g + m, &acc[c, 0])
     check_interrupt(&intr)
     sum_chunks(acc, xg)
     return sum_ordered(loss_c, n_ch)
@@ -339,11 +275,9 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
     cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr, rows = st.rows, lo = st.lo, hi = st.hi
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U
     cdef double[:, ::1] work = st.work
-    cdef intp_t m = st.max_rows, nw = st.wide
-    cdef bint in_wide
+    cdef intp_t m = st.max_rows
     cdef double* xv
     cdef double* h
-    cdef double* wide
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef Interrupt intr
     cdef const floating* X = &data[0] if data.shape[0] else NULL
@@ -362,7 +296,6 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
         tid = threadid()
         xv = &work[tid, 0]
         h = xv + m
-        wide = &work[tid, work.shape[1] - nw]
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
             zero_row(&acc[c, 0], acc.shape[1])
             for q in range(bounds[c], bounds[c + 1]):
@@ -370,20 +303,10 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
                 p1 = lay_ptr[q_ptr[q + 1]]
                 if not keep_going(&intr, tid, (p1 - p0) * rw):
                     break
-                in_wide = widen_block(X, dense, d, lo[q], hi[q], wide, nw)
-                if in_wide:
-                    rows_dot(<const double*> wide - lo[q] * d, ind_p, ptr_p, True, d, &rows[0], p0, p1, lo[q], hi[q],
-                             &v[0], h + m, wide, 0, xv)
-                else:
-                    rows_dot(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], &v[0], h + m, wide, nw, xv)
+                rows_dot(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], &v[0], h + m, xv)
                 query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0], xv - p0, h - p0,
                            &V[0], &U[0])
-                if in_wide:
-                    rows_axpy(<const double*> wide - lo[q] * d, ind_p, ptr_p, True, d, &rows[0], p0, p1, lo[q],
-                              hi[q], h, h + m, wide, 0, &acc[c, 0])
-                else:
-                    rows_axpy(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], h, h + m, wide, nw,
-                              &acc[c, 0])
+                rows_axpy(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], h, h + m, &acc[c, 0])
     check_interrupt(&intr)
     sum_chunks(acc, out)
 

@@ -27,7 +27,7 @@ class _NewtonState:
     same problem, whose layout arrays and per-thread buffers this one shares)."""
 
     def __init__(self, layout, d, parallel_min_rows, like=None):
-        self.smooth = _smooth.State(layout, parallel_min_rows, None if like is None else like.smooth, d)
+        self.smooth = _smooth.State(layout, parallel_min_rows, None if like is None else like.smooth)
         self.xg = np.zeros(d)
 
 

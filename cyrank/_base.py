@@ -9,10 +9,12 @@ import types
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ._linear import LinearX
 from ._validation import FLOAT_DTYPES, MissingQidWarning, check_row_weights, check_X, missing_qid_message
 
 
@@ -135,9 +137,12 @@ class LinearRankerMixin(RankerMixin):
     """Linear scores f(x) = x . coef_."""
 
     def decision_function(self, X):
-        """Scores X @ coef_ in float64."""
+        """Scores X coef_ in float64, X read in its own precision (cyrank._linear: a float32 X is not widened to a
+        float64 temporary, as numpy's X @ coef_ would)."""
         X = self._check_predict_X(X)
-        return np.asarray(X @ self.coef_, dtype=np.float64).ravel()
+        if sp.issparse(X) and X.format != "csr":
+            return np.asarray(X @ self.coef_, dtype=np.float64).ravel()
+        return LinearX(X).dot(self.coef_)
 
 
 def warm_start_coef(estimator, X):

@@ -234,3 +234,30 @@ def test_options_field_given_as_a_huge_python_int():
     with pytest.raises(TypeError, match="Options.densify_share must be float like its default"):
         check_options(Options(densify_share=2 ** 1100), Options, "DominationRank")
     assert check_options(Options(densify_share=2 ** 70), Options, "DominationRank").densify_share == 2 ** 70
+
+
+@pytest.mark.parametrize("cls", [DominationRank, RankSVM, RankNet])
+def test_linear_predict_reads_float32_x_in_place(cls):
+    """decision_function on a float32 X (dense and CSR) allocates well under a float64 copy of X (numpy's X @ coef_
+    made one, 2x X's bytes) and gives X coef_ computed in float64 from the same values."""
+    import tracemalloc
+
+    import scipy.sparse as sp
+
+    from cyrank.datasets import make_ranking
+
+    X, y, qid = make_ranking(10, 2000, 20, 3, random_state=0)
+    model = cls().fit(X, y, qid=qid)
+    big = np.random.default_rng(1).standard_normal((50_000, 20)).astype(np.float32)
+    for Xp in (big, sp.csr_matrix(big)):
+        model.predict(Xp[:10])  # first-call allocations outside the measure
+        tracemalloc.start()
+        try:
+            scores = model.predict(Xp)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert scores.dtype == np.float64
+        np.testing.assert_allclose(scores, big.astype(np.float64) @ model.coef_, rtol=1e-12, atol=1e-12)
+        stored = big.size if not sp.issparse(Xp) else Xp.nnz
+        assert peak < 8 * 50_000 + 0.25 * 8 * stored, peak  # the scores, and far less than a float64 copy

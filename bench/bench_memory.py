@@ -5,7 +5,7 @@ written once by the parent, runs a small warm-up fit (so lazy imports and first 
 resets its high-water mark (``5`` into /proc/self/clear_refs), reads VmRSS, fits, and reads VmHWM. The excess
 peak memory is (VmHWM - VmRSS before the fit) / X.nbytes: what the fit needs beyond the data it was handed.
 
-Ranking data: ``make_ranking`` (dense, ``--rows`` documents x ``--features`` in queries of ``--query``), rows
+Ranking data: ``make_ranking`` (dense, float64 holding float32 values, ``--rows`` documents x ``--features`` in queries of ``--query``), rows
 sorted by query so LightGBM takes X as it is. Label ranking: the same X with ``--labels`` labels, each
 instance's labels above the median of a random linear score relevant.
 
@@ -105,7 +105,8 @@ def write_data(args, where):
     n_queries = max(1, args.rows // args.query)
     X, y, qid = make_ranking(n_queries, [args.query] * n_queries, args.features, 5, random_state=0)
     order = np.argsort(qid, kind="stable")
-    X, y, qid = np.ascontiguousarray(X[order]), y[order], qid[order]
+    # float64 X = the float32 values widened, so the two fits of a family solve the same problem
+    X, y, qid = np.ascontiguousarray(X[order]).astype(np.float32).astype(np.float64), y[order], qid[order]
     rng = np.random.default_rng(1)
     S = X @ rng.standard_normal((args.features, args.labels))
     Y = (S > np.median(S, axis=1, keepdims=True)).astype(np.int64)

@@ -80,6 +80,13 @@ cdef double LN2 = M_LN2
 cdef double ZERO_FACTOR_EXPONENT = -2048.0  # a factor 1 - R below 2^-1074 (0.0): its exponent in a product
 cdef double TINY = 1e-250  # below it, exp(sigma s - max) has lost digits: the per-pair exponential instead
 
+# D(r) = 1 / log2(r + 2) of the first positions, computed once (the same expression, so the same bits)
+cdef enum:
+    N_DISCOUNTS = 256
+cdef double DISCOUNT[N_DISCOUNTS]
+for _r in range(N_DISCOUNTS):
+    DISCOUNT[_r] = 1.0 / log2(_r + 2.0)
+
 cdef enum:
     _RANKNET = 0
     _NDCG = 1
@@ -188,9 +195,12 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
         # val[r] = D(r); per row: 0 gain, 1 mean D of its block, 2 (1/m) sum_{a<T} D_a, 3 share before T,
         # 4 (one group of m >= 2 rows) E|D(r_i) - D(r_j)| 1{min < T} over random distinct positions
         for r in range(n):
-            Q.val[r] = 1.0 / log2(r + 2.0) if r < k else 0.0
-        for t in range(n):
-            Q.f[NF * t] = exp2(y[t]) - 1.0
+            Q.val[r] = (DISCOUNT[r] if r < N_DISCOUNTS else 1.0 / log2(r + 2.0)) if r < k else 0.0
+        g = 0.0
+        for t in range(n):  # rows are label-ascending: one exp2 per label level
+            if t == 0 or y[t] != y[t - 1]:
+                g = exp2(y[t]) - 1.0
+            Q.f[NF * t] = g
         for r in range(min(n, k)):  # ideal order: labels descending = rows n-1, n-2, ...
             idcg = idcg + Q.f[NF * (n - 1 - r)] * Q.val[r]
         if idcg <= 0.0:

@@ -17,13 +17,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_memory import _status  # noqa: E402
+from bench_memory import peak_above_rss  # noqa: E402
 
 # name -> (penalty, solver, largest number of iterations or None: --max-iter)
 CASES = {
@@ -53,14 +52,8 @@ def child(args):
     small = np.flatnonzero(qid < qid[0] + 20)
     params = dict(penalty=penalty, alpha=args.alpha, solver=solver, tol=args.tol, max_iter=cap or args.max_iter)
     solve(X[small], y[small], qid[small], **params)
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
-    before = _status("VmRSS")
-    t0 = time.perf_counter()
-    res = solve(X, y, qid, **params)
-    seconds = time.perf_counter() - t0
-    peak = _status("VmHWM")
-    print(json.dumps({"seconds": seconds, "excess": (peak - before) / nbytes, "objective": res.objective,
+    res, seconds, excess = peak_above_rss(lambda: solve(X, y, qid, **params))
+    print(json.dumps({"seconds": seconds, "excess": excess / nbytes, "objective": res.objective,
                       "n_iter": res.n_iter, "converged": res.converged, "MB": nbytes / 2**20}))
 
 

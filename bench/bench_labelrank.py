@@ -378,25 +378,21 @@ for i in range(0, n, 65536):  # drawn in blocks: no float64 copy of X before the
     X[i:i + 65536] = rng.standard_normal((min(65536, n - i), d))
 y = np.argmax(X[:, :L] + rng.standard_normal((n, L)), axis=1)  # one class per instance: L - 1 edges each
 G = PreferenceGraphs.from_classes(y, L) if what == "solve" else None
-def status(key):
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key + ":"))
 import ctypes
 ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed heap pages of the setup back to the system: the fit cannot reuse them
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-before = status("VmRSS")
-t = time.perf_counter()
-fit = solve(X, G, alpha=1.0) if what == "solve" else LabelRankBoost(alpha=1.0).fit(X, y)
-t = time.perf_counter() - t
-print(json.dumps({"excess": (status("VmHWM") - before) / X.nbytes, "seconds": t, "X_MB": X.nbytes / 2**20}))
+sys.path.insert(0, sys.argv[6])
+from bench_memory import peak_above_rss
+_, t, excess = peak_above_rss(lambda: solve(X, G, alpha=1.0) if what == "solve" else
+                              LabelRankBoost(alpha=1.0).fit(X, y))
+print(json.dumps({"excess": excess / X.nbytes, "seconds": t, "X_MB": X.nbytes / 2**20}))
 """
 
 
 def memory_run(n, d, L, dtype, what):
     """The fit in a fresh process: peak RSS above the RSS before it (/proc/self/clear_refs, VmHWM), as a multiple
     of X's bytes, and its seconds."""
-    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(n), str(d), str(L), dtype, what],
+    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(n), str(d), str(L), dtype, what,
+                          os.path.dirname(os.path.abspath(__file__))],
                          capture_output=True, text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     return json.loads(out.stdout.strip().splitlines()[-1])
 

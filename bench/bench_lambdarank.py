@@ -229,21 +229,14 @@ import sys
 import numpy as np
 sys.path.insert(0, {bench!r})
 from bench_lambdarank import _MART, _fit_lightgbm, _letor_float32
+from bench_memory import peak_above_rss
 from cyrank import LambdaMART
-
-def status(key):
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(key))
 
 X, y, qid = _letor_float32({n_q}, 100, {d})
 X = X.astype({dtype!r})
 fit = (lambda X, y, q: LambdaMART(**_MART).fit(X, y, q)) if {who!r} == "mart" else _fit_lightgbm
 fit(X[:2000].copy(), y[:2000], qid[:2000])  # warm-up: imports, LightGBM's first call
-with open("/proc/self/clear_refs", "w") as fh:
-    fh.write("5")  # reset the high-water mark to the current RSS
-before = status("VmRSS")
-fit(X, y, qid)
-print((status("VmHWM") - before) / X.nbytes)
+print(peak_above_rss(lambda: fit(X, y, qid))[2] / X.nbytes)
 """
 
 

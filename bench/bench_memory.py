@@ -45,6 +45,19 @@ def _status(field):
     raise RuntimeError(f"/proc/self/status has no {field}")
 
 
+def peak_above_rss(fit):
+    """(fit(), its seconds, the bytes its peak RSS rose above the RSS before it): the high-water mark reset to the
+    current RSS (``5`` into /proc/self/clear_refs), VmRSS read before the call and VmHWM after. The one measure of
+    every bench script's memory tables (each runs it in a fresh process, after a warm-up fit). Linux only."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    before = _status("VmRSS")
+    t0 = time.perf_counter()
+    result = fit()
+    seconds = time.perf_counter() - t0
+    return result, seconds, _status("VmHWM") - before
+
+
 def _lightgbm_fit(X, y, qid, n_estimators):
     """LightGBM's own lambdarank with LambdaMART's settings (cyrank.LambdaMART's defaults)."""
     import lightgbm as lgb
@@ -86,14 +99,8 @@ def child(args):
 
     warnings.simplefilter("ignore")
     fit(small)  # imports and first allocations, outside the measurement
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
-    before = _status("VmRSS")
-    t0 = time.perf_counter()
-    model = fit(None)
-    seconds = time.perf_counter() - t0
-    peak = _status("VmHWM")
-    out = {"fit": args.fit, "dtype": args.dtype, "seconds": seconds, "excess": (peak - before) / X.nbytes,
+    model, seconds, excess = peak_above_rss(lambda: fit(None))
+    out = {"fit": args.fit, "dtype": args.dtype, "seconds": seconds, "excess": excess / X.nbytes,
            "X_MB": X.nbytes / 2**20, "objective": getattr(model, "objective_", None),
            "n_iter": int(getattr(model, "n_iter_", getattr(model, "current_iteration", lambda: -1)()))}
     print(json.dumps(out))

@@ -359,14 +359,12 @@ def bench_real(quick):
 _RSS_CHILD = """
 import sys, numpy as np
 from cyrank.ranksvm import solve
-def status(key):  # kB in /proc/self/status
-    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(key)) * 1024
+sys.path.insert(0, sys.argv[6])
+from bench_memory import peak_above_rss
 X = np.load(sys.argv[1]); y = np.load(sys.argv[2]); qid = np.load(sys.argv[3])
 solve(X[:300], y[:300], qid[:300], C=float(sys.argv[5]), penalty=sys.argv[4])  # lazy imports out of the count
-open("/proc/self/clear_refs", "w").write("5")  # the peak RSS (VmHWM) reset to the RSS now
-before = status("VmRSS:")
-solve(X, y, qid, C=float(sys.argv[5]), penalty=sys.argv[4], tol=1e-6)
-print(max(0, status("VmHWM:") - before) / X.nbytes)
+excess = peak_above_rss(lambda: solve(X, y, qid, C=float(sys.argv[5]), penalty=sys.argv[4], tol=1e-6))[2]
+print(max(0, excess) / X.nbytes)
 """
 
 
@@ -376,7 +374,7 @@ def _excess_rss(X, y, qid, penalty, C):
         for path, a in zip(paths, (X, y, qid)):
             np.save(path, a)
         env = dict(os.environ, OMP_NUM_THREADS="1")
-        out = subprocess.run([sys.executable, "-c", _RSS_CHILD, *paths, penalty, str(C)], env=env, check=True,
+        out = subprocess.run([sys.executable, "-c", _RSS_CHILD, *paths, penalty, str(C), HERE], env=env, check=True,
                              capture_output=True, text=True, cwd=os.path.dirname(HERE))
     return float(out.stdout.split()[-1])
 

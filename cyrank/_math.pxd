@@ -20,6 +20,14 @@ cdef inline double sigmoid(double x) noexcept nogil:
     return e / (1.0 + e)
 
 
+cdef inline double pair_sigmoid(double x, double* rho1) noexcept nogil:
+    """rho = 1 / (1 + exp(-x)), and 1 - rho into rho1, by one exponential of -|x|: no overflow and no 0/0 at any x
+    (a pair of RankNet's scores hundreds apart)."""
+    cdef double e = exp(-fabs(x))
+    rho1[0] = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
+    return 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+
+
 cdef inline double soft_threshold(double x, double t) noexcept nogil:
     """sign(x) * max(|x| - t, 0)."""
     if x > t:

@@ -69,7 +69,7 @@ from libc.math cimport INFINITY, M_LN2, exp, exp2, expm1, fabs, frexp, ldexp, lo
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
-from cyrank._math cimport sigmoid
+from cyrank._math cimport log1pexp, pair_sigmoid, sigmoid
 from cyrank._parallel cimport product_threads
 from cyrank._sort cimport KeyIndex, introsort
 from cyrank._typedefs cimport floating, index_t, intp_t
@@ -392,21 +392,19 @@ cdef inline double pair_rho(double exh, double exl, double x, double* rho1) noex
     """rho = 1 / (1 + exp(-x)) and 1 - rho (into rho1), x = sigma (s_l - s_h) (the lower-labelled row's score less
     the higher's), from ex = exp(sigma s - max) (no exponential per pair); a gap of hundreds (an ex below TINY):
     one exponential of -|x| (no overflow, no 0/0)."""
-    cdef double inv_sum, e
+    cdef double inv_sum
     if exh > TINY and exl > TINY:
         inv_sum = 1.0 / (exh + exl)
         rho1[0] = exh * inv_sum
         return exl * inv_sum
-    e = exp(-fabs(x))
-    rho1[0] = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
-    return 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
+    return pair_sigmoid(x, rho1)
 
 
 cdef inline double pair_cost(double exh, double exl, double x) noexcept nogil:
     """log(1 + exp(x)), x = sigma (s_l - s_h), as pair_rho."""
     if exh > TINY and exl > TINY:
         return log1p(exl / exh)
-    return (x if x > 0.0 else 0.0) + log1p(exp(-fabs(x)))
+    return log1pexp(x)
 
 
 cdef inline double fast_weight(const QueryRef* Q, intp_t a, intp_t b, int metric) noexcept nogil:

@@ -26,8 +26,9 @@ pairs are evaluated by _lambdas.Reference on the sorted scores).
 import numpy as np
 
 from cython.parallel cimport parallel, prange, threadid
-from libc.math cimport INFINITY, M_LN2, exp, fabs, frexp, log, log1p
+from libc.math cimport INFINITY, M_LN2, exp, frexp, log
 
+from cyrank._math cimport log1pexp, pair_sigmoid
 from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
                               chunk_count, interrupt_init, keep_going, product_threads, sum_chunks, sum_ordered,
                               zero_row)
@@ -84,15 +85,6 @@ cdef inline bint _exps(const double* s, intp_t n, double sigma, double* ex) noex
     return exp(sigma * (low - top)) > TINY
 
 
-cdef inline void _far_pair(double x, double* rho, double* rho1, double* cost) noexcept nogil:
-    """rho = 1 / (1 + e^-x), 1 - rho and log(1 + e^x) for x = sigma (s_j - s_i) by one exponential of -|x| (no
-    overflow, no 0/0: a gap of hundreds)."""
-    cdef double e = exp(-fabs(x))
-    rho[0] = 1.0 / (1.0 + e) if x >= 0.0 else e / (1.0 + e)
-    rho1[0] = e / (1.0 + e) if x >= 0.0 else 1.0 / (1.0 + e)
-    cost[0] = (x if x > 0.0 else 0.0) + log1p(e)
-
-
 cdef double _query_loss(const double* s, const double* y, intp_t n, double sigma, double* ex,
                         double* g) noexcept nogil:
     """One query's loss at the scores s; g = dL/ds, ex = the rows' exponentials (module docstring).
@@ -101,7 +93,7 @@ cdef double _query_loss(const double* s, const double* y, intp_t n, double sigma
     product (kept in [1e-30, 1] by exact power-of-two rescaling): one log per row instead of one per pair, each
     pair's cost off by at most an ulp of 1 (1.1e-16 absolute) where log1p would be exact to an ulp of itself."""
     cdef intp_t i, j, lo_end = 0
-    cdef double loss = 0.0, exi, inv, rho, rho1, cost, g_i, gij, prod
+    cdef double loss = 0.0, exi, inv, rho, rho1, g_i, gij, prod
     cdef int e, scale
     cdef bint fast
     for i in range(n):
@@ -129,8 +121,8 @@ cdef double _query_loss(const double* s, const double* y, intp_t n, double sigma
             loss -= log(prod) + scale * LN2
         else:
             for j in range(lo_end):
-                _far_pair(sigma * (s[j] - s[i]), &rho, &rho1, &cost)
-                loss += cost
+                rho = pair_sigmoid(sigma * (s[j] - s[i]), &rho1)
+                loss += log1pexp(sigma * (s[j] - s[i]))
                 gij = sigma * rho
                 g_i -= gij
                 g[j] += gij
@@ -142,7 +134,7 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
                       double* u) noexcept nogil:
     """u = H t on one query at the state (s, ex) of an evaluation."""
     cdef intp_t i, j, lo_end = 0
-    cdef double s2 = sigma * sigma, exi, ti, u_i, u_1, inv, inv1, rho, rho1, cost, c, c1, low = INFINITY
+    cdef double s2 = sigma * sigma, exi, ti, u_i, u_1, inv, inv1, rho, rho1, c, c1, low = INFINITY
     for i in range(n):
         u[i] = 0.0
         low = min(low, ex[i])
@@ -175,7 +167,7 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
             u_i += u_1
         else:
             for j in range(lo_end):
-                _far_pair(sigma * (s[j] - s[i]), &rho, &rho1, &cost)
+                rho = pair_sigmoid(sigma * (s[j] - s[i]), &rho1)
                 c = s2 * rho * rho1 * (ti - t[j])
                 u_i += c
                 u[j] -= c
@@ -351,7 +343,7 @@ cdef double _query_split(const double* s, const double* y, intp_t n, double sigm
     (The close pairs by the rows' exponentials, as the pair loop, measured 0.9-2.6x the pair loop's time: their
     rho is then exact to |sigma (s - max s)| ulps, not to 1e-15.)"""
     cdef intp_t a, b, m_a, m_b, l_a, l_b, k, j, lo, hi, i, jj
-    cdef double loss = 0.0, W = FAR / sigma, s2 = sigma * sigma, si, rho, rho1, cost, c0, run, gij
+    cdef double loss = 0.0, W = FAR / sigma, s2 = sigma * sigma, si, rho, rho1, c0, run, gij
     for k in range(n):
         g[k] = 0.0
         h[k] = 0.0
@@ -399,8 +391,8 @@ cdef double _query_split(const double* s, const double* y, intp_t n, double sigm
                     cnt[hi] += 1.0
                 for j in range(lo, hi):  # close pairs: exact (one exponential each, as the full pair sum)
                     jj = rec[j].index
-                    _far_pair(sigma * (s[jj] - si), &rho, &rho1, &cost)
-                    loss += cost
+                    rho = pair_sigmoid(sigma * (s[jj] - si), &rho1)
+                    loss += log1pexp(sigma * (s[jj] - si))
                     gij = sigma * rho
                     g[i] -= gij
                     g[jj] += gij

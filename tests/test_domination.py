@@ -160,7 +160,7 @@ def test_newton_products_match_brute_force(fmt, dtype, binary, group_by_query, t
     groups = qid if group_by_query else np.zeros_like(qid)
     layout, _ = _layout(y, qid, o, binary=binary, group_by_query=group_by_query)
     d = X.shape[1]
-    rows = _rows_of(X if fmt == "dense" else sp.csr_matrix(X), layout.rows, options)
+    rows = _rows_of(X if fmt == "dense" else sp.csr_matrix(X), options)
     assert rows[3] == (fmt != "csr")
     # threads: the parallel (OpenMP) path even on a small problem
     problem = _NewtonProblem(rows, layout, 0.0, d, parallel_min_rows=0 if threads else -1)
@@ -589,7 +589,7 @@ def test_gram_hessian_is_the_hessian_restricted_to_the_working_set(fmt, dtype, t
     y[:15] = 1.0  # ties
     X = X.astype(dtype)
     layout, _ = _layout(y, qid, o, binary=False, group_by_query=True)
-    rows = _rows_of(X if fmt == "dense" else sp.csr_matrix(X), layout.rows, Options(densify_share=2.0))
+    rows = _rows_of(X if fmt == "dense" else sp.csr_matrix(X), Options(densify_share=2.0))
     problem = _NewtonProblem(rows, layout, 0.0, 9, parallel_min_rows=0 if threads else -1)
     w = np.random.default_rng(44).normal(size=9)
     problem.fun(w)
@@ -687,7 +687,7 @@ def test_matrix_free_model_is_the_gram_model(fmt, levels):
     X = X.astype(np.float32) if fmt == "csr32" else X
     Xf = X if fmt == "dense" else sp.csr_matrix(X)
     layout, _ = _layout(y, qid, o, binary=False, group_by_query=True)
-    rows = _rows_of(Xf, layout.rows, Options(densify_share=2.0))
+    rows = _rows_of(Xf, Options(densify_share=2.0))
     problem = _NewtonProblem(rows, layout, 0.0, 9)
     rng = np.random.default_rng(53)
     w = rng.normal(size=9)
@@ -733,7 +733,7 @@ def test_matrix_free_model_minimiser_with_orthant_newton_steps_is_exact(fmt, mon
     X = X[:, :1] + 0.03 * X  # every column close to the first
     Xf = X if fmt == "dense" else sp.csr_matrix(X)
     layout, _ = _layout(y, qid, o, binary=False, group_by_query=True)
-    rows = _rows_of(Xf, layout.rows, Options(densify_share=2.0))
+    rows = _rows_of(Xf, Options(densify_share=2.0))
     problem = _NewtonProblem(rows, layout, 0.0, 8)
     w = rng.normal(size=8)
     problem.fun(w)

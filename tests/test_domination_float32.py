@@ -87,7 +87,7 @@ def test_products_read_x_in_place_in_either_row_order(fmt, dtype):
         layout, _ = _layout(y[rows], qid[rows], np.zeros(y.size), binary=False, group_by_query=True)
         lo, _ = layout.query_blocks()
         assert np.all(lo >= 0) == (rows is not shuffled)  # the block path and the row path are both taken
-        problem = _NewtonProblem(_rows_of(storage(Xd[rows], fmt), layout.rows), layout, 0.0, 7)
+        problem = _NewtonProblem(_rows_of(storage(Xd[rows], fmt)), layout, 0.0, 7)
         f = problem.fun(w)
         values.append((f, problem.grad(w).copy(), problem.hess_vec(v).copy()))
     for f, g, hv in values[1:]:

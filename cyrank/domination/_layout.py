@@ -166,12 +166,12 @@ def _columns(X, rows):
     return (Xs.ravel(order="F"), np.arange(n, dtype=np.int64), np.arange(d + 1, dtype=np.int64) * n, True)
 
 
-def _rows_of(X, rows, options=None):
-    """X's parts for the Newton products (_smooth.pyx, which reads sorted row p as X's row ``rows[p]``): (data,
-    indices, indptr, dense) of cyrank._linear.product_parts, X itself in its own dtype (no copy of a C-ordered
-    dense or CSR X; another layout is converted once). A sparse X is made dense only when ``options`` ask for it
-    (Options.densify_share and densify_max_bytes, the shared rule of cyrank/_dense.py: a copy in X's dtype, for
-    speed). ``rows`` is the layout's (kept for the callers' signature)."""
+def _rows_of(X, options=None):
+    """X's parts for the Newton products (_smooth.pyx, which reads sorted row p as X's row ``layout.rows[p]``):
+    (data, indices, indptr, dense) of cyrank._linear.product_parts, X itself in its own dtype (no copy of a
+    C-ordered dense or CSR X; another layout is converted once). A sparse X is made dense only when ``options`` ask
+    for it (Options.densify_share and densify_max_bytes, the shared rule of cyrank/_dense.py: a copy in X's dtype,
+    for speed)."""
     if options is None:
         from .solver import Options  # (the defaults; solver.py imports this module)
 

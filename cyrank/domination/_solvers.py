@@ -150,7 +150,7 @@ def _smooth_problem(X, layout, lam2, options):
     (loss + lam2 ||w||^2), scale = max_r |dL/dw_r| at w = 0 (the reference of every KKT measure here), the rounding
     error of the gradient (_gradient_rounding), and the objective and gradient at 0. Leaves the problem's Hessian
     state at w = 0."""
-    rows = _rows_of(X, layout.rows, options)
+    rows = _rows_of(X, options)
     problem = _NewtonProblem(rows, layout, lam2, X.shape[1], options.parallel_min_rows, X=X)
     with one_blas_thread():
         zero = np.zeros(X.shape[1])

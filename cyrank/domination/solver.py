@@ -267,7 +267,7 @@ def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_
     if coef.shape != (X.shape[1],):
         raise ValueError(f"coef has shape {coef.shape}; expected ({X.shape[1]},)")
     # the smooth solvers' loss (_smooth.pyx), reading X in place: no copy of X (a CSC X is read as CSR)
-    problem = _NewtonProblem(_rows_of(X, layout.rows, Options(densify_max_bytes=0)), layout, 0.0, X.shape[1])
+    problem = _NewtonProblem(_rows_of(X, Options(densify_max_bytes=0)), layout, 0.0, X.shape[1])
     with one_blas_thread():
         return float(problem.fun(coef) + Penalty(lam1, lam2).value(coef))
 
@@ -289,7 +289,7 @@ def loss(X, y, qid=None, offset=None, *, binary=False, group_by_query=True):
     X, y, qid, offset, x_max = _check_data(X, y, qid, offset)
     layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
     layout.x_max = x_max
-    return _NewtonProblem(_rows_of(X, layout.rows), layout, 0.0, X.shape[1], X=X)
+    return _NewtonProblem(_rows_of(X), layout, 0.0, X.shape[1], X=X)
 
 
 # ------------------------------------------------------------------------------------------ regularisation path

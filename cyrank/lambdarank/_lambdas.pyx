@@ -304,6 +304,21 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
     return Q.norm
 
 
+cdef inline double fast_weight(const QueryRef* Q, intp_t a, intp_t b, int metric) noexcept nogil:
+    """pair_weight for NDCG and RankNet, rows a and b (either label order) of different labels: one tie group
+    (AVERAGE), else |g_a - g_b| (mean_{u in A, u<T} D_u - P(u<T) mean_B D) / IDCG, A the upper block."""
+    cdef const double* fa = Q.f + NF * a
+    cdef const double* fb = Q.f + NF * b
+    cdef double c
+    if Q.bst[a] == Q.bst[b]:
+        c = fa[4]
+    elif Q.bst[a] < Q.bst[b]:
+        c = fa[2] - fa[3] * fb[1] if metric == _NDCG else fa[3]
+    else:
+        c = fb[2] - fb[3] * fa[1] if metric == _NDCG else fb[3]
+    return fabs(fa[0] - fb[0]) * c * Q.norm if metric == _NDCG else c
+
+
 cdef inline double pair_weight(const QueryRef* Q, const double* y, intp_t i, intp_t j, int metric, intp_t k,
                                intp_t truncation, double threshold) noexcept nogil:
     """|dZ_ij| of the pair y_i > y_j of a query ranked by query_reference (the expectation over the orders the
@@ -313,20 +328,7 @@ cdef inline double pair_weight(const QueryRef* Q, const double* y, intp_t i, int
     cdef const double* fl
     cdef double S, mid, wa, wb, delta
     if metric == _RANKNET or metric == _NDCG:
-        if Q.bst[i] == Q.bst[j]:  # one tie group (AVERAGE)
-            if metric == _NDCG:
-                return fabs(Q.f[NF * i] - Q.f[NF * j]) * Q.f[NF * i + 4] * Q.norm
-            return Q.f[NF * i + 4]
-        if Q.bst[i] < Q.bst[j]:
-            fu = Q.f + NF * i
-            fl = Q.f + NF * j
-        else:
-            fu = Q.f + NF * j
-            fl = Q.f + NF * i
-        if metric == _RANKNET:
-            return fu[3]
-        # |g_i - g_j| (mean_{a in A, a<T} D_a - P(a<T) mean_B D) / IDCG
-        return fabs(Q.f[NF * i] - Q.f[NF * j]) * (fu[2] - fu[3] * fl[1]) * Q.norm
+        return fast_weight(Q, i, j, metric)
     if metric == _AP and (y[i] > threshold) == (y[j] > threshold):
         return 0.0
     if metric == _AP and Q.bsz[i] == 1 and Q.bsz[j] == 1:  # two single rows (no tie): the swap of a < b
@@ -405,20 +407,6 @@ cdef inline double pair_cost(double exh, double exl, double x) noexcept nogil:
     if exh > TINY and exl > TINY:
         return log1p(exl / exh)
     return log1pexp(x)
-
-
-cdef inline double fast_weight(const QueryRef* Q, intp_t a, intp_t b, int metric) noexcept nogil:
-    """pair_weight for NDCG and RankNet, rows a and b (either label order) of different labels."""
-    cdef const double* fa = Q.f + NF * a
-    cdef const double* fb = Q.f + NF * b
-    cdef double c
-    if Q.bst[a] == Q.bst[b]:
-        c = fa[4]
-    elif Q.bst[a] < Q.bst[b]:
-        c = fa[2] - fa[3] * fb[1] if metric == _NDCG else fa[3]
-    else:
-        c = fb[2] - fb[3] * fa[1] if metric == _NDCG else fb[3]
-    return fabs(fa[0] - fb[0]) * c * Q.norm if metric == _NDCG else c
 
 
 cdef inline double weight_of(const QueryRef* Q, const double* y, intp_t a, intp_t b, int metric, intp_t k,

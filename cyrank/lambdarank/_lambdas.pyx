@@ -69,7 +69,7 @@ from libc.math cimport INFINITY, M_LN2, exp, exp2, expm1, fabs, frexp, ldexp, lo
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
 
-from cyrank._math cimport log1pexp, pair_sigmoid, sigmoid
+from cyrank._math cimport log1pexp, pair_sigmoid
 from cyrank._parallel cimport product_threads
 from cyrank._sort cimport KeyIndex, introsort
 from cyrank._typedefs cimport floating, index_t, intp_t
@@ -883,33 +883,6 @@ cdef void _hess_vec_query(const double* s, const double* y, intp_t* ib, double* 
     set_ref(&Q, ib, fb, n_total, off, q)
     Q.norm = qnorm
     query_hess_vec(&Q, s, y + off, n, metric, k, truncation, sigma, threshold, v, out, ex)
-
-
-def ranknet_hess_vec(const double[::1] s, const double[::1] y, const intp_t[::1] offsets, double sigma,
-                     const double[::1] v, double[::1] out, intp_t parallel_min_rows=-1):
-    """out = H v, H the Hessian in the scores of the RankNet cost sum_{y_i > y_j} log(1 + exp(-sigma (s_i - s_j))):
-    each pair adds sigma^2 rho (1 - rho) (v_i - v_j) to out_i and subtracts it from out_j. O(pairs)."""
-    cdef intp_t n = s.shape[0], nq = offsets.shape[0] - 1, q, i, j, lo, hi, lo_end
-    cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
-    cdef double rho, c
-    if y.shape[0] != n or v.shape[0] != n or out.shape[0] != n:
-        raise ValueError("ranknet_hess_vec: wrong array sizes")
-    with nogil:
-        for q in prange(nq, num_threads=nt, schedule="dynamic", chunksize=16):
-            lo = offsets[q]
-            hi = offsets[q + 1]
-            for i in range(lo, hi):
-                out[i] = 0.0
-            lo_end = lo
-            for i in range(lo + 1, hi):
-                if y[i] != y[i - 1]:
-                    lo_end = i
-                for j in range(lo, lo_end):
-                    rho = sigmoid(-sigma * (s[i] - s[j]))
-                    c = sigma * sigma * rho * (1.0 - rho) * (v[i] - v[j])
-                    out[i] += c
-                    out[j] -= c
-
 
 
 cdef inline uint64_t _mix(uint64_t h, uint64_t x) noexcept nogil:

@@ -101,7 +101,7 @@ class _Data:
         self.L, self.d, self.n = G.n_labels, d, n
         self.n_joint = 0 if J is None else J.shape[2]
         self.size = self.d * self.L + self.n_joint
-        self._p = None
+        self._p, self._gram = None, None
         self.parallel_min_rows = options.parallel_min_rows
 
     @property
@@ -110,6 +110,14 @@ class _Data:
         if self._p is None:
             self._p = np.empty(self.sub.n_memberships)
         return self._p
+
+    def gram(self):
+        """X'X (d x d, float64; uncentred), computed on first request and kept: whitening.py's factor and its
+        column squares both need it."""
+        if self._gram is None:
+            C = self.X.T @ self.X
+            self._gram = C.toarray() if sp.issparse(C) else np.asarray(C, dtype=np.float64)
+        return self._gram
 
     def split(self, w):
         """(W as d x L, theta) views of a parameter vector."""

@@ -21,7 +21,6 @@ W: :func:`minimise_whitened` tightens tol and goes on while it does not hold.
 """
 import numpy as np
 import scipy.linalg as sla
-import scipy.sparse as sp
 
 from ..optim.datafit import Datafit, minimise
 from ..optim.result import gap_target
@@ -53,8 +52,7 @@ def whitening_factor(problem):
     (1 if ridge = 0: the loss is flat along it); None when the factorisation fails."""
     D = problem.data
     d, L = D.d, D.L
-    C = D.X.T @ D.X
-    C = C.toarray() if sp.issparse(C) else np.asarray(C, dtype=np.float64)
+    C = D.gram()
     sub = D.sub
     trace = _loss.mean_curvature(D.G.edge_ptr, D.G.init, D.G.term, sub.sub_ptr, sub.member_ptr,
                                  sub.kernel_members, problem.weights(problem.state), L)
@@ -149,9 +147,7 @@ class WhitenedLoss(Datafit):
         """Those of X R^-1 (the diagonal of R^-T X'X R^-1 per label) and of the joint features."""
         if self._squares is None:
             squares = self.problem.column_squares()
-            D = self.problem.data
-            C = D.X.T @ D.X
-            C = C.toarray() if sp.issparse(C) else np.asarray(C, dtype=np.float64)
+            C = self.problem.data.gram()
             K = sla.solve_triangular(self.R, C, trans="T", lower=False)  # R^-T C
             K = sla.solve_triangular(self.R, K.T, trans="T", lower=False)  # R^-T (R^-T C)' = R^-T C R^-1
             self._squares = np.concatenate([np.repeat(np.diag(K), self.L), squares[self.d * self.L:]])

@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ._linear import LinearX
-from ._validation import FLOAT_DTYPES, MissingQidWarning, check_row_weights, check_X, missing_qid_message
+from ._validation import FLOAT_DTYPES, MissingQidWarning, check_sample_weight, check_X, missing_qid_message
 
 
 def set_fitted(estimator, result, stale=(), stacklevel=3):
@@ -116,7 +116,7 @@ class RankerMixin:
             return float(ndcg_score(y, scores, qid, k=10))
         from ._queries import QueryGroups
 
-        weights = check_row_weights(sample_weight, scores.shape[0], name="sample_weight")
+        weights = check_sample_weight(sample_weight, scores.shape[0])
         _, per_query = ndcg_score(y, scores, qid, k=10, return_per_query=True)
         groups = QueryGroups(np.zeros(scores.shape[0], np.int64) if qid is None else qid)
         w = np.bincount(groups.query_index(), weights=weights, minlength=groups.n_queries) / groups.sizes

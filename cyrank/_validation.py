@@ -273,6 +273,43 @@ def check_row_weights(values, n, *, name, default=0.0):
     return values
 
 
+def check_sample_weight(sample_weight, n, *, of="X", what="row"):
+    """``sample_weight`` as a float64 vector of ``n`` finite weights >= 0, not all 0 (a number: that weight on
+    every row); None stays None (unweighted, the fast path of every solver).
+
+    The one meaning of a weight across cyrank (README, "Weights"): a weight stands for that many copies. In the
+    pairwise families the pair (i, j) with y_i > y_j counts with w_i, the preferred row's weight (inverse
+    propensity weighting, Joachims, Swaminathan & Schnabel, WSDM 2017, section 4); DominationRank weighs the
+    term l_i by w_i; LabelRankBoost weighs instances and MLR queries.
+    """
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
+        sample_weight = np.full(n, sample_weight, dtype=np.float64)
+    w = _as_1d(sample_weight, "sample_weight", n, of).astype(np.float64, copy=False)
+    _check_finite(w, "sample_weight")
+    if w.min() < 0:
+        first = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(f"sample_weight must be >= 0; {what} {first} has {float(w[first])!r}. A weight counts its {what} "
+                         "that many times (0 leaves it out)")
+    if not w.any():
+        raise ValueError(f"sample_weight is 0 on every {what}, so nothing would be fitted; give some {what}s a "
+                         "positive weight (or pass sample_weight=None for equal weights)")
+    return w
+
+
+def check_preferred_weight(sample_weight, groups):
+    """ValueError when ``sample_weight`` (input row order; None passes) is 0 on every row that is preferred to
+    another row of its query (``groups``: QueryGroups with labels): every preference pair would weigh 0."""
+    if sample_weight is None or groups.n_pairs_possible == 0:
+        return
+    preferred = groups.level_sorted > 0  # rows above the lowest label level of their query
+    if not groups.sort(sample_weight)[preferred].any():
+        raise ValueError("sample_weight is 0 on every row that is preferred to another row of its query, so every "
+                         "preference pair weighs 0 (a pair (i, j) with y_i > y_j counts with the weight of row i); "
+                         "give some rows above their query's lowest label a positive weight")
+
+
 def check_class_labels(y, n, *, who="this estimator", min_count=1):
     """Return ``(classes, labels)``: the sorted distinct class labels of ``y`` (numbers or strings) and each row's
     index into them (int64). At least two classes, each with at least ``min_count`` members."""

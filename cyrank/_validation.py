@@ -298,13 +298,21 @@ def check_sample_weight(sample_weight, n, *, of="X", what="row"):
     return w
 
 
+def has_weighted_pairs(sample_weight, groups):
+    """Whether some preference pair of ``groups`` (QueryGroups with labels) has a positive weight: some row
+    preferred to another row of its query (above its query's lowest label) has sample_weight > 0 (input row
+    order; None: every pair weighs 1)."""
+    if groups.n_pairs_possible == 0:
+        return False
+    if sample_weight is None:
+        return True
+    return bool(groups.sort(sample_weight)[groups.level_sorted > 0].any())
+
+
 def check_preferred_weight(sample_weight, groups):
     """ValueError when ``sample_weight`` (input row order; None passes) is 0 on every row that is preferred to
     another row of its query (``groups``: QueryGroups with labels): every preference pair would weigh 0."""
-    if sample_weight is None or groups.n_pairs_possible == 0:
-        return
-    preferred = groups.level_sorted > 0  # rows above the lowest label level of their query
-    if not groups.sort(sample_weight)[preferred].any():
+    if groups.n_pairs_possible and not has_weighted_pairs(sample_weight, groups):
         raise ValueError("sample_weight is 0 on every row that is preferred to another row of its query, so every "
                          "preference pair weighs 0 (a pair (i, j) with y_i > y_j counts with the weight of row i); "
                          "give some rows above their query's lowest label a positive weight")

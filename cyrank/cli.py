@@ -3,7 +3,8 @@
     cyrank demo                                   every solver on small real data: test metrics, fit times, and
                                                   the gap to the exact cvxpy optimum on a sub-problem
     cyrank fit SOLVER TRAIN.svm -o MODEL.npz      train (-p NAME=VALUE sets a hyper-parameter, -t N the threads,
-                                                  --valid FILE a validation set for early stopping); SOLVER
+                                                  --valid FILE a validation set for early stopping, --weights
+                                                  FILE one weight per training row); SOLVER
                                                   labelrank reads multilabel files (l1,l2,... idx:val ...), mlr
                                                   class-label files (label idx:val ...)
     cyrank predict MODEL.npz DATA.svm [-o FILE]   one score per line
@@ -425,12 +426,13 @@ def fit_params(args, spec):
     return params
 
 
-def takes_valid(spec):
-    """Whether a family scores a validation set during its fit (its solve or fit has ``eval_set``)."""
+def fit_takes(spec, argument):
+    """Whether a family's solve (or its estimator's fit, without a functional layer) takes ``argument``:
+    "eval_set" (a validation set scored during the fit) or "sample_weight"."""
     import inspect
 
     fit = spec.solve_function if spec.solve else spec.estimator_class.fit
-    return "eval_set" in inspect.signature(fit).parameters
+    return argument in inspect.signature(fit).parameters
 
 
 def report_fit(name, result, elapsed):
@@ -438,6 +440,16 @@ def report_fit(name, result, elapsed):
           f"{result.optimality_name}={result.optimality:.3g}, converged={result.converged}")
     if result.message:
         print(f"{name}: warning: {result.message}", file=sys.stderr)
+
+
+def load_train_weights(args, n_rows):
+    """The ``--weights`` file's weights for the ``n_rows`` rows of the training file (None without it): the
+    keyword arguments of the fit, ``{"sample_weight": w}`` or ``{}``."""
+    if not args.weights:
+        return {}
+    from .io import load_weights
+
+    return {"sample_weight": load_weights(args.weights, n_rows, data=f"the training file {args.train}")}
 
 
 def load_valid(args, X):
@@ -461,17 +473,20 @@ def fit_functional(spec, args, params):
         check_memory(8 * X.shape[0] * X.shape[1], f"the dense copy of {args.train} ({X.shape[0]} x {X.shape[1]})",
                      "MLR learns a dense d x d metric: reduce the features first (e.g. PCA)")
         X = X.toarray()  # MLR's metric is dense: d x d
+        weights = load_train_weights(args, X.shape[0])
         t0 = time.perf_counter()
-        result = solve(X, y, **params)
+        result = solve(X, y, **weights, **params)
     elif spec.data == "multilabel":  # l1,l2,... idx:val lines: the label sets of LIBSVM's multilabel data
         X, Y = load_svmlight_multilabel(args.train)
         check_feature_count(X, args.train, args.max_features)
+        weights = load_train_weights(args, X.shape[0])
         t0 = time.perf_counter()
-        result = solve(X, Y, **params)
+        result = solve(X, Y, **weights, **params)
     else:
         X, y, qid = load_data(args.train, max_features=args.max_features)
         valid = load_valid(args, X)
         extra = {} if valid is None else {"eval_set": valid}
+        extra.update(load_train_weights(args, X.shape[0]))
         t0 = time.perf_counter()
         result = solve(X, y, qid, **extra, **params)
     report_fit(spec.name, result, time.perf_counter() - t0)
@@ -489,10 +504,12 @@ def cmd_fit(args):
         raise ValueError(f"--max-features must be a number of features >= 1, got {args.max_features}")
     spec = _registry.get(args.solver)
     params = fit_params(args, spec)
-    if args.valid and not takes_valid(spec):
-        users = ", ".join(n for n, s in _registry.SOLVERS.items() if s.data == "ranking" and takes_valid(s))
+    if args.valid and not fit_takes(spec, "eval_set"):
+        users = ", ".join(n for n, s in _registry.SOLVERS.items() if s.data == "ranking" and fit_takes(s, "eval_set"))
         raise ValueError(f"--valid: {spec.name} does not use a validation set (its fit stops on its own optimality "
                          f"test); --valid is for the solvers with early stopping: {users}")
+    if args.weights and not fit_takes(spec, "sample_weight"):
+        raise ValueError(f"--weights: {spec.name} does not take sample weights")
     if not args.output:
         print(f"cyrank fit: warning: no -o/--output given, so the trained {spec.name} model will not be saved "
               "(add -o MODEL.npz to keep it)", file=sys.stderr)
@@ -503,9 +520,11 @@ def cmd_fit(args):
 
         X, y, qid = load_data(args.train, max_features=args.max_features)
         valid = load_valid(args, X)
+        extra = {} if valid is None else {"eval_set": valid}
+        extra.update(load_train_weights(args, X.shape[0]))
         est = spec.make(**params)
         t0 = time.perf_counter()
-        est.fit(X, y, qid=qid, **({} if valid is None else {"eval_set": valid}))
+        est.fit(X, y, qid=qid, **extra)
         elapsed = time.perf_counter() - t0
         print(f"{spec.name}: fit in {elapsed:.3f} s, n_iter={est.n_iter_}, "
               f"converged={getattr(est, 'converged_', 'n/a')}")
@@ -635,6 +654,9 @@ def build_parser():
                    "else every core; -1: every core)")
     f.add_argument("--valid", metavar="FILE", help=f"validation file scored after every step, for early stopping "
                    f"with -p early_stopping_rounds=N ({valid_solvers} only)")
+    f.add_argument("--weights", metavar="FILE", help="sample weights: one number >= 0 per line, line k for row k of "
+                   "TRAIN (LightGBM's .weight files). Ranking families: the pair (i, j), y_i > y_j, counts with the "
+                   "weight of row i; labelrank: instances; mlr: queries")
     f.add_argument("--max-features", type=int, metavar="N", help=f"most features the training file may imply "
                    f"(default: max({MAX_FEATURES_FLOOR}, {FEATURES_PER_VALUE} x its stored values))")
 

@@ -41,7 +41,8 @@ import scipy.sparse as sp
 from . import domination, labelrank, lambdarank, ranksvm
 from ._base import set_fitted
 from ._queries import QueryGroups
-from ._validation import check_qid, check_ranking_data, check_X, warn_if_no_pairs, warn_no_preferences
+from ._validation import (check_qid, check_ranking_data, check_sample_weight, check_X, has_weighted_pairs,
+                          warn_if_no_pairs, warn_no_preferences)
 from .domination.estimator import DominationRank
 from .labelrank.estimator import LabelRankBoost
 from .labelrank.graphs import as_graphs
@@ -66,34 +67,46 @@ def _as_array(a):
     return a
 
 
-def _as_arrays(X, y, qid=None, y_ndim=1):
-    """X, y (and qid) as dask arrays with the same row chunks and one column chunk (dask DataFrames / Series are
-    converted with their lengths computed). ``y_ndim``: 1 (labels) or 2 (a multilabel indicator matrix)."""
+def _as_arrays(X, y, qid=None, y_ndim=1, sample_weight=None):
+    """[X, y, qid, sample_weight] as dask arrays with the same row chunks and one column chunk (dask DataFrames /
+    Series are converted with their lengths computed; qid and sample_weight None when not given). ``y_ndim``: 1
+    (labels) or 2 (a multilabel indicator matrix)."""
     named = [("X", _as_array(X)), ("y", _as_array(y))] + ([] if qid is None else [("qid", _as_array(qid))])
+    if sample_weight is not None:
+        named.append(("sample_weight", _as_array(sample_weight)))
     X, y = named[0][1], named[1][1]
-    if X.ndim != 2 or y.ndim != y_ndim or (qid is not None and named[2][1].ndim != 1):
-        if qid is None:
+    if X.ndim != 2 or y.ndim != y_ndim or any(a.ndim != 1 for _, a in named[2:]):
+        if qid is None and sample_weight is None:
             raise ValueError(f"X and y must be 2-d (y an indicator matrix, one row per instance); got {X.ndim} "
                              f"and {y.ndim} dimensions")
-        raise ValueError(f"X must be 2-d and y, qid 1-d; got {X.ndim}, {y.ndim}, {named[2][1].ndim} dimensions")
+        dims = ", ".join(f"{name} {a.ndim}" for name, a in named)
+        raise ValueError(f"X must be 2-d and y, qid, sample_weight 1-d; got {dims} dimensions")
     for name, a in named:
         if np.isnan(a.shape[0]):
             raise ValueError(f"{name} has unknown chunk sizes (shape {a.shape}), as after boolean indexing; call "
                              f"{name}.compute_chunk_sizes() (or select the same rows of X, y and qid from a dask "
                              "DataFrame) before fitting")
     if any(a.shape[0] != X.shape[0] for _, a in named):
-        if qid is None:
-            raise ValueError(f"X has {X.shape[0]} rows (row chunks {X.chunks[0]}) but y has {y.shape[0]} (chunks "
-                             f"{y.chunks[0]}); give one row of y per row of X (y is then rechunked like X's rows)")
-        q = named[2][1]
-        raise ValueError(f"X has {X.shape[0]} rows (row chunks {X.chunks[0]}) but y has {y.shape[0]} (chunks "
-                         f"{y.chunks[0]}) and qid {q.shape[0]} (chunks {q.chunks[0]}); give one y and one qid "
-                         "per row of X (y and qid are then rechunked like X's rows)")
+        others = " and ".join(f"{name} has {a.shape[0]} (chunks {a.chunks[0]})" for name, a in named[1:])
+        each = " and one ".join(name for name, _ in named[1:])
+        raise ValueError(f"X has {X.shape[0]} rows (row chunks {X.chunks[0]}) but {others}; give one {each} per "
+                         "row of X (they are then rechunked like X's rows)")
     out = [X.rechunk({1: -1})]
     for _, a in named[1:]:
         chunks = (out[0].chunks[0],) + ((a.shape[1],) if a.ndim == 2 else ())
         out.append(a if a.chunks == chunks else a.rechunk(chunks))
-    return out
+    if qid is None:
+        out.insert(2, None)
+    return out + [None] * (sample_weight is None)
+
+
+def _check_weights(w):
+    """The single-machine check of sample_weight (cyrank._validation.check_sample_weight) on a dask vector, from
+    its extremes: finite, >= 0, not all 0."""
+    import dask
+
+    low, high = dask.compute(w.min(), w.max())
+    check_sample_weight(np.array([low, high], dtype=np.float64), 2)
 
 
 def _query_counts(q, start=0):
@@ -113,32 +126,36 @@ def _query_counts(q, start=0):
     return ids, counts
 
 
-def _rows_of_queries(X, y, q, ids):
+def _rows_of_queries(ids, X, y, q, w=None):
+    """The rows of one chunk (X, y, q and the weights w, if any) whose query id is in ``ids``."""
     keep = np.isin(np.asarray(q), ids)
-    return X[keep], np.asarray(y)[keep], np.asarray(q)[keep]
+    rows = (X[keep], np.asarray(y)[keep], np.asarray(q)[keep])
+    return rows if w is None else (*rows, np.asarray(w, dtype=np.float64)[keep])
 
 
 def _concat(pieces):
     Xs = [p[0] for p in pieces]
     X = sp.vstack(Xs, format="csr") if any(sp.issparse(x) for x in Xs) else np.concatenate(Xs)
-    return X, np.concatenate([p[1] for p in pieces]), np.concatenate([p[2] for p in pieces])
+    return (X, *(np.concatenate([p[k] for p in pieces]) for k in range(1, len(pieces[0]))))
 
 
-def query_partitions(X, y, qid):
-    """Partitions of (X, y, qid) with every query whole: (list of dask.delayed (X_p, y_p, qid_p), rows moved).
+def query_partitions(X, y, qid, sample_weight=None):
+    """Partitions of (X, y, qid) with every query whole: (list of dask.delayed (X_p, y_p, qid_p), rows moved);
+    with ``sample_weight``, the partitions are (X_p, y_p, qid_p, sample_weight_p).
 
     Each query goes to the row chunk that holds most of its rows; its other rows move there (module docstring).
     Chunks left without a query are dropped.
     """
-    return _query_partitions(*_as_arrays(X, y, qid))
+    return _query_partitions(*_as_arrays(X, y, qid, sample_weight=sample_weight))
 
 
-def _query_partitions(X, y, qid):
+def _query_partitions(X, y, qid, sample_weight=None):
     """:func:`query_partitions` on the arrays of _as_arrays."""
     import dask
     from dask import delayed
 
-    Xb, yb, qb = X.to_delayed().ravel(), y.to_delayed().ravel(), qid.to_delayed().ravel()
+    blocks = [a.to_delayed().ravel() for a in (X, y, qid) + (() if sample_weight is None else (sample_weight,))]
+    qb = blocks[2]
     starts = np.r_[0, np.cumsum(qid.chunks[0])[:-1]]
     counts = dask.compute(*[delayed(_query_counts)(q, int(a)) for q, a in zip(qb, starts)])
     best = {}  # qid -> (rows in its best chunk, chunk)
@@ -159,35 +176,39 @@ def _query_partitions(X, y, qid):
         for k, (ids, _) in enumerate(counts):
             here = np.intersect1d(ids, mine)
             if here.size:
-                pieces.append(delayed(_rows_of_queries)(Xb[k], yb[k], qb[k], here))
+                pieces.append(delayed(_rows_of_queries)(here, *(b[k] for b in blocks)))
         parts.append(delayed(_concat)(pieces))
     return parts, moved
 
 
-def _pair(X, y):
-    return X, y
+def _rows(*arrays):
+    return arrays
 
 
-def row_partitions(X, y):
+def row_partitions(X, y, sample_weight=None):
     """Partitions of (X, y) by row chunks, for losses without queries (label ranking: y a multilabel indicator
-    matrix, one row per instance): (list of dask.delayed (X_p, y_p), 0 rows moved). Empty chunks are dropped."""
-    return _row_partitions(*_as_arrays(X, y, y_ndim=2))
+    matrix, one row per instance): (list of dask.delayed (X_p, y_p), 0 rows moved); with ``sample_weight``,
+    (X_p, y_p, sample_weight_p). Empty chunks are dropped."""
+    return _row_partitions(*_as_arrays(X, y, y_ndim=2, sample_weight=sample_weight))
 
 
-def _row_partitions(X, y):
+def _row_partitions(X, y, qid=None, sample_weight=None):
     from dask import delayed
 
-    Xb, yb = X.to_delayed().ravel(), y.to_delayed().ravel()
-    return [delayed(_pair)(a, b) for a, b, n in zip(Xb, yb, X.chunks[0]) if n > 0], 0
+    blocks = [a.to_delayed().ravel() for a in (X, y) + (() if sample_weight is None else (sample_weight,))]
+    return [delayed(_rows)(*(b[k] for b in blocks)) for k, n in enumerate(X.chunks[0]) if n > 0], 0
 
 
 # ------------------------------------------------------------------------------------------- the families
 def _query_pairs(part, params):
-    """Preference pairs of a ranking partition (X, y, qid), checked as the single-machine fit checks it (labels
-    y > 0 with ``binary``)."""
-    X, y, qid = check_ranking_data(*part, accept_sparse=("csr", "csc"))
+    """Preference pairs of a ranking partition (X, y, qid[, sample_weight]), checked as the single-machine fit
+    checks it (labels y > 0 with ``binary``); 0 when every pair weighs 0."""
+    X, y, qid = check_ranking_data(*part[:3], accept_sparse=("csr", "csc"))
     labels = (y > 0).astype(np.float64) if params.get("binary") else y
-    return QueryGroups(qid, labels).n_pairs_possible
+    groups = QueryGroups(qid, labels)
+    if len(part) > 3 and not has_weighted_pairs(np.asarray(part[3], dtype=np.float64), groups):
+        return 0  # the weights were checked on the driver (_check_weights)
+    return groups.n_pairs_possible
 
 
 def _warn_no_pairs(n_pairs):
@@ -346,8 +367,9 @@ class _Shard:
         if self._problem is None:
             family = FAMILIES[self.name]
             self.n_pairs = int(family.pairs(self.part, self.params))
+            data, weights = _data_and_weights(self.part, family.queries)
             # no pair in this partition: its loss is 0 (the driver warns once if no partition has a pair)
-            self._problem = family.loss(*self.part, **self.params) if self.n_pairs else _NoPairs(self.size)
+            self._problem = family.loss(*data, **weights, **self.params) if self.n_pairs else _NoPairs(self.size)
             self.at = None
         return self._problem
 
@@ -378,6 +400,12 @@ class _Shard:
         """A number the loss's state holds at w (e.g. RankSVM's active pairs)."""
         self._at(w)
         return getattr(self.problem.state, name, 0)
+
+
+def _data_and_weights(part, queries):
+    """A partition's data (X, y, qid) or (X, Y), and {"sample_weight": its weights} or {} when it has none."""
+    n = 3 if queries else 2
+    return part[:n], ({"sample_weight": part[n]} if len(part) > n else {})
 
 
 def _call(shard, method, *args):
@@ -422,15 +450,18 @@ class DistributedLoss(Datafit):
         super().__init__()
 
     @classmethod
-    def build(cls, name, X, y, qid=None, *, params, client=None):
+    def build(cls, name, X, y, qid=None, *, params, client=None, sample_weight=None):
         """The losses of the family ``name`` (a key of :data:`FAMILIES`) with the builder's ``params`` on the
-        partitions of (X, y, qid) (:func:`query_partitions`, or :func:`row_partitions` for a family without
-        queries), built and held on the workers of ``client`` (default: the current one). Sets ``rows_moved``,
-        ``n_columns`` (X's) and ``n_outputs`` (y's columns; 1 for labels)."""
+        partitions of (X, y, qid) and the ``sample_weight`` of their rows (:func:`query_partitions`, or
+        :func:`row_partitions` for a family without queries), built and held on the workers of ``client``
+        (default: the current one). Sets ``rows_moved``, ``n_columns`` (X's) and ``n_outputs`` (y's columns; 1 for
+        labels)."""
         from distributed import get_client
 
         family = FAMILIES[name]
-        arrays = _as_arrays(X, y, qid, y_ndim=1 if family.queries else 2)
+        arrays = _as_arrays(X, y, qid, y_ndim=1 if family.queries else 2, sample_weight=sample_weight)
+        if sample_weight is not None:
+            _check_weights(arrays[3])
         parts, moved = _query_partitions(*arrays) if family.queries else _row_partitions(*arrays)
         if not parts:
             raise ValueError("no rows to fit")
@@ -482,9 +513,10 @@ class DaskFitMixin:
     """The one distributed fit of every Dask estimator: its family's entry in :data:`FAMILIES` (``_family``, the
     estimator's name there) says what to build and report.
 
-    ``fit(X, y, qid=None, client=None, callback=None)``: X, y, qid are dask arrays with row chunks (or a dask
-    DataFrame and Series; y a 2-d indicator array and no qid for label ranking); ``client`` the distributed Client
-    (default: the current one); ``callback(w)`` is called on the driver after every Newton iteration. Sets the
+    ``fit(X, y, qid=None, client=None, callback=None, sample_weight=None)``: X, y, qid (and sample_weight) are dask
+    arrays with row chunks (or a dask DataFrame and Series; y a 2-d indicator array and no qid for label ranking);
+    ``client`` the distributed Client (default: the current one); ``callback(w)`` is called on the driver after
+    every Newton iteration; ``sample_weight`` weighs the rows as in the single-machine fit. Sets the
     single-machine estimator's fitted attributes plus ``n_partitions_``, ``rows_moved_`` (rows moved to keep
     queries whole) and ``n_distributed_calls_``."""
 
@@ -495,7 +527,7 @@ class DaskFitMixin:
         FAMILIES[self._family].check(self)
         return out
 
-    def fit(self, X, y, qid=None, client=None, callback=None):
+    def fit(self, X, y, qid=None, client=None, callback=None, sample_weight=None):
         """Fit on dask collections (class docstring)."""
         name = type(self).__name__
         family = FAMILIES[self._family]
@@ -505,7 +537,8 @@ class DaskFitMixin:
         if not family.queries and qid is not None:
             raise ValueError(f"{name} has no queries (each row is an instance); call fit(X, y, client=client)")
         params, ridge = family.params(self), float(family.ridge(self))
-        loss = DistributedLoss.build(self._family, X, y, qid, params=params, client=client)
+        loss = DistributedLoss.build(self._family, X, y, qid, params=params, client=client,
+                                     sample_weight=sample_weight)
         try:
             if loss.n_pairs == 0:
                 family.warn_none(0)

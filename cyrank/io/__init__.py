@@ -1,7 +1,8 @@
 """Reading and writing LETOR/SVMlight text, and safe model files.
 
 One concern per module: ``_svmlight.py`` (LETOR/SVMlight and multilabel text), ``_atomic.py`` (atomic writes),
-``_model.py`` (model files, and the classes they may hold), ``_schema.py`` (the schema language of model files).
+``_model.py`` (model files, and the classes they may hold), ``_schema.py`` (the schema language of model files),
+``_weights.py`` (weight files: one weight per line, line k for row k, as LightGBM's ``.weight`` files).
 The limits below are read from this package when used, so setting e.g. ``cyrank.io.DECOMPRESS_MIN`` changes them.
 
 SVMlight/LETOR text, one example per line (blank and comment-only lines are skipped)::
@@ -27,6 +28,7 @@ from ._model import (FORMAT_NAME, FORMAT_VERSION, MODEL_SIZE_MIN, MODEL_SIZE_RAT
                      register_model, registered_models, save_model)
 from ._svmlight import (DECOMPRESS_MIN, DECOMPRESS_RATIO, MAX_FEATURES, MAX_LABELS, dump_svmlight,
                         dump_svmlight_multilabel, feature_beyond, load_svmlight, load_svmlight_multilabel)
+from ._weights import load_weights
 
 # private names that the tests use (kept here so that they keep working)
 from ._model import _THIRD_PARTY_MODELS  # noqa: F401
@@ -34,4 +36,4 @@ from ._schema import _schema_rules  # noqa: F401
 from ._svmlight import _cython_reader, _decimal_point, _format_rows_py  # noqa: F401
 
 __all__ = ["load_svmlight", "dump_svmlight", "load_svmlight_multilabel", "dump_svmlight_multilabel",
-           "feature_beyond", "save_model", "load_model", "ModelRecord", "register_model"]
+           "feature_beyond", "load_weights", "save_model", "load_model", "ModelRecord", "register_model"]

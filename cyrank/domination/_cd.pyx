@@ -6,6 +6,11 @@ the loss is
 
     L(w) = sum_q sum_{k >= 1} sum_{i in G_k} log(Z_k + e^{m_i}) - m_i,    Z_k = sum_{j in G_0..G_{k-1}} e^{m_j}.
 
+Sample weights (the term of dominating row i counts w_i times; 1 unweighted, kept in the row's state) enter A_k
+and the row's own term only: with A_k = sum_{i in G_k} w_i / (Z_k + e_i), the derivative below is
+c_j = e_j S_k - w_j Z_k / (Z_k + e_j), the power sums are Q_p = sum_i w_i v_i^p, and the curvature bounds beta_r
+sum over dominating rows with their weights (hessian_bounds).
+
 Auxiliaries, kept per query q with a shift c_q ~ max_j m_j so that no exponential overflows (section 6;
 a query whose margins span more than SAFE_SPAN = 500 would underflow them, so it keeps instead the derivatives
 c_j below computed in the log domain, recomputed in O(rows) whenever a step touches it: wide_query):
@@ -108,7 +113,7 @@ cdef struct Row:          # 32 bytes
     double m              # margin w.x - o
     double e              # exp(m - shift of its query)
     intp_t layer
-    intp_t _pad
+    double wt             # sample weight of the row's loss term (1 unweighted)
 
 
 cdef struct Layer:
@@ -165,20 +170,21 @@ cdef inline void suffix_sums(Work* s, const Query* Q) noexcept nogil:
 
 
 cdef inline double layer_A(Work* s, const Layer* L, double z) noexcept nogil:
-    """A_k = sum_{i in layer} 1 / (z + e_i)."""
+    """A_k = sum_{i in layer} w_i / (z + e_i)."""
     cdef intp_t i
     cdef double d, a = 0.0, dmin = INFINITY
     for i in range(L.start, L.stop):
         d = z + s.rows[i].e
         dmin = fmin2(dmin, d)
-        a += 1.0 / d
+        a += s.rows[i].wt / d
     if dmin < DENOM_MIN:
         s.underflow = 1
     return a
 
 
 cdef inline void add_powers(double* Q, double v, double sign) noexcept nogil:
-    """Q[p - 1] += sign * v^p for p = 1..8, the powers formed in three dependent multiplications."""
+    """Q[p - 1] += sign * v^p for p = 1..8, the powers formed in three dependent multiplications (sign: +- the
+    row's weight)."""
     cdef double v2 = v * v, v3, v4
     v3 = v2 * v
     v4 = v2 * v2
@@ -193,7 +199,7 @@ cdef inline void add_powers(double* Q, double v, double sign) noexcept nogil:
 
 
 cdef void recenter(Work* s, Layer* L) noexcept nogil:
-    """Power sums of a large layer around Z0 = its current Z; sets A."""
+    """Weighted power sums of a large layer around Z0 = its current Z; sets A."""
     cdef double* B = s.P + L.powers
     cdef double* Q = B + 4
     cdef double z0 = L.Z, scale = INFINITY
@@ -209,7 +215,7 @@ cdef void recenter(Work* s, Layer* L) noexcept nogil:
     for p in range(N_POWERS):
         Q[p] = 0.0
     for i in range(L.start, L.stop):
-        add_powers(Q, scale / (z0 + s.rows[i].e), 1.0)
+        add_powers(Q, scale / (z0 + s.rows[i].e), s.rows[i].wt)
     L.A = Q[0] * B[3]
 
 
@@ -235,8 +241,8 @@ cdef inline void powers_A(Work* s, Layer* L) noexcept nogil:
     L.A = acc * B[3]
 
 
-cdef inline void powers_update(Work* s, Layer* L, double e_old, double e_new) noexcept nogil:
-    """Q_p += v_new^p - v_old^p for one row of a large layer whose e changed."""
+cdef inline void powers_update(Work* s, Layer* L, double e_old, double e_new, double wt) noexcept nogil:
+    """Q_p += wt (v_new^p - v_old^p) for one row (weight wt) of a large layer whose e changed."""
     cdef double* B = s.P + L.powers
     cdef double v_new
     if B[2] == INFINITY:  # already due for re-centring
@@ -246,8 +252,8 @@ cdef inline void powers_update(Work* s, Layer* L, double e_old, double e_new) no
         B[2] = INFINITY
         return
     B[2] = fmax2(B[2], v_new)
-    add_powers(B + 4, v_new, 1.0)
-    add_powers(B + 4, B[1] / (B[0] + e_old), -1.0)
+    add_powers(B + 4, v_new, wt)
+    add_powers(B + 4, B[1] / (B[0] + e_old), -wt)
 
 
 cdef inline double logaddexp(double a, double b) noexcept nogil:
@@ -262,7 +268,7 @@ cdef inline double logaddexp(double a, double b) noexcept nogil:
 cdef void wide_query(Work* s, intp_t q) noexcept nogil:
     """Derivatives of the loss in the margins of query q computed in the log domain, for any span (as
     _smooth.pyx: LZ_k = log sum_{j below k} e^{m_j}, s_i = sigmoid(LZ_k - m_i), E_j = e^{m_j - LZ_{l+1}} <= 1,
-    T_l = A'_{l+1} + e^{LZ_{l+1} - LZ_{l+2}} T_{l+1} with A'_k = sum_{i in k} s_i; c_j = E_j T_l - s_j). c_j is
+    T_l = A'_{l+1} + e^{LZ_{l+1} - LZ_{l+2}} T_{l+1} with A'_k = sum_{i in k} w_i s_i; c_j = E_j T_l - w_j s_j). c_j is
     stored in rows[j].e and every layer gets S = 1, Z = 0, so that coord_grad's e_j S_k - Z_k / (Z_k + e_j) reads
     c_j. Layer fields E and A hold LZ_k and A'_k meanwhile; power sums are marked stale."""
     cdef Query* Q = &s.queries[q]
@@ -279,7 +285,7 @@ cdef void wide_query(Work* s, intp_t q) noexcept nogil:
         a = 0.0
         if not L.bottom:
             for i in range(L.start, L.stop):
-                a += sigmoid(L.E - s.rows[i].m)
+                a += s.rows[i].wt * sigmoid(L.E - s.rows[i].m)
         L.A = a
     for k in range(Q.last - 1, Q.first - 1, -1):
         L = &s.layers[k]
@@ -287,7 +293,7 @@ cdef void wide_query(Work* s, intp_t q) noexcept nogil:
             T = s.layers[k + 1].A + (exp(s.layers[k + 1].E - s.layers[k + 2].E) * T if k + 2 < Q.last else 0.0)
         for i in range(L.start, L.stop):
             E = exp(s.rows[i].m - s.layers[k + 1].E) if k < Q.last - 1 else 0.0
-            s.rows[i].e = E * T - (0.0 if L.bottom else sigmoid(L.E - s.rows[i].m))
+            s.rows[i].e = E * T - (0.0 if L.bottom else s.rows[i].wt * sigmoid(L.E - s.rows[i].m))
     for k in range(Q.first, Q.last):
         L = &s.layers[k]
         L.S = 1.0
@@ -394,7 +400,7 @@ cdef void recompute_all(Work* s, const floating* data, const index_t* indices, c
 
 cdef inline double coord_grad(Work* s, const floating* data, const index_t* indices, const index_t* indptr,
                               bint dense, intp_t r) noexcept nogil:
-    """g_r = sum_j x_jr (e_j S_k - Z_k / (Z_k + e_j)) over the stored entries of column r."""
+    """g_r = sum_j x_jr (e_j S_k - w_j Z_k / (Z_k + e_j)) over the stored entries of column r."""
     cdef intp_t p, start = indptr[r], nnz = indptr[r + 1] - indptr[r]
     cdef const index_t* idx = indices if dense else indices + start
     cdef const floating* vals = data + start
@@ -407,7 +413,7 @@ cdef inline double coord_grad(Work* s, const floating* data, const index_t* indi
             prefetch(&s.layers[s.rows[idx[p + PREFETCH_AHEAD // 2]].layer])
         R = &s.rows[idx[p]]
         L = &s.layers[R.layer]
-        g += vals[p] * (R.e * L.S - L.Z / (L.Z + R.e + TINY))
+        g += vals[p] * (R.e * L.S - R.wt * L.Z / (L.Z + R.e + TINY))
     return g
 
 
@@ -458,12 +464,12 @@ cdef void apply_step(Work* s, const floating* data, const index_t* indices, cons
         if L.bottom:
             continue
         if L.powers >= 0 and not direct:
-            powers_update(s, L, e_old, e_new)
+            powers_update(s, L, e_old, e_new, R.wt)
         elif k == kmin:
             d = L.Z + e_new
             if d < DENOM_MIN:
                 s.underflow = 1
-            L.A += 1.0 / d - 1.0 / (L.Z + e_old)
+            L.A += R.wt * (1.0 / d - 1.0 / (L.Z + e_old))
             if L.powers >= 0:
                 s.P[L.powers + 2] = INFINITY
     if cur >= 0:
@@ -523,7 +529,7 @@ cdef double max_violation(Work* s, const floating* data, const index_t* indices,
 # ---------------------------------------------------------------------------------------------------------
 
 cdef double loss_from_margins(const Work* s) noexcept nogil:
-    """Sum over dominating rows of log(sum_{j in D(i) + i} e^{m_j}) - m_i, each term with its own shift."""
+    """Sum over dominating rows of w_i (log(sum_{j in D(i) + i} e^{m_j}) - m_i), each term with its own shift."""
     cdef intp_t q, k, i
     cdef const Layer* L
     cdef double loss = 0.0, P, z, mi, lm
@@ -536,9 +542,9 @@ cdef double loss_from_margins(const Work* s) noexcept nogil:
                 for i in range(L.start, L.stop):
                     mi = s.rows[i].m
                     if mi <= P:
-                        loss += (P - mi) + log(z + exp(mi - P))
+                        loss += s.rows[i].wt * ((P - mi) + log(z + exp(mi - P)))
                     else:
-                        loss += log1p(z * exp(P - mi))
+                        loss += s.rows[i].wt * log1p(z * exp(P - mi))
             lm = -INFINITY
             for i in range(L.start, L.stop):
                 lm = fmax2(lm, s.rows[i].m)
@@ -712,6 +718,12 @@ class _State:
         self.P = np.zeros(max(int(large.sum()), 1) * POWER_BLOCK)
 
 
+def _row_weights(layout):
+    """The sorted rows' sample weights: the layout's, or ones when it is unweighted."""
+    return np.ones(layout.row_qk.shape[0]) if layout.weight is None else np.ascontiguousarray(layout.weight,
+                                                                                               np.float64)
+
+
 cdef Work make_work(state) except *:
     """Work view of a _State, with the layout copied into the structs."""
     cdef Work s
@@ -721,6 +733,7 @@ cdef Work make_work(state) except *:
     cdef const intp_t[::1] row_qk = layout.row_qk
     cdef const intp_t[::1] qk_q = layout.qk_q
     cdef const double[::1] offset = layout.offset
+    cdef const double[::1] weight = _row_weights(layout)
     cdef double[::1] w = state.w
     cdef const double[::1] beta = state.beta
     cdef const intp_t[::1] powers = state.powers
@@ -740,6 +753,7 @@ cdef Work make_work(state) except *:
     interrupt_init(&s.intr)
     for i in range(s.n):
         s.rows[i].layer = row_qk[i]
+        s.rows[i].wt = weight[i]
     for k in range(state.n_layers):
         s.layers[k].start = lay_ptr[k]
         s.layers[k].stop = lay_ptr[k + 1]
@@ -756,8 +770,9 @@ def hessian_bounds(const floating[::1] data, const index_t[::1] indices, const i
                    bint dense, layout, int kind):
     """beta_r, a bound on d^2 L / dw_r^2 valid at every w.
 
-    kind HESSIAN_MAX_SQ (the thesis, section 2): sum_q m_q max_{j in q} x_jr^2, m_q = dominating rows of q.
-    kind HESSIAN_POPOVICIU: sum over dominating rows i of (max - min)^2 / 4 of x_r over D(q, i) + {i}, since
+    kind HESSIAN_MAX_SQ (the thesis, section 2): sum_q m_q max_{j in q} x_jr^2, m_q = the weight of the
+    dominating rows of q (their number when unweighted).
+    kind HESSIAN_POPOVICIU: sum over dominating rows i of w_i (max - min)^2 / 4 of x_r over D(q, i) + {i}, since
     the curvature of l_i along e_r is a variance of x_r over that set (Popoviciu's inequality).
     """
     cdef intp_t d = indptr.shape[0] - 1
@@ -765,12 +780,18 @@ def hessian_bounds(const floating[::1] data, const index_t[::1] indices, const i
     cdef const intp_t[::1] lay_ptr = layout.lay_ptr
     cdef const intp_t[::1] row_qk = layout.row_qk
     cdef const intp_t[::1] qk_q = layout.qk_q
+    weights = _row_weights(layout)
+    n_layers, n_queries = layout.qk_q.shape[0], layout.q_ptr.shape[0] - 1
+    lay_weights = np.add.reduceat(weights, layout.lay_ptr[:n_layers]) if n_layers else np.zeros(0)
+    dom_weights = np.bincount(layout.qk_q, weights=lay_weights, minlength=n_queries)  # dominating rows' weight
+    dom_weights -= lay_weights[layout.q_ptr[:n_queries]]  # (the bottom layers dominate nothing)
+    cdef const double[::1] wt = weights, lay_w = lay_weights, dom_w = dom_weights
     out = np.zeros(d)
     cdef double[::1] beta = out
     cdef intp_t r, p, pe, pl, q, qk, k0, k1, size, cnt, u, start, nnz
     cdef const index_t* idx
     cdef const floating* vals
-    cdef double lo, hi, x, t, xmax
+    cdef double lo, hi, x, t, xmax, stored
     cdef Interrupt intr
     if data.shape[0] == 0:
         return out
@@ -795,7 +816,7 @@ def hessian_bounds(const floating[::1] data, const index_t[::1] indices, const i
                     xmax = 0.0
                     for u in range(p, pe):
                         xmax = fmax2(xmax, vals[u] * vals[u])
-                    beta[r] += (lay_ptr[k1] - lay_ptr[k0 + 1]) * xmax
+                    beta[r] += dom_w[q] * xmax
                 else:
                     lo = INFINITY  # range of the layers below, implicit zeros included
                     hi = -INFINITY
@@ -808,11 +829,13 @@ def hessian_bounds(const floating[::1] data, const index_t[::1] indices, const i
                             u += 1
                         cnt = u - pl
                         if qk > k0:
+                            stored = 0.0  # weight of the rows with an entry
                             for u in range(pl, pl + cnt):
                                 x = vals[u]
-                                t += (fmax2(hi, x) - fmin2(lo, x)) ** 2
-                            if cnt < size:
-                                t += (size - cnt) * (fmax2(hi, 0.0) - fmin2(lo, 0.0)) ** 2
+                                t += wt[idx[u]] * (fmax2(hi, x) - fmin2(lo, x)) ** 2
+                                stored += wt[idx[u]]
+                            if cnt < size:  # the layer's implicit zeros, with the weight of their rows
+                                t += fmax2(lay_w[qk] - stored, 0.0) * (fmax2(hi, 0.0) - fmin2(lo, 0.0)) ** 2
                         for u in range(pl, pl + cnt):
                             lo = fmin2(lo, vals[u])
                             hi = fmax2(hi, vals[u])

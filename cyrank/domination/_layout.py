@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from .._dense import should_densify
 from .._linear import product_parts
 from .._queries import QueryGroups
-from .._validation import check_random_state, max_abs, warn_if_no_pairs
+from .._validation import check_preferred_weight, check_random_state, max_abs, warn_if_no_pairs
 
 
 class _Layout:
@@ -18,11 +18,14 @@ class _Layout:
     q_ptr     query q owns query-layers q_ptr[q]:q_ptr[q+1]
     lay_ptr   query-layer k owns sorted rows lay_ptr[k]:lay_ptr[k+1]
     row_qk    query-layer of each sorted row;  qk_q: query of each query-layer;  offset: sorted offsets
+    weight    sorted sample weights (w_i weighs the loss term l_i of row i), or None: unweighted (every w_i = 1,
+              the kernels' fast path)
     """
 
-    def __init__(self, rows, q_ptr, lay_ptr, row_qk, qk_q, offset):
+    def __init__(self, rows, q_ptr, lay_ptr, row_qk, qk_q, offset, weight=None):
         self.rows, self.q_ptr, self.lay_ptr, self.row_qk, self.qk_q, self.offset = (
             rows, q_ptr, lay_ptr, row_qk, qk_q, offset)
+        self.weight = weight
         self.x_max = None  # the largest |x| of X, when the caller knows it (one O(nnz) pass less)
         self.squares = None  # the within-query column squares of X (_preconditioner), made on first need
         self._blocks = None
@@ -44,9 +47,10 @@ class _Layout:
         return self._blocks
 
 
-def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_state=None):
+def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_state=None, sample_weight=None):
     """Rows sorted by (query, label) (QueryGroups' label runs), queries with one label level dropped,
-    optionally the bottom layers sampled.
+    optionally the bottom layers sampled. ``sample_weight`` (checked, input row order, or None) follows the rows;
+    weights that are 0 on every dominating row are refused (cyrank._validation.check_preferred_weight).
 
     Negative sampling (the "Sampled" variant, section 8.2): in every query, ceil(neg_sample * n_0) of the n_0
     rows of the lowest layer (the rows that dominate nothing) are kept, uniformly without replacement.
@@ -56,6 +60,7 @@ def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_s
     labels = (y > 0).astype(np.float64) if binary else y
     groups = QueryGroups(qid if group_by_query else np.zeros(n, np.int64), labels)
     warn_if_no_pairs(groups)
+    check_preferred_weight(sample_weight, groups)
     order, run_ptr, run_q = groups.label_order, groups.label_runs, groups.run_query
     run_size = np.diff(run_ptr)
     run = np.repeat(np.arange(run_size.size), run_size)  # run of each position
@@ -80,19 +85,23 @@ def _layout(y, qid, offset, *, binary, group_by_query, neg_sample=None, random_s
                      lay_ptr=np.r_[0, np.cumsum(lay_size)].astype(np.intp),
                      row_qk=np.repeat(np.arange(lay_size.size), lay_size).astype(np.intp),
                      qk_q=(np.cumsum(q_start) - 1).astype(np.intp),
-                     offset=np.ascontiguousarray(offset[order[keep]], dtype=np.float64))
+                     offset=np.ascontiguousarray(offset[order[keep]], dtype=np.float64),
+                     weight=None if sample_weight is None else np.ascontiguousarray(sample_weight[order[keep]]))
     return layout, mask
 
 
 def _gradient_rounding(X, layout, scale):
     """Bound on the rounding error of the computed loss gradient X'c: eps * max_r sum_i |x_ir| * max |c_i|, with
-    |c_i| = |dL/dm_i| <= the rows of the largest query (each dominating row adds at most 1). A gradient below it
+    |c_i| = |dL/dm_i| <= the largest sum of the weights of a query's rows (each dominating row i adds at most its
+    weight w_i; unweighted: the rows of the largest query). A gradient below it
     is indistinguishable from 0 (measured: the computed gradient of a loss that does not depend on w stays
     50-200 times below it). Returns 0 without the O(nnz) column sums when even the cruder bound with
     n max|x| in place of the column sums lies below ``scale``, the gradient norm at 0 (the usual case)."""
     if layout.q_ptr.shape[0] < 2:
         return 0.0
-    q_rows = float(np.max(np.diff(layout.lay_ptr[layout.q_ptr])))
+    starts = layout.lay_ptr[layout.q_ptr]
+    q_rows = float(np.max(np.diff(starts)) if layout.weight is None
+                   else np.max(np.add.reduceat(layout.weight, starts[:-1])))
     eps = np.finfo(np.float64).eps
     x_max = max_abs(X) if layout.x_max is None else layout.x_max
     if eps * X.shape[0] * x_max * q_rows < scale:

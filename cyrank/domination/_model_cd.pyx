@@ -13,7 +13,9 @@ per query-layer k, the two sums of z the Hessian needs (notation of _smooth.pyx)
     V_{k+1} = rho_k V_k + a_k (bottom-up),   U_{k-1} = b_k + S2_k V_k + rho_k U_k (top-down),
     (H z)_p = s_p (1 - s_p) (z_p - V_l) + E_p (z_p T_l - U_l)   for row p of layer l,
 
-the coordinate gradient (g + X_W'Hz + c d)_r is a sum over the stored entries of column r, O(1) each, and a step
+with the sample weights w_p of the layout (1 unweighted) in S2_k = sum_{p in k} w_p s_p^2 and in
+c_p = w_p s_p (1 - s_p) in place of s_p (1 - s_p) (the weighted Hessian of _smooth.pyx; E, rho, T of its state
+carry the weights already), the coordinate gradient (g + X_W'Hz + c d)_r is a sum over the stored entries of column r, O(1) each, and a step
 in d_r moves a_k and b_k of its rows' layers and V, U of their queries: O(nnz_r + layers of the queries it
 touches) per coordinate, the cost of a CD sweep on a linear model. The exact curvatures (X_W'HX_W)_rr come from
 the same sums with z = x_r (model_diagonal). Queries are contiguous in the sorted rows, so the stored entries of
@@ -92,7 +94,8 @@ cdef void set_direction(const floating[::1] data, const index_t[::1] indices, co
 
 cdef class Model:
     """The layout and the Hessian state of one point: row_qk (query-layer of each sorted row), qk_q (query of each
-    query-layer), q_ptr, lay_ptr; E, s, rho, T of _smooth.State; c_p = s_p (1 - s_p) and S2 per layer."""
+    query-layer), q_ptr, lay_ptr; E, s, rho, T of _smooth.State; c_p = w_p s_p (1 - s_p) and
+    S2_k = sum_{p in k} w_p s_p^2 (w: the layout's sample weights, 1 when unweighted)."""
     cdef public object row_qk, qk_q, q_ptr, lay_ptr, E, s, rho, T, c, S2
 
     def __init__(self, layout, state):
@@ -103,9 +106,10 @@ cdef class Model:
         # copies: the line search's evaluations overwrite the state
         self.E, self.s, self.rho, self.T = (np.array(state.E), np.array(state.s), np.array(state.rho),
                                             np.array(state.T))
-        self.c = self.s * (1.0 - self.s)
+        ws = self.s if layout.weight is None else layout.weight * self.s
+        self.c = ws * (1.0 - self.s)
         starts = self.lay_ptr[:self.lay_ptr.shape[0] - 1]
-        self.S2 = np.add.reduceat(self.s * self.s, starts) if self.s.shape[0] else np.zeros(starts.shape[0])
+        self.S2 = np.add.reduceat(ws * self.s, starts) if self.s.shape[0] else np.zeros(starts.shape[0])
         self.S2[np.diff(self.lay_ptr) == 0] = 0.0  # reduceat gives the next entry for an empty segment
 
 

@@ -20,6 +20,11 @@ V_{k+1} = rho_k V_k + sum_{j in layer k} E_j v_j) and t_i = p.v over S_i = (1 - 
     (H v)_j = (1 - s_j) s_j (v_j - V_l) + E_j (v_j T_l - U_l),   U_l = B_{l+1} + rho_{l+1} U_{l+1},
     B_k = sum_{i in k} s_i t_i.
 
+Sample weights (w_i weighs l_i; estimator._layout's ``weight``): the loss is sum_i w_i l_i, and the formulas hold
+with w_i s_i in place of s_i in A_k, in g_j's own term and in B_k, and w_j (1 - s_j) s_j in (H v)_j's own term
+(E, rho, V and T need no change: T and U take the weights through A and B). Unweighted, the kernels read no
+weight (a NULL pointer: the fast path).
+
 Every factor is a probability or a ratio <= 1, so margins of any size are safe. The linear model's gradient
 and Hessian product are X' g and X' H X v. X is the caller's array, never copied or converted: dense C-ordered or
 CSR, float32 or float64, read in its own precision with float64 sums (fused types); sorted row p is row rows[p]
@@ -61,9 +66,10 @@ cdef inline double logaddexp(double a, double b) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------- one query, margins
-cdef double query_grad(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* u, double* E, double* s,
-                       double* g, double* rho, double* T) noexcept nogil:
-    """Loss of one query (layers k0:k1) at margins u; fills E, s, g (rows) and rho, T (layers)."""
+cdef double query_grad(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* u, const double* wt, double* E,
+                       double* s, double* g, double* rho, double* T) noexcept nogil:
+    """Loss of one query (layers k0:k1) at margins u, rows weighted by wt (NULL: unweighted); fills E, s, g (rows)
+    and rho, T (layers)."""
     cdef intp_t k, p, top = k1 - 1
     cdef double lz = -INFINITY, lz_new, lz_below, m, acc, scale, x, loss = 0.0, T_above = 0.0
     # bottom-up: LZ_{k+1} from LZ_k and layer k; E_j = exp(u_j - LZ_{k+1}); rho_k = exp(LZ_k - LZ_{k+1})
@@ -92,27 +98,39 @@ cdef double query_grad(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double
     for k in range(top, k0, -1):
         lz_below = T[k - 1]  # LZ_{k-1}, read before T_{k-1} replaces it
         acc = 0.0
-        for p in range(lay_ptr[k], lay_ptr[k + 1]):
-            x = lz - u[p]
-            loss += log1pexp(x)
-            s[p] = sigmoid(x)
-            acc += s[p]
+        if wt == NULL:
+            for p in range(lay_ptr[k], lay_ptr[k + 1]):
+                x = lz - u[p]
+                loss += log1pexp(x)
+                s[p] = sigmoid(x)
+                acc += s[p]
+        else:
+            for p in range(lay_ptr[k], lay_ptr[k + 1]):
+                x = lz - u[p]
+                loss += wt[p] * log1pexp(x)
+                s[p] = sigmoid(x)
+                acc += wt[p] * s[p]
         T[k - 1] = acc + (rho[k] * T_above if k < top else 0.0)  # T_{k-1} = A_k + rho_k T_k, T_top = 0
         T_above = T[k - 1]
         lz = lz_below
     T[top] = 0.0
     for k in range(k0, k1):
-        for p in range(lay_ptr[k], lay_ptr[k + 1]):
-            g[p] = E[p] * T[k] - s[p]
+        if wt == NULL:
+            for p in range(lay_ptr[k], lay_ptr[k + 1]):
+                g[p] = E[p] * T[k] - s[p]
+        else:
+            for p in range(lay_ptr[k], lay_ptr[k + 1]):
+                g[p] = E[p] * T[k] - wt[p] * s[p]
     return loss
 
 
-cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* E, const double* s,
-                     const double* rho, const double* T, const double* v, double* h, double* V,
+cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* wt, const double* E,
+                     const double* s, const double* rho, const double* T, const double* v, double* h, double* V,
                      double* U) noexcept nogil:
-    """h = H v for one query (layers k0:k1), with the state (E, s, rho, T) of query_grad."""
+    """h = H v for one query (layers k0:k1), with the weights wt (NULL: unweighted) and the state (E, s, rho, T)
+    of query_grad."""
     cdef intp_t k, p, top = k1 - 1
-    cdef double acc, t, B
+    cdef double acc, t, B, ws
     # bottom-up V_k (V[k0] unused)
     acc = 0.0
     for k in range(k0, top):
@@ -125,9 +143,10 @@ cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* 
     for k in range(top, k0, -1):
         B = 0.0
         for p in range(lay_ptr[k], lay_ptr[k + 1]):
+            ws = s[p] if wt == NULL else wt[p] * s[p]
             t = (1.0 - s[p]) * v[p] + s[p] * V[k]
-            B += s[p] * t
-            h[p] = (1.0 - s[p]) * s[p] * (v[p] - V[k])
+            B += ws * t
+            h[p] = (1.0 - s[p]) * ws * (v[p] - V[k])
         U[k - 1] = B + (rho[k] * U[k] if k < top else 0.0)
     for p in range(lay_ptr[k0], lay_ptr[k0 + 1]):
         h[p] = 0.0
@@ -138,13 +157,14 @@ cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* 
 
 # ------------------------------------------------------------------------------------------ linear model
 cdef class State:
-    """Layout arrays (see the module docstring), the per-row / per-layer state of the last gradient (E, s; rho,
+    """Layout arrays (see the module docstring; ``weight``: the sorted sample weights, empty when unweighted),
+    the per-row / per-layer state of the last gradient (E, s; rho,
     T) and the scratch of hess_vec (V, U per layer). rows[p]: X's row of sorted row p; q_rows[q]: first sorted row
     of query q (the work measure of the chunk partition); lo, hi: the blocks of X's rows of the queries
     (layout.query_blocks(), _layout.py); work: one row of buffers per thread (margins / X v, derivatives / H X v,
     and a block in X's row order), shared with the State ``like`` when given (the trial and current states of one problem). Products run on one thread below
     ``parallel_min_rows`` rows (-1: the shared default, cyrank/_parallel.pxd)."""
-    cdef public object q_ptr, lay_ptr, offset, q_rows, rows, lo, hi, work
+    cdef public object q_ptr, lay_ptr, offset, weight, q_rows, rows, lo, hi, work
     cdef public intp_t n_rows, n_layers, n_queries, n_threads, max_rows
     cdef public object E, s, rho, T, V, U, acc
 
@@ -152,6 +172,7 @@ cdef class State:
         self.q_ptr = np.ascontiguousarray(layout.q_ptr, dtype=np.int64)
         self.lay_ptr = np.ascontiguousarray(layout.lay_ptr, dtype=np.int64)
         self.offset = np.ascontiguousarray(layout.offset, dtype=np.float64)
+        self.weight = np.zeros(0) if layout.weight is None else np.ascontiguousarray(layout.weight, np.float64)
         self.n_rows = self.offset.shape[0]
         self.n_layers = self.lay_ptr.shape[0] - 1
         self.n_queries = self.q_ptr.shape[0] - 1
@@ -223,7 +244,8 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
     """
     cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p, p0, p1, tid, c, n_ch, rw
     cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr, rows = st.rows, lo = st.lo, hi = st.hi
-    cdef const double[::1] off = st.offset
+    cdef const double[::1] off = st.offset, weight = st.weight
+    cdef const double* wt = &weight[0] if weight.shape[0] else NULL
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T
     cdef double[:, ::1] work = st.work
     cdef intp_t m = st.max_rows
@@ -260,7 +282,7 @@ def fun_grad(const floating[::1] data, const index_t[::1] indices, const index_t
                 for p in range(p0, p1):
                     u[p - p0] = u[p - p0] - off[p]
                 # the sweep indexes rows by their sorted position: the buffers shifted by p0
-                loss_c[c] += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], u - p0, &E[0], &s[0], g - p0,
+                loss_c[c] += query_grad(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], u - p0, wt, &E[0], &s[0], g - p0,
                                         &rho[0], &T[0])
                 rows_axpy(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], g, g + m, &acc[c, 0])
     check_interrupt(&intr)
@@ -274,6 +296,8 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
     cdef intp_t d = n_features, nq = st.n_queries, nt = st.n_threads, q, p0, p1, tid, c, n_ch, rw
     cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr, rows = st.rows, lo = st.lo, hi = st.hi
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U
+    cdef const double[::1] weight = st.weight
+    cdef const double* wt = &weight[0] if weight.shape[0] else NULL
     cdef double[:, ::1] work = st.work
     cdef intp_t m = st.max_rows
     cdef double* xv
@@ -304,8 +328,8 @@ def hess_vec(const floating[::1] data, const index_t[::1] indices, const index_t
                 if not keep_going(&intr, tid, (p1 - p0) * rw):
                     break
                 rows_dot(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], &v[0], h + m, xv)
-                query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0], xv - p0, h - p0,
-                           &V[0], &U[0])
+                query_hess(q_ptr[q], q_ptr[q + 1], &lay_ptr[0], wt, &E[0], &s[0], &rho[0], &T[0], xv - p0,
+                           h - p0, &V[0], &U[0])
                 rows_axpy(X, ind_p, ptr_p, dense, d, &rows[0], p0, p1, lo[q], hi[q], h, h + m, &acc[c, 0])
     check_interrupt(&intr)
     sum_chunks(acc, out)
@@ -329,6 +353,8 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
     cdef intp_t q, p, p0, p1, i, c, k, r, tid, n_ch, rw, entries, max_rows = 0
     cdef const intp_t[::1] q_ptr = st.q_ptr, lay_ptr = st.lay_ptr, rows = st.rows
     cdef double[::1] E = st.E, s = st.s, rho = st.rho, T = st.T, V = st.V, U = st.U
+    cdef const double[::1] weight = st.weight
+    cdef const double* wt = &weight[0] if weight.shape[0] else NULL
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef Interrupt intr
     cdef const floating* X = &data[0] if data.shape[0] else NULL
@@ -390,7 +416,7 @@ def gram_hessian(const floating[::1] data, const index_t[::1] indices, const ind
                 for k in range(m):
                     # query_hess reads v[p] and writes h[p] for a query's rows: shift the pointers by b0
                     for p in range(q, qb):
-                        query_hess(q_ptr[p], q_ptr[p + 1], &lay_ptr[0], &E[0], &s[0], &rho[0], &T[0],
+                        query_hess(q_ptr[p], q_ptr[p + 1], &lay_ptr[0], wt, &E[0], &s[0], &rho[0], &T[0],
                                    Z + k * nr - b0, HZ + k * nr - b0, &V[0], &U[0])
                 # Z'(HZ) is symmetric: only the blocks on and above the diagonal, column block by column block
                 # (C[0:j1, j0:j1] += Z[:, 0:j1]' HZ[:, j0:j1]; C column-major): about half the flops of one dgemm

@@ -12,9 +12,9 @@ class DominationRank(LinearRankerMixin, SolverEstimator):
     """Linear ranker minimising the domination loss by coordinate descent (Stevens, MIT thesis 2010), or, for the
     smooth l2 penalty, by trust-region Newton.
 
-    Objective, with f = X w and offsets o >= 0::
+    Objective, with f = X w, offsets o >= 0 and sample weights s >= 0 (``fit``'s ``sample_weight``; 1 by default)::
 
-        sum_q sum_{i: D(q,i) != {}} log(1 + sum_{j in D(q,i)} exp((f_j - o_j) - (f_i - o_i))) + penalty(w)
+        sum_q sum_{i: D(q,i) != {}} s_i log(1 + sum_{j in D(q,i)} exp((f_j - o_j) - (f_i - o_i))) + penalty(w)
 
     penalty: alpha ||w||_1 ("l1"), alpha ||w||_2^2 ("l2", not halved) or
     alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"). D(q, i) are the rows of query q
@@ -140,13 +140,19 @@ class DominationRank(LinearRankerMixin, SolverEstimator):
     _estimator_only_params = ("warm_start",)
     _warm_starts = True
 
-    def fit(self, X, y, qid=None, offset=None):
-        """Minimise the objective on (X, y) grouped by ``qid``; ``offset`` (>= 0) are per-row margins o_i."""
-        return self._fit(X, y, qid, offset)
+    def fit(self, X, y, qid=None, offset=None, sample_weight=None):
+        """Minimise the objective on (X, y) grouped by ``qid``; ``offset`` (>= 0) are per-row margins o_i.
+
+        ``sample_weight`` (n_samples,) >= 0, a number, or None (all 1): s_i weighs the loss term l_i of the
+        dominating row i (the term of a row of its query's lowest label level is empty, so its weight changes
+        nothing); an integer s_i equals repeating that term, a weight constant within a query equals repeating
+        the query. Weights that are 0 on every dominating row are refused (ValueError)."""
+        return self._fit(X, y, qid, offset, sample_weight=sample_weight)
 
     # -- prediction: decision_function = X @ coef_, predict = scores, score = mean NDCG@10 (LinearRankerMixin)
-    def objective(self, X, y, qid=None, offset=None, coef=None):
-        """The objective (loss + penalty) at ``coef`` (default ``coef_``) on (X, y, qid, offset), in float64.
+    def objective(self, X, y, qid=None, offset=None, coef=None, sample_weight=None):
+        """The objective (loss + penalty) at ``coef`` (default ``coef_``) on (X, y, qid, offset), in float64,
+        with the loss terms weighted by ``sample_weight`` as in :meth:`fit`.
 
         Uses this estimator's penalty, alpha, l1_ratio, binary and group_by_query; no negative sampling.
         """
@@ -154,4 +160,5 @@ class DominationRank(LinearRankerMixin, SolverEstimator):
             check_is_fitted(self, "coef_")
             coef = self.coef_
         return solver.objective(X, y, qid, offset, coef=coef, penalty=self.penalty, alpha=self.alpha,
-                                l1_ratio=self.l1_ratio, binary=self.binary, group_by_query=self.group_by_query)
+                                l1_ratio=self.l1_ratio, binary=self.binary, group_by_query=self.group_by_query,
+                                sample_weight=sample_weight)

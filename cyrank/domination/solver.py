@@ -9,8 +9,11 @@ row of its query (D(q, i) = {j in q: y_j < y_i} non-empty) contributes
 
     l_i = log(1 + sum_{j in D(q, i)} exp((f_j - o_j) - (f_i - o_i)))
 
-and the objective is sum_i l_i + alpha * ||w||_1 ("l1"), + alpha * ||w||_2^2 ("l2", not halved, section 5), or
-+ alpha * (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"). Every label level of a query is a
+and the objective is sum_i s_i l_i + alpha * ||w||_1 ("l1"), + alpha * ||w||_2^2 ("l2", not halved, section 5), or
++ alpha * (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"), s_i the sample weight of row i (1 when
+``sample_weight`` is None): it weighs the term of the dominating row i only, so the weights of the rows of a
+query's lowest label level change nothing, and an integer s_i equals repeating the loss term of row i (not the
+row: a repeated row would also be dominated more often). Every label level of a query is a
 layer (section 3); ``binary=True`` keeps two layers, y > 0 and y <= 0.
 
 Solvers: "cd", coordinate descent on a quadratic upper bound of the loss plus the exact penalty (sections 2-5,
@@ -44,7 +47,7 @@ from .._result import SolveResult
 from .._threads import one_blas_thread, openmp_threads
 from .._validation import check_options
 from .._validation import (check_feature_scale, check_n_jobs, check_option, check_param, check_random_state,
-                           check_ranking_data, check_row_weights, check_verbose, check_y)
+                           check_ranking_data, check_row_weights, check_sample_weight, check_verbose, check_y)
 from ..optim.path import PathResult, alpha_grid, check_path_params, run_path  # noqa: F401 (PathResult: public)
 from ..optim.penalties import Penalty, penalty_weights
 from ..optim.result import gap_target
@@ -154,20 +157,27 @@ def check_params(*, penalty, alpha, l1_ratio, binary, group_by_query, feature_in
     return lam1, lam2, choose_solver(solver, lam1, feature_induction)
 
 
-def _check_data(X, y, qid, offset):
+def _check_data(X, y, qid, offset, sample_weight):
+    """(X, y, qid, offset, sample_weight, the largest |x|) checked (sample_weight: None, or n weights)."""
     X, y, qid = check_ranking_data(X, y, qid, accept_sparse=("csc", "csr"), dtype=(np.float64, np.float32))
     x_max = check_feature_scale(X, "DominationRank")
-    return X, y, qid, check_row_weights(offset, X.shape[0], name="offset"), x_max
+    return (X, y, qid, check_row_weights(offset, X.shape[0], name="offset"),
+            check_sample_weight(sample_weight, X.shape[0]), x_max)
 
 
 # -------------------------------------------------------------------------------------------------- solve
 def solve(X, y, qid=None, offset=None, *, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,
           group_by_query=True, feature_induction=None, neg_sample=None, solver="auto", hessian_bound="popoviciu",
-          max_iter=1000, tol=1e-6, coef_init=None, random_state=None, n_jobs=None, verbose=0, options=None):
+          max_iter=1000, tol=1e-6, coef_init=None, random_state=None, n_jobs=None, verbose=0, options=None,
+          sample_weight=None):
     """Minimise the domination-loss objective (module docstring) on (X, y) grouped by ``qid``.
 
     Parameters are those of :class:`cyrank.DominationRank` (same names, same meaning), plus ``coef_init``, the
-    starting point (default 0), and ``options``, an :class:`Options`. Returns a
+    starting point (default 0), ``options``, an :class:`Options`, and ``sample_weight`` (n_samples,) >= 0 or a
+    number (None: every weight 1), the weight s_i of the loss term of each row: sum_i s_i l_i + penalty. Every
+    solver, its step sizes or curvature bounds and its stopping rule (relative to the weighted gradient at 0) use
+    the weighted loss. With ``neg_sample``, the rows of the lowest layer, whose weights change nothing, are
+    sampled as without weights. Returns a
     :class:`cyrank._result.SolveResult` with ``coef``, ``objective``, ``kkt_violation`` (the optimality
     measure), ``n_iter``, ``n_cg_iter``, ``converged``, ``solver``, ``history``, ``sample_mask`` and
     ``n_features_in``; when the solver stops on ``max_iter``, ``converged`` is False and ``message`` says so (no
@@ -178,9 +188,9 @@ def solve(X, y, qid=None, offset=None, *, penalty="l2", alpha=1.0, l1_ratio=0.5,
         feature_induction=feature_induction, neg_sample=neg_sample, solver=solver, hessian_bound=hessian_bound,
         max_iter=max_iter, tol=tol, random_state=random_state, n_jobs=n_jobs, verbose=verbose)
     max_iter, tol, n_jobs, verbose = int(max_iter), float(tol), check_n_jobs(n_jobs), check_verbose(verbose)
-    X, y, qid, offset, x_max = _check_data(X, y, qid, offset)
+    X, y, qid, offset, sample_weight, x_max = _check_data(X, y, qid, offset, sample_weight)
     layout, mask = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query, neg_sample=neg_sample,
-                           random_state=random_state)
+                           random_state=random_state, sample_weight=sample_weight)
     layout.x_max = x_max
     return _run(X, layout, lam1, lam2, solver, coef_init, tol=tol, max_iter=max_iter, feature_induction=feature_induction,
                 hessian_bound=hessian_bound, n_jobs=n_jobs, verbose=verbose,
@@ -255,14 +265,14 @@ def _run(X, layout, lam1, lam2, solver, coef_init, *, tol, max_iter, feature_ind
 
 
 def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_ratio=0.5, binary=False,
-              group_by_query=True):
-    """The objective (loss + penalty, module docstring) at ``coef`` on (X, y, qid, offset), in float64 (X read
-    in place, in its own dtype)."""
+              group_by_query=True, sample_weight=None):
+    """The objective (sum_i s_i l_i + penalty, module docstring; ``sample_weight`` s as in :func:`solve`) at
+    ``coef`` on (X, y, qid, offset), in float64 (X read in place, in its own dtype)."""
     lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     check_option("binary", binary, (True, False))
     check_option("group_by_query", group_by_query, (True, False))
-    X, y, qid, offset, _ = _check_data(X, y, qid, offset)
-    layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
+    X, y, qid, offset, sample_weight, _ = _check_data(X, y, qid, offset, sample_weight)
+    layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query, sample_weight=sample_weight)
     coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
     if coef.shape != (X.shape[1],):
         raise ValueError(f"coef has shape {coef.shape}; expected ({X.shape[1]},)")
@@ -273,21 +283,22 @@ def objective(X, y, qid=None, offset=None, *, coef, penalty="l2", alpha=1.0, l1_
 
 
 # --------------------------------------------------------------------------------------------------- loss
-def loss(X, y, qid=None, offset=None, *, binary=False, group_by_query=True):
+def loss(X, y, qid=None, offset=None, *, binary=False, group_by_query=True, sample_weight=None):
     """The domination loss (Stevens, MIT thesis 2010, sections 3-4; module docstring) on (X, y, qid, offset), no
     penalty: a :class:`cyrank.optim.datafit.Datafit` evaluating
 
-        L(w) = sum_q sum_{i: D(q, i) != {}} log(1 + sum_{j in D(q, i)} exp((f_j - o_j) - (f_i - o_i))),  f = X w,
+        L(w) = sum_q sum_{i: D(q, i) != {}} s_i log(1 + sum_{j in D(q, i)} exp((f_j - o_j) - (f_i - o_i))),  f = X w,
 
     its gradient and Hessian products (+ ridge ||w||^2 when :func:`cyrank.optim.datafit.minimise` sets a ridge),
     with ``n_features``, ``n_rows`` (rows of queries with two label levels), ``column_squares()`` and
     ``gradient_noise``. The data are checked as :func:`solve` checks them; ``binary`` and ``group_by_query`` as
-    there. Rows are sorted by (query, label) inside the object; w is in X's column order, so the object is used
-    like ``objective``: ``loss(X, y, qid).fun(w) == objective(X, y, qid, coef=w, alpha=0)``."""
+    there; ``sample_weight`` s as in :func:`solve` (None: every s_i = 1). Rows are sorted by (query, label) inside
+    the object; w is in X's column order, so the object is used like ``objective``:
+    ``loss(X, y, qid).fun(w) == objective(X, y, qid, coef=w, alpha=0)``."""
     check_option("binary", binary, (True, False))
     check_option("group_by_query", group_by_query, (True, False))
-    X, y, qid, offset, x_max = _check_data(X, y, qid, offset)
-    layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
+    X, y, qid, offset, sample_weight, x_max = _check_data(X, y, qid, offset, sample_weight)
+    layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query, sample_weight=sample_weight)
     layout.x_max = x_max
     return _NewtonProblem(_rows_of(X), layout, 0.0, X.shape[1], X=X)
 
@@ -295,7 +306,7 @@ def loss(X, y, qid=None, offset=None, *, binary=False, group_by_query=True):
 # ------------------------------------------------------------------------------------------ regularisation path
 def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5,
          binary=False, group_by_query=True, solver="auto", feature_induction=None, max_iter=1000, tol=1e-6,
-         n_jobs=None, verbose=0, options=None):
+         n_jobs=None, verbose=0, options=None, sample_weight=None):
     """The regularisation path of the domination-loss objective: one solve per alpha, decreasing, each started
     from the previous solution (warm start), on data validated and laid out once.
 
@@ -311,6 +322,8 @@ def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, pen
     eps : float in (0, 1), default=1e-3
     penalty, l1_ratio, binary, group_by_query, solver, feature_induction, max_iter, tol, n_jobs, verbose, options : any
         As for :func:`solve`.
+    sample_weight : array of shape (n_samples,), number or None, default=None
+        The weights s_i of the loss terms, as for :func:`solve` (alpha_max is that of the weighted loss).
 
     Returns
     -------
@@ -319,8 +332,8 @@ def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, pen
         solver's message (nothing is warned here).
     """
     n_alphas, eps = check_path_params(penalty, n_alphas, eps)
-    X, y, qid, offset, x_max = _check_data(X, y, qid, offset)
-    layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query)
+    X, y, qid, offset, sample_weight, x_max = _check_data(X, y, qid, offset, sample_weight)
+    layout, _ = _layout(y, qid, offset, binary=binary, group_by_query=group_by_query, sample_weight=sample_weight)
     layout.x_max = x_max
     options = check_options(options, Options, "cyrank.domination.path")
 

@@ -4,8 +4,10 @@ With label-specific weights coef (n_labels x d) and optional joint features join
 weights theta, f(x_i, y) = coef[y] . x_i + theta . joint[i, y], and each instance's preference graph (edges
 init -> term) split into subgraphs E_i1 .. E_is_i by a decomposition:
 
-    F = sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
+    F = sum_i (w_i/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
         + alpha (||coef||^2 + ||theta||^2)
+
+with the instance weights w_i = ``sample_weight`` (None: every w_i = 1; an instance of weight 0 is left out).
 
 ``penalty``: "l2" (alpha (||coef||^2 + ||theta||^2), above), "l1" (alpha (||coef||_1 + ||theta||_1)) or
 "elasticnet" (alpha (l1_ratio (||coef||_1 + ||theta||_1) + (1 - l1_ratio) (||coef||^2 + ||theta||^2))), every
@@ -60,8 +62,18 @@ def subgraphs(init, term, decomposition, n_labels=None):
     raise ValueError(f"unknown decomposition {decomposition!r}")
 
 
+def _instance_weights(sample_weight, n):
+    """The n instance weights as floats (None: ones)."""
+    if sample_weight is None:
+        return np.ones(n)
+    w = np.asarray(sample_weight, dtype=np.float64).ravel()
+    if w.shape != (n,):
+        raise ValueError("sample_weight needs one weight per instance")
+    return w
+
+
 def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="domination", alpha=0.0, penalty="l2",
-              l1_ratio=0.5):
+              l1_ratio=0.5, sample_weight=None):
     """F in plain numpy (a stable log-sum-exp per subgraph)."""
     lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     X = _dense(X)
@@ -75,22 +87,24 @@ def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="dominat
     w = np.concatenate(weights)
     total = 0.0
     graphs, L = edges_of(G)
+    weight = _instance_weights(sample_weight, len(graphs))
     for i, (init, term) in enumerate(graphs):
         parts = subgraphs(init, term, decomposition, L)
         for part in parts:
             t = np.r_[0.0, [S[i, term[e]] - S[i, init[e]] for e in part]]
             top = t.max()
-            total += (top + np.log(np.exp(t - top).sum())) / len(parts)
+            total += weight[i] * (top + np.log(np.exp(t - top).sum())) / len(parts)
     return total + lam1 * float(np.abs(w).sum()) + lam2 * float(w @ w)
 
 
 def solve(X, G, decomposition="domination", alpha=0.0, joint=None, feature_scale=None, penalty="l2", l1_ratio=0.5,
-          **solver_options):
+          sample_weight=None, **solver_options):
     """Exact minimiser; returns a :class:`reference.Solution` with variables ``"coef"`` (n_labels x d) and, with
     joint features (n x n_labels x p), ``"joint_coef"`` (p).
 
     Epigraph form: one variable t_k per subgraph with exp(-t_k) + sum_{e in E_ik} exp(m_e - t_k) <= 1, i.e.
-    t_k >= log(1 + sum exp(m_e)), and the objective sum_i (1/s_i) sum_k t_k + the penalty; the margins
+    t_k >= log(1 + sum exp(m_e)), and the objective sum_i (w_i/s_i) sum_k t_k + the penalty (instances of weight
+    0 are left out); the margins
     m_e = x_i . (coef[term e] - coef[init e]) are one sparse linear map of vec(coef), so the problem compiles in
     O(memberships) whatever the number of subgraphs. ``penalty``, ``l1_ratio``: the penalty (module docstring).
 
@@ -109,11 +123,14 @@ def solve(X, G, decomposition="domination", alpha=0.0, joint=None, feature_scale
     p = 0 if J is None else J.shape[2]
     rows, cols, vals, sub_of_member, weights = [], [], [], [], []
     n_members = 0
+    instance_weight = _instance_weights(sample_weight, len(graphs))
     for i, (init, term) in enumerate(graphs):
+        if instance_weight[i] == 0.0:
+            continue
         parts = subgraphs(init, term, decomposition, L)
         for part in parts:
             k = len(weights)
-            weights.append(1.0 / len(parts))
+            weights.append(instance_weight[i] / len(parts))
             for e in part:
                 for j in range(d):
                     if X[i, j] != 0.0:

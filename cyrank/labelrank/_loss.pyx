@@ -4,16 +4,18 @@ scores, and the weights of the boosting update (Dekel, Manning & Singer, NIPS 20
 Scores S (n x L) with S[i, y] = f(x_i, y). Edge e of instance i (init -> term) has the margin
 m_e = S[i, term e] - S[i, init e] (negative = agrees). Subgraph k of instance i (s_i subgraphs, members E_ik):
 
-    L_ik = log(1 + sum_{e in E_ik} exp(m_e)),   loss = sum_i (1/s_i) sum_k L_ik          (natural log)
+    L_ik = log(1 + sum_{e in E_ik} exp(m_e)),   loss = sum_i (w_i/s_i) sum_k L_ik        (natural log)
 
 computed as M + log(exp(-M) + sum exp(m_e - M)), M = max(0, max m_e): no overflow for any finite margins.
 With p_ke = exp(m_e) / (1 + sum_{e' in E_ik} exp(m_e')) (one per membership), the boosting weight of an edge is
 q_e = sum_{k: e in E_ik} p_ke (Fig. 3), and the gradient in the scores is
 
-    G[i, y] = (1/s_i) (sum_{e: term e = y} q_e - sum_{e: init e = y} q_e) = A[i, y] - B[i, y].
+    G[i, y] = (w_i/s_i) (sum_{e: term e = y} q_e - sum_{e: init e = y} q_e) = A[i, y] - B[i, y].
 
 Hessian of L_ik in its margins: diag(p) - p p', so for a direction dS (dm_e = dS[i, term] - dS[i, init])
-h_ke = p_ke (dm_e - sum_{e'} p_ke' dm_e') and dG[i, y] = (1/s_i)(sum_{term = y} h - sum_{init = y} h).
+h_ke = p_ke (dm_e - sum_{e'} p_ke' dm_e') and dG[i, y] = (w_i/s_i)(sum_{term = y} h - sum_{init = y} h).
+w_i: the instance weights (``weight``, a float64 array of n; None or empty: every w_i = 1, the unweighted path
+with the same operations as before). p is the same with and without weights.
 Each call is O(memberships + n L); instances run in parallel (OpenMP), each writing only its own rows. An
 empty ``members`` array stands for the identity (membership t is edge t).
 
@@ -136,6 +138,21 @@ cdef inline const intp_t* _members(const intp_t[::1] members) noexcept:
     return &members[0] if members.shape[0] else NULL
 
 
+cdef inline const double* _weights(const double[::1] weight, intp_t n) except? NULL:
+    """The kernels' weight pointer: NULL for None or an empty array (every instance weighs 1), else the array of
+    n instance weights."""
+    if weight is None or weight.shape[0] == 0:
+        return NULL
+    if weight.shape[0] != n:
+        raise ValueError(f"instance weights: {weight.shape[0]} for {n} instances")
+    return &weight[0]
+
+
+cdef inline double _scale(const double* weight, intp_t i, intp_t s_i) noexcept nogil:
+    """w_i / s_i (w_i = 1 without weights)."""
+    return (1.0 if weight == NULL else weight[i]) / s_i
+
+
 cdef bint _memberships_fit(const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
                            intp_t n_p):
     """p has one entry per membership, and members lists them all (or is empty: the identity)."""
@@ -165,9 +182,9 @@ cdef double subgraph_weights(const double* S_i, const int* init, const int* term
 
 
 cdef double instance_weights(const double* S_i, intp_t i, const int* init, const int* term, const intp_t* sub_ptr,
-                             const intp_t* member_ptr, const intp_t* members, double* p, intp_t L, double* A_i,
-                             double* B_i) noexcept nogil:
-    """Instance i's loss (1/s_i) sum_k L_ik at its scores S_i; fills its membership weights p and its rows
+                             const intp_t* member_ptr, const intp_t* members, const double* weight, double* p,
+                             intp_t L, double* A_i, double* B_i) noexcept nogil:
+    """Instance i's loss (w_i/s_i) sum_k L_ik at its scores S_i; fills its membership weights p and its rows
     A_i, B_i (L each) of A and B."""
     cdef intp_t k, t, e, y, s_i = sub_ptr[i + 1] - sub_ptr[i]
     cdef double inv, acc = 0.0
@@ -176,7 +193,7 @@ cdef double instance_weights(const double* S_i, intp_t i, const int* init, const
         B_i[y] = 0.0
     if s_i == 0:
         return 0.0
-    inv = 1.0 / s_i
+    inv = _scale(weight, i, s_i)
     for k in range(sub_ptr[i], sub_ptr[i + 1]):
         acc += subgraph_weights(S_i, init, term, members, member_ptr[k], member_ptr[k + 1], p)
         for t in range(member_ptr[k], member_ptr[k + 1]):
@@ -187,8 +204,8 @@ cdef double instance_weights(const double* S_i, intp_t i, const int* init, const
 
 
 cdef void instance_hessian(const double* dS_i, intp_t i, const int* init, const int* term, const intp_t* sub_ptr,
-                           const intp_t* member_ptr, const intp_t* members, const double* p, intp_t L,
-                           double* dG_i) noexcept nogil:
+                           const intp_t* member_ptr, const intp_t* members, const double* weight, const double* p,
+                           intp_t L, double* dG_i) noexcept nogil:
     """dG_i (L) = instance i's Hessian in its scores (weights p) times dS_i."""
     cdef intp_t k, t, e, y, s_i = sub_ptr[i + 1] - sub_ptr[i]
     cdef double inv, pdm, h
@@ -196,7 +213,7 @@ cdef void instance_hessian(const double* dS_i, intp_t i, const int* init, const 
         dG_i[y] = 0.0
     if s_i == 0:
         return
-    inv = 1.0 / s_i
+    inv = _scale(weight, i, s_i)
     for k in range(sub_ptr[i], sub_ptr[i + 1]):
         pdm = 0.0
         for t in range(member_ptr[k], member_ptr[k + 1]):
@@ -211,12 +228,15 @@ cdef void instance_hessian(const double* dS_i, intp_t i, const int* init, const 
 
 def loss_grad(const double[:, ::1] S, const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
               const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
-              double[::1] p, double[:, ::1] A, double[:, ::1] B, intp_t parallel_min_rows=-1):
-    """The loss at scores S; fills p (per membership), A and B (n x L, module docstring; G = A - B)."""
+              double[::1] p, double[:, ::1] A, double[:, ::1] B, intp_t parallel_min_rows=-1,
+              const double[::1] weight=None):
+    """The loss at scores S; fills p (per membership), A and B (n x L, module docstring; G = A - B).
+    ``weight``: the instance weights (None: 1)."""
     cdef intp_t n = S.shape[0], L = S.shape[1], i
     cdef int nt = <int> product_threads(n, n, parallel_min_rows)
     cdef double[::1] loss_i = np.zeros(n)
     cdef const intp_t* mem = _members(members)
+    cdef const double* wt = _weights(weight, n)
     if (A.shape[0] != n or B.shape[0] != n or A.shape[1] != L or B.shape[1] != L
             or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0])):
         raise ValueError("loss_grad: wrong array sizes")
@@ -227,17 +247,20 @@ def loss_grad(const double[:, ::1] S, const intp_t[::1] edge_ptr, const int[::1]
     with nogil:
         for i in prange(n, num_threads=nt, schedule="static"):
             loss_i[i] = instance_weights(&S[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0],
-                                         mem, &p[0] if p.shape[0] else NULL, L, &A[i, 0], &B[i, 0])
+                                         mem, wt, &p[0] if p.shape[0] else NULL, L, &A[i, 0], &B[i, 0])
     return float(np.sum(loss_i))
 
 
 def hess_scores(const double[:, ::1] dS, const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
                 const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
-                const double[::1] p, double[:, ::1] dG, intp_t parallel_min_rows=-1):
-    """dG = the Hessian of the loss in the scores (at the point of the p given) times dS (module docstring)."""
+                const double[::1] p, double[:, ::1] dG, intp_t parallel_min_rows=-1,
+                const double[::1] weight=None):
+    """dG = the Hessian of the loss in the scores (at the point of the p given) times dS (module docstring).
+    ``weight``: the instance weights (None: 1)."""
     cdef intp_t n = dS.shape[0], L = dS.shape[1], i
     cdef int nt = <int> product_threads(n, n, parallel_min_rows)
     cdef const intp_t* mem = _members(members)
+    cdef const double* wt = _weights(weight, n)
     if (dG.shape[0] != n or dG.shape[1] != L or sub_ptr.shape[0] != n + 1
             or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0])):
         raise ValueError("hess_scores: wrong array sizes")
@@ -245,18 +268,19 @@ def hess_scores(const double[:, ::1] dS, const intp_t[::1] edge_ptr, const int[:
         return
     with nogil:
         for i in prange(n, num_threads=nt, schedule="static"):
-            instance_hessian(&dS[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0], mem,
+            instance_hessian(&dS[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0], mem, wt,
                              &p[0] if p.shape[0] else NULL, L, &dG[i, 0])
 
 
 def mean_curvature(const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
                    const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
-                   const double[::1] p, intp_t n_labels):
-    """trace(H_i) summed over the instances, H_i instance i's Hessian in its scores (weights p): with
-    d_e = e_(term e) - e_(init e), trace(H_i) = (1/s_i) sum_k (sum_e 2 p_e - ||sum_e p_e d_e||^2). O(memberships
-    + n L); the scale c of whitening.py is this / (n L)."""
+                   const double[::1] p, intp_t n_labels, const double[::1] weight=None):
+    """trace(H_i) summed over the instances, H_i instance i's Hessian in its scores (membership weights p): with
+    d_e = e_(term e) - e_(init e), trace(H_i) = (w_i/s_i) sum_k (sum_e 2 p_e - ||sum_e p_e d_e||^2) (``weight``:
+    the instance weights w, None: 1). O(memberships + n L); the scale c of whitening.py is this / (sum_i w_i L)."""
     cdef intp_t n = sub_ptr.shape[0] - 1, L = n_labels, i, k, t, e, y
     cdef const intp_t* mem = _members(members)
+    cdef const double* wt = _weights(weight, n)
     cdef double total = 0.0, part, sq
     cdef double* v
     if not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0]) or edge_ptr.shape[0] != n + 1:
@@ -281,15 +305,15 @@ def mean_curvature(const intp_t[::1] edge_ptr, const int[::1] init, const int[::
                 for y in range(L):
                     sq += v[y] * v[y]
                 part -= sq
-            total += part / (sub_ptr[i + 1] - sub_ptr[i])
+            total += part * _scale(wt, i, sub_ptr[i + 1] - sub_ptr[i])
     free(v)
     return total
 
 
 cdef void block_pass(const floating* X, const index_t* indices, const index_t* indptr, bint dense, intp_t d,
                      intp_t L, intp_t lo, intp_t hi, const double* V, const int* init, const int* term,
-                     const intp_t* sub_ptr, const intp_t* member_ptr, const intp_t* members, double* p,
-                     bint hessian, double* loss_i, double* acc) noexcept nogil:
+                     const intp_t* sub_ptr, const intp_t* member_ptr, const intp_t* members,
+                     const double* weight, double* p, bint hessian, double* loss_i, double* acc) noexcept nogil:
     """Rows lo:hi of :func:`fused_pass`, BLOCK_ROWS at a time: S_b = X_b V, then per instance its gradient
     (``hessian`` False: its loss into loss_i and p filled) or its Hessian product in the scores, G_b, then
     acc (d x L, zeroed here) += X_b' G_b. A float32 X_b is widened into a buffer once for both products."""
@@ -326,10 +350,11 @@ cdef void block_pass(const floating* X, const index_t* indices, const index_t* i
         for r in range(rows):
             i = i0 + r
             if hessian:
-                instance_hessian(S + r * L, i, init, term, sub_ptr, member_ptr, members, p, L, G + r * L)
+                instance_hessian(S + r * L, i, init, term, sub_ptr, member_ptr, members, weight, p, L,
+                                 G + r * L)
             else:
-                loss_i[i] = instance_weights(S + r * L, i, init, term, sub_ptr, member_ptr, members, p, L,
-                                             G + r * L, B + r * L)
+                loss_i[i] = instance_weights(S + r * L, i, init, term, sub_ptr, member_ptr, members, weight, p,
+                                             L, G + r * L, B + r * L)
                 for y in range(L):
                     G[r * L + y] -= B[r * L + y]
         if dense:
@@ -348,7 +373,7 @@ def fused_pass(const floating[::1] data, const index_t[::1] indices, const index
                intp_t n, intp_t d, const double[:, ::1] V, const intp_t[::1] edge_ptr, const int[::1] init,
                const int[::1] term, const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr,
                const intp_t[::1] members, double[::1] p, bint hessian, double[::1] out, object holder,
-               intp_t parallel_min_rows=-1):
+               intp_t parallel_min_rows=-1, const double[::1] weight=None):
     """One pass over X (as :func:`product_into` takes it) in blocks of rows, never holding S or G whole:
 
     - ``hessian`` False: the loss at S = X V (returned; per-instance losses summed as :func:`loss_grad` sums
@@ -357,13 +382,14 @@ def fused_pass(const floating[::1] data, const index_t[::1] indices, const index
 
     out: d * L entries (d x L, C order). Rows are cut into a fixed partition of chunks (cyrank/_parallel.pxd)
     whose accumulators are summed in chunk order: the same bits for every thread count. ``holder.acc`` keeps
-    the accumulators from call to call."""
+    the accumulators from call to call. ``weight``: the instance weights (None: 1)."""
     cdef intp_t L = V.shape[1], c, n_ch, width = d * L
     cdef int nt = <int> product_threads(n, n, parallel_min_rows)
     cdef double[::1] loss_i = np.zeros(n if not hessian else 1)
     cdef double[:, ::1] acc
     cdef intp_t[::1] bounds
     cdef const intp_t* mem = _members(members)
+    cdef const double* wt = _weights(weight, n)
     if (V.shape[0] != d or out.shape[0] != width or sub_ptr.shape[0] != n + 1
             or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0]) or edge_ptr.shape[0] != n + 1 or (dense and data.shape[0] != n * d)
             or (not dense and indptr.shape[0] != n + 1)):
@@ -378,7 +404,7 @@ def fused_pass(const floating[::1] data, const index_t[::1] indices, const index
         for c in prange(n_ch, num_threads=nt, schedule="dynamic", chunksize=1):
             block_pass(&data[0] if data.shape[0] else NULL, &indices[0], &indptr[0], dense, d, L, bounds[c],
                        bounds[c + 1], &V[0, 0], &init[0], &term[0], &sub_ptr[0], &member_ptr[0],
-                       mem, &p[0] if p.shape[0] else NULL, hessian,
+                       mem, wt, &p[0] if p.shape[0] else NULL, hessian,
                        &loss_i[0], &acc[c, 0])
         sum_chunks(acc, out)
     return 0.0 if hessian else float(np.sum(loss_i))

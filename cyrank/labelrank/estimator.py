@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import SolverEstimator, check_predict_X
-from .._validation import check_class_labels, check_joint_features
+from .._validation import check_class_labels, check_joint_features, check_sample_weight
 from . import solver
 from .graphs import PreferenceGraphs
 
@@ -18,10 +18,11 @@ class LabelRankBoost(SolverEstimator):
 
     Objective (Dekel, Manning & Singer 2003, section 3; natural log)::
 
-        sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e))) + penalty(w)
+        sum_i (w_i/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e))) + penalty(w)
 
     over the subgraphs E_i1 .. E_is_i of each instance's preference graph under ``decomposition``, w every
-    parameter (coef and theta). penalty: alpha ||w||_2^2 ("l2", not halved), alpha ||w||_1 ("l1") or
+    parameter (coef and theta), w_i the instance weights of ``fit(..., sample_weight=)`` (1 without them; an
+    integer w_i counts instance i exactly w_i times, 0 leaves it out). penalty: alpha ||w||_2^2 ("l2", not halved), alpha ||w||_1 ("l1") or
     alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"), as every cyrank estimator's.
 
     Parameters
@@ -110,16 +111,18 @@ class LabelRankBoost(SolverEstimator):
     _check = solver.check_params
     _stale_attributes = ("classes_",)  # classes_ only when fitted on class labels
 
-    def fit(self, X, y, joint=None):
+    def fit(self, X, y, joint=None, sample_weight=None):
         """Fit on X (n_instances x n_features, dense or sparse) and y: PreferenceGraphs with one graph per row of
         X, a multilabel indicator matrix (n_instances x n_labels; relevant labels preferred to the others), or
         1-d class labels (any values; labels are then the sorted classes, ``classes_``, and each instance's class
-        is preferred to every other, Fig. 1a). ``joint``: optional joint features, (n_instances, n_labels, p)."""
+        is preferred to every other, Fig. 1a). ``joint``: optional joint features, (n_instances, n_labels, p).
+        ``sample_weight``: optional instance weights w_i >= 0 (n_instances; a number: the same for all), the w_i
+        of the objective (class docstring)."""
         if not self._is_class_vector(y):
-            return self._fit(X, y, joint=joint)
+            return self._fit(X, y, joint=joint, sample_weight=sample_weight)
         classes, index = check_class_labels(np.ravel(y), np.shape(X)[0] if np.ndim(X) == 2 else None,
                                             who="LabelRankBoost")
-        self._fit(X, PreferenceGraphs.from_classes(index, classes.size), joint=joint)
+        self._fit(X, PreferenceGraphs.from_classes(index, classes.size), joint=joint, sample_weight=sample_weight)
         self.classes_ = classes
         return self
 
@@ -167,20 +170,31 @@ class LabelRankBoost(SolverEstimator):
         """The induced total order: per instance the labels from most to least preferred (ties by label index)."""
         return np.argsort(-self.decision_function(X, joint), axis=1, kind="stable")
 
-    def score(self, X, y, joint=None):
+    def score(self, X, y, joint=None, sample_weight=None):
         """1 - the generalised error of this estimator's decomposition (cyrank.metrics.label_ranking_error, ties
-        pessimistic, instances without edges dropped): higher is better, as scikit-learn expects."""
-        from ..metrics import label_ranking_error
+        pessimistic, instances without edges dropped): higher is better, as scikit-learn expects.
+        ``sample_weight``: the error's mean over instances weighted by w_i."""
+        from .metrics import label_ranking_error
 
         scores = self.decision_function(X, joint)
-        return 1.0 - label_ranking_error(self._graphs(y, scores.shape[0]), scores, self.decomposition)
+        G = self._graphs(y, scores.shape[0])
+        if sample_weight is None:
+            return 1.0 - label_ranking_error(G, scores, self.decomposition)
+        weight = check_sample_weight(sample_weight, scores.shape[0], what="instance")
+        per = label_ranking_error(G, scores, self.decomposition, return_per_instance=True)[1]
+        kept = ~np.isnan(per)
+        if not weight[kept].any():
+            raise ValueError("sample_weight is 0 on every scored instance (instances with a preference edge); give "
+                             "some of them a positive weight")
+        return 1.0 - float(weight[kept] @ per[kept]) / float(weight[kept].sum())
 
-    def objective(self, X, y, joint=None):
-        """The objective at ``coef_`` (and ``joint_coef_``) with this estimator's decomposition and penalty."""
+    def objective(self, X, y, joint=None, sample_weight=None):
+        """The objective at ``coef_`` (and ``joint_coef_``) with this estimator's decomposition and penalty, and
+        the instance weights ``sample_weight`` (None: 1)."""
         check_is_fitted(self, "coef_")
         return solver.objective(X, self._graphs(y, np.shape(X)[0]), self.coef_, joint=joint,
                                 joint_coef=self.joint_coef_, decomposition=self.decomposition, penalty=self.penalty,
-                                alpha=self.alpha, l1_ratio=self.l1_ratio)
+                                alpha=self.alpha, l1_ratio=self.l1_ratio, sample_weight=sample_weight)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

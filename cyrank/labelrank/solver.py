@@ -10,9 +10,12 @@ instance and label, with one weight vector theta for every label),
 and the subgraphs G_i1 .. G_is_i of each instance's preference graph under the chosen decomposition (graphs.py):
 
     F = L(w) + penalty(w),
-    L(w) = sum_i (1/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
+    L(w) = sum_i (w_i/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
 
-(natural log) over every parameter w = (coef, theta), with ``penalty`` as every objective of the package
+(natural log) over every parameter w = (coef, theta), with the instance weights w_i = ``sample_weight`` (None:
+every w_i = 1, the paper's loss; checked by cyrank._validation.check_sample_weight). A weight counts its
+instance that many times: an integer w_i is exactly instance i repeated w_i times (0: left out), in the loss,
+its derivatives, the whitening and preconditioning scales and the stopping rules (all sums over instances). with ``penalty`` as every objective of the package
 (cyrank.optim.penalties): "l2" (the default) alpha (||coef||^2 + ||theta||^2), "l1" alpha (||coef||_1 +
 ||theta||_1), "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2). alpha = 0 is the paper's loss;
 with alpha > 0 the optimum is finite on every data set (either term is coercive). Loss, gradient and Hessian
@@ -24,8 +27,9 @@ the parameter vector (:class:`LabelRankLoss`: its layout, and the way back to co
 Solvers:
 - "boost": the parallel update of Fig. 3 exactly, over the base functions x_j [y' = y] (label-specific) and
   joint[i, y', j] (shared): rho = max_(i,e) sum_j |pi_(i,e,j)| = max_(i,e) (2 ||x_i||_1 + ||joint[i, term e] -
-  joint[i, init e]||_1); weights q, W+, W- (_loss.boost_weights for the label-specific ones, per edge for the
-  joint ones); Lambda = (1/2) ln(W+ / W-) and
+  joint[i, init e]||_1) over the instances of positive weight; weights q, W+, W- (each instance's scaled by
+  w_i / s_i; _loss.boost_weights for the label-specific ones, per edge for the joint ones; the bound of Theorem 1
+  holds for any weights >= 0, a sum of the instances' bounds); Lambda = (1/2) ln(W+ / W-) and
   coef <- coef - Lambda / rho. With alpha > 0 each coordinate's Lambda minimises the bound of Theorem 1 plus the
   penalty, (1/rho)(W+ e^-Lambda + W- e^Lambda) + alpha (coef - Lambda / rho)^2 (a strictly convex 1-d problem,
   solved by safeguarded Newton), so the objective still never rises. W+ = W- = 0 (a base function no edge
@@ -61,7 +65,8 @@ import scipy.sparse as sp
 
 from .._linear import product_parts
 from .._threads import one_blas_thread
-from .._validation import check_joint_features, check_option, check_param, check_X, warn_no_preferences
+from .._validation import check_joint_features, check_option, check_param, check_sample_weight, check_X
+from .._validation import warn_no_preferences
 from .._validation import check_options
 from ..optim.certificate import certify, group_column_squares
 from ..optim.datafit import Datafit, minimise, solve_result
@@ -88,10 +93,11 @@ class Options:
 
 class _Data:
     """X (CSR or C-ordered dense, float32/64 as given, never copied per product), the joint features J
-    (n x L x p, float64, or None), the graphs and the subgraphs of one decomposition. Parameters travel as one
-    vector: W (d x L, C order), then theta (p)."""
+    (n x L x p, float64, or None), the graphs and the subgraphs of one decomposition, and the instance weights
+    (``weight``: n float64, or None for 1 each). Parameters travel as one vector: W (d x L, C order), then theta
+    (p)."""
 
-    def __init__(self, X, G, decomposition, options, J=None):
+    def __init__(self, X, G, decomposition, options, J=None, weight=None):
         X = X.tocsr() if sp.issparse(X) else X
         self.parts = product_parts(X)  # (data, indices, indptr, dense, n, d) for _loss.product_into / fused_pass
         data, _, _, dense, n, d = self.parts
@@ -103,6 +109,13 @@ class _Data:
         self.size = self.d * self.L + self.n_joint
         self._p, self._gram = None, None
         self.parallel_min_rows = options.parallel_min_rows
+        self.weight = weight
+        # the instances the sums run over: n, or with weights sum_i w_i (what as many repeated instances give)
+        self.n_rows = n if weight is None else float(weight.sum())
+
+    def positive(self):
+        """The instances of positive weight (a boolean mask; every instance without weights)."""
+        return np.ones(self.n, dtype=bool) if self.weight is None else self.weight > 0
 
     @property
     def p(self):
@@ -112,10 +125,21 @@ class _Data:
         return self._p
 
     def gram(self):
-        """X'X (d x d, float64; uncentred), computed on first request and kept: whitening.py's factor and its
-        column squares both need it."""
+        """X' diag(w) X (d x d, float64; uncentred; X'X without weights), computed on first request and kept:
+        whitening.py's factor and its column squares both need it. Weighted, dense X is scaled a block of rows at
+        a time (no copy of X)."""
         if self._gram is None:
-            C = self.X.T @ self.X
+            X, w = self.X, self.weight
+            if w is None:
+                C = X.T @ X
+            elif sp.issparse(X):
+                C = X.T @ X.multiply(w[:, None]).tocsr()
+            else:
+                C = np.zeros((self.d, self.d))
+                step = max(1, (1 << 16) // max(self.d, 1))
+                for i0 in range(0, self.n, step):
+                    block = X[i0:i0 + step]
+                    C += block.T @ (block * w[i0:i0 + step, None])
             self._gram = C.toarray() if sp.issparse(C) else np.asarray(C, dtype=np.float64)
         return self._gram
 
@@ -135,12 +159,13 @@ class _Data:
     def loss_grad_scores(self, S, A, B, p=None):
         """The loss at S; fills p (default self.p), A and B (_loss.loss_grad)."""
         return _loss.loss_grad(S, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
-                               self.sub.kernel_members, self.p if p is None else p, A, B, self.parallel_min_rows)
+                               self.sub.kernel_members, self.p if p is None else p, A, B, self.parallel_min_rows,
+                               self.weight)
 
     def hess_scores(self, dS, p, dG):
         """dG = the Hessian of the loss in the scores (membership weights p) times dS (_loss.hess_scores)."""
         _loss.hess_scores(dS, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
-                          self.sub.kernel_members, p, dG, self.parallel_min_rows)
+                          self.sub.kernel_members, p, dG, self.parallel_min_rows, self.weight)
 
     def fused(self, v, p, hessian, out, holder):
         """_loss.fused_pass with the parameter vector v (no joint features): the loss at v (p filled) and its
@@ -149,7 +174,7 @@ class _Data:
         V = np.ascontiguousarray(v, dtype=np.float64).reshape(self.d, self.L)
         return _loss.fused_pass(*self.parts, V, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr,
                                 self.sub.member_ptr, self.sub.kernel_members, p, hessian, out, holder,
-                                self.parallel_min_rows)
+                                self.parallel_min_rows, self.weight)
 
     def xt(self, G):
         """The gradient in the parameters of sum(G * S): X' G (d x L) and sum_(i,y) G[i, y] J[i, y] (p), as one
@@ -181,16 +206,16 @@ class LabelRankLoss(Datafit):
     into (coef, joint_coef), :meth:`parameters` the other way, and :meth:`result` an OptimResult of
     :func:`cyrank.optim.datafit.minimise` into the SolveResult :func:`solve` returns.
 
-    L is a sum over instances: the losses of disjoint sets of rows (X[A], G[A], joint[A]) sum to the loss of their
-    union, and so do their gradients, Hessian products and :meth:`column_squares` (the shards of a distributed
-    fit).
+    L is a sum over instances: the losses of disjoint sets of rows (X[A], G[A], joint[A], sample_weight[A]) sum to
+    the loss of their union, and so do their gradients, Hessian products and :meth:`column_squares` (the shards of
+    a distributed fit).
 
     Attributes
     ----------
     n_features : int
         Size of w.
-    n_rows : int
-        Instances (the rows the column squares sum over).
+    n_rows : int or float
+        Instances (the rows the column squares sum over); with sample weights their sum.
     n_labels, n_features_in, n_joint : int
         Labels, columns of X, joint features per label (0 without them).
     """
@@ -198,7 +223,7 @@ class LabelRankLoss(Datafit):
     def __init__(self, data, ridge=0.0):
         self.data, self.ridge = data, float(ridge)
         n, L = data.n, data.L
-        self.n_features, self.n_rows = data.size, n
+        self.n_features, self.n_rows = data.size, data.n_rows
         self.n_labels, self.n_features_in, self.n_joint = L, data.d, data.n_joint
         self._work, self.acc = None, None  # n x L buffers (joint features only); fused_pass's chunk accumulators
         self._p, self._owner = None, None  # the membership weights, and the state whose point they are of
@@ -230,21 +255,26 @@ class LabelRankLoss(Datafit):
                             n_features_in=self.n_features_in)
 
     def column_squares(self):
-        """Per coordinate of w, the scale of the Hessian's diagonal: sum_i x_ij^2 for every label's weight j (the
-        same for each label; not centred: a constant column is a bias per label, which the loss sees), and the
-        within-instance centred squares of the joint features for theta (only differences between labels count:
-        cyrank.optim.certificate.group_column_squares)."""
+        """Per coordinate of w, the scale of the Hessian's diagonal: sum_i w_i x_ij^2 for every label's weight j
+        (the same for each label; not centred: a constant column is a bias per label, which the loss sees), and the
+        within-instance centred squares of the joint features for theta, weighted alike (only differences between
+        labels count: cyrank.optim.certificate.group_column_squares)."""
         if self._squares is None:
             D = self.data
             if sp.issparse(D.X):
                 x = D.X.data.astype(np.float64)
+                if D.weight is not None:
+                    x *= np.sqrt(np.repeat(D.weight, np.diff(D.X.indptr)))
                 squares = np.bincount(D.X.indices, weights=x * x, minlength=D.d)
-            else:
+            elif D.weight is None:
                 squares = np.einsum("ij,ij->j", D.X, D.X, dtype=np.float64)
+            else:
+                squares = np.einsum("ij,ij,i->j", D.X, D.X, D.weight, dtype=np.float64)
             squares = np.repeat(squares, D.L)
             if D.n_joint:
                 n, L, p = D.J.shape
-                joint = group_column_squares(D.J.reshape(n * L, p), offsets=np.arange(0, n * L + 1, L))
+                J = D.J if D.weight is None else D.J * np.sqrt(D.weight)[:, None, None]
+                joint = group_column_squares(J.reshape(n * L, p), offsets=np.arange(0, n * L + 1, L))
                 squares = np.concatenate([squares, joint])
             self._squares = squares
         return self._squares
@@ -374,13 +404,18 @@ def _check_decomposition(decomposition):
         check_option("decomposition", decomposition, DECOMPOSITIONS)
 
 
-def _check_data(X, G, joint):
-    """Validated X, graphs and joint features (n x L x p float64, or None)."""
+def _check_data(X, G, joint, sample_weight=None):
+    """Validated X, graphs, joint features (n x L x p float64, or None) and instance weights (n float64, or
+    None; cyrank._validation.check_sample_weight, and not 0 on every instance with a preference edge)."""
     X = check_X(X, accept_sparse=("csr", "csc"))
     G = as_graphs(G, X.shape[0])
     if joint is not None:
         joint = check_joint_features(joint, X.shape[0], G.n_labels)
-    return X, G, joint
+    weight = check_sample_weight(sample_weight, X.shape[0], what="instance")
+    if weight is not None and G.n_edges and not weight[np.diff(G.edge_ptr) > 0].any():
+        raise ValueError("sample_weight is 0 on every instance with a preference edge, so the loss is 0 whatever "
+                         "the model; give some instances with preferences a positive weight")
+    return X, G, joint, weight
 
 
 def _parameters(data, coef, joint_coef, what):
@@ -395,33 +430,36 @@ def _parameters(data, coef, joint_coef, what):
     return np.concatenate([coef.T.ravel(), theta])
 
 
-def loss(X, G, *, joint=None, decomposition="domination"):
-    """The unpenalised loss L (module docstring) of (X, G, joint) as a :class:`LabelRankLoss` (ridge 0), over the
+def loss(X, G, *, joint=None, decomposition="domination", sample_weight=None):
+    """The unpenalised loss L (module docstring; ``sample_weight``: the instance weights w_i, None for 1) of
+    (X, G, joint) as a :class:`LabelRankLoss` (ridge 0), over the
     flattened parameter vector w = (coef' (n_features x n_labels, C order), then joint_coef): ``fun(w)``,
     ``grad(w)``, ``hess_vec(v)``; ``coefficients(w)`` gives (coef, joint_coef) back. The data are checked as by
     :func:`solve`. Losses of disjoint sets of rows sum to the loss of their union (a distributed fit's shards);
     :func:`cyrank.optim.datafit.minimise` minimises it plus a penalty."""
     _check_decomposition(decomposition)
-    X, G, joint = _check_data(X, G, joint)
-    return LabelRankLoss(_Data(X, G, decomposition, Options(), joint))
+    X, G, joint, weight = _check_data(X, G, joint, sample_weight)
+    return LabelRankLoss(_Data(X, G, decomposition, Options(), joint, weight))
 
 
 def objective(X, G, coef, *, joint=None, joint_coef=None, decomposition="domination", penalty="l2", alpha=0.0,
-              l1_ratio=0.5):
-    """F (module docstring) at coef (n_labels x n_features) and, with joint features, joint_coef (p)."""
-    X, G, joint = _check_data(X, G, joint)
+              l1_ratio=0.5, sample_weight=None):
+    """F (module docstring) at coef (n_labels x n_features) and, with joint features, joint_coef (p);
+    ``sample_weight``: the instance weights w_i of L (None: 1)."""
+    X, G, joint, weight = _check_data(X, G, joint, sample_weight)
     check_param("l1_ratio", l1_ratio, low=0.0, high=1.0)
     pen = Penalty(*penalty_weights(penalty, alpha, l1_ratio))
-    data = _Data(X, G, decomposition, Options(), joint)
+    data = _Data(X, G, decomposition, Options(), joint, weight)
     w = _parameters(data, coef, joint_coef, "coef")
     n, L = data.n, data.L
     return data.loss_grad_scores(data.scores(w), np.empty((n, L)), np.empty((n, L))) + pen.value(w)
 
 
 def solve(X, G, *, joint=None, decomposition="domination", solver="auto", penalty="l2", alpha=0.0, l1_ratio=0.5,
-          max_iter=1000, tol=1e-6, coef_init=None, verbose=0, options=None):
+          max_iter=1000, tol=1e-6, coef_init=None, verbose=0, options=None, sample_weight=None):
     """Minimise F (module docstring) on X (n x d, dense or sparse), preference graphs G (PreferenceGraphs or a
-    multilabel indicator matrix) and optional joint features (n x n_labels x p), with the penalty ``penalty``
+    multilabel indicator matrix), optional joint features (n x n_labels x p) and optional instance weights
+    ``sample_weight`` (n values >= 0: F = sum_i w_i (1/s_i) sum_k L_ik + penalty), with the penalty ``penalty``
     ("l2" alpha ||w||^2, "l1" alpha ||w||_1, "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2), w
     every parameter: coef and joint_coef). Returns a SolveResult with coef (n_labels x n_features), joint_coef (p,
     or None without joint features), objective, grad_norm (||grad F|| / ||grad F at 0||; with an l1 term the
@@ -430,9 +468,9 @@ def solve(X, G, *, joint=None, decomposition="domination", solver="auto", penalt
     (coef, joint_coef))."""
     solver, pen, max_iter, tol = check_params(decomposition=decomposition, solver=solver, penalty=penalty,
                                               alpha=alpha, l1_ratio=l1_ratio, max_iter=max_iter, tol=tol)
-    X, G, joint = _check_data(X, G, joint)
+    X, G, joint, weight = _check_data(X, G, joint, sample_weight)
     options = check_options(options, Options, "cyrank.labelrank.solve")
-    data = _Data(X, G, decomposition, options, joint)
+    data = _Data(X, G, decomposition, options, joint, weight)
     if G.n_edges == 0:
         warn_no_preferences()
     w = np.zeros(data.size)
@@ -474,14 +512,14 @@ def _solve_data(problem, solver, pen, w, *, tol, max_iter, verbose):
 
 
 def path(X, G, *, joint=None, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5,
-         decomposition="domination", max_iter=1000, tol=1e-6, verbose=0):
+         decomposition="domination", max_iter=1000, tol=1e-6, verbose=0, sample_weight=None):
     """The regularisation path of LabelRankBoost (cyrank.optim.path): one :func:`solve` (solver "newton") per
     alpha, decreasing, each warm-started from the previous solution, on data checked and decomposed once.
 
     Parameters
     ----------
-    X, G, joint : arrays
-        The data, as for :func:`solve`.
+    X, G, joint, sample_weight : arrays
+        The data and the instance weights, as for :func:`solve`.
     alphas : sequence of float >= 0 or None, default=None
         The alphas (sorted decreasing). None: ``n_alphas`` values from alpha_max down to ``eps`` * alpha_max,
         geometrically spaced, alpha_max = max_r |dL/dw_r at 0| (/ l1_ratio for "elasticnet"), the smallest alpha
@@ -502,8 +540,8 @@ def path(X, G, *, joint=None, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", 
     n_alphas, eps = check_path_params(penalty, n_alphas, eps)
     _, _, max_iter, tol = check_params(decomposition=decomposition, solver="auto", penalty=penalty, alpha=0.0,
                                        l1_ratio=l1_ratio, max_iter=max_iter, tol=tol)
-    X, G, joint = _check_data(X, G, joint)
-    data = _Data(X, G, decomposition, Options(), joint)
+    X, G, joint, weight = _check_data(X, G, joint, sample_weight)
+    data = _Data(X, G, decomposition, Options(), joint, weight)
     if G.n_edges == 0:
         warn_no_preferences()
     problem = LabelRankLoss(data)
@@ -532,6 +570,7 @@ def _orders_every_edge(data, w, f):
     O(nnz L + memberships)."""
     G = data.G
     used = np.unique(data.sub.members)
+    used = used[data.positive()[G.instance_of_edge()[used]]]  # the edges the loss sees
     if used.size == 0 or not np.any(w):
         return ""
     S = data.scores(w)
@@ -572,7 +611,7 @@ def _boost_step(Wp, Wm, w, alpha, rho):
 
 class _JointBoost:
     """The joint base functions' part of Fig. 3: pi_(e, j) = joint[i, term e, j] - joint[i, init e, j] per edge,
-    and W+ / W- = sum_e (q_e / s_i) (pi_(e, j))+ / (pi_(e, j))- with q_e = the sum of the edge's membership
+    and W+ / W- = sum_e (w_i q_e / s_i) (pi_(e, j))+ / (pi_(e, j))- with q_e = the sum of the edge's membership
     weights (O(edges p) per iteration)."""
 
     def __init__(self, data):
@@ -581,7 +620,10 @@ class _JointBoost:
         self.pi = data.J[inst, G.term] - data.J[inst, G.init]  # edges x p
         self.members, self.n_edges = sub.members, G.n_edges
         s = sub.n_subgraphs
-        self.inv_s = np.where(s > 0, 1.0 / np.maximum(s, 1), 0.0)[inst]
+        scale = np.where(s > 0, 1.0 / np.maximum(s, 1), 0.0)  # w_i / s_i
+        if data.weight is not None:
+            scale *= data.weight
+        self.inv_s = scale[inst]
         self.edge_l1 = np.abs(self.pi).sum(axis=1)
         self.inst = inst
 
@@ -608,6 +650,7 @@ def _boost(data, w, alpha, tol, max_iter, g0, verbose, problem, precond):
     edge_rho = 2.0 * rows_l1[data.G.instance_of_edge()]
     if joint is not None:
         edge_rho += joint.edge_l1
+    edge_rho = edge_rho[data.positive()[data.G.instance_of_edge()]]  # the bound over the edges the loss sees
     rho = float(np.max(edge_rho, initial=0.0))
     A, B = np.empty((n, L)), np.empty((n, L))
     Wp, Wm = np.empty(data.size), np.empty(data.size)

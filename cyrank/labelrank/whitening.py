@@ -1,10 +1,11 @@
 """LabelRankBoost's Newton in whitened variables: the feature part of the Hessian made close to a multiple of I.
 
 The Hessian of the loss L (solver.py) in W (d x L) is sum_i (x_i x_i') (x) H_i, H_i the L x L Hessian of
-instance i's loss in its scores. With H_i replaced by c I (c = the mean of trace(H_i) / L) it is the Kronecker
-product (c X'X + 2 ridge I) (x) I_L, X'X uncentred: columns that share a large mean (count features) or scale
-make it ill-conditioned, and CG pays for it. But H_i 1 = 0 (a constant added to
-every label's score changes no margin), so along W 11' only the ridge curves F: the label factor is the
+instance i's loss in its scores (its weight w_i included). With H_i replaced by c w_i I (c = the weighted mean
+of trace(H_i) / (w_i L)) it is the Kronecker product (c X'DX + 2 ridge I) (x) I_L, D = diag(w) (I without
+weights, as every X'X below), X'DX uncentred, so an instance of weight k is k repeated instances here too:
+columns that share a large mean (count features) or scale make it ill-conditioned, and CG pays for it. But
+H_i 1 = 0 (a constant added to every label's score changes no margin), so along W 11' only the ridge curves F: the label factor is the
 projector P = I - 11'/L, and the model (c X'X + 2 ridge I) (x) P + 2 ridge I (x) 11'/L. In the variables
 U = R W P + s W 11'/L, with R'R = (c X'X + 2 ridge I) / lambda (Cholesky) and s^2 = 2 ridge / lambda, that model
 is the identity, so CG runs preconditioned by it: the Kronecker-factored curvature of Martens & Grosse
@@ -47,7 +48,7 @@ def worth_whitening(data):
 def whitening_factor(problem):
     """(R, s): R (upper triangular, d x d, sigma_max(R) <= 1) with R'R proportional to c X'X + 2 ridge I (module
     docstring; its correlation matrix factored, with 1e-10 added to its unit diagonal, so columns of any scale
-    and repeated columns are fine), c = trace(sum_i H_i) / (n L) at the problem's current Hessian state
+    and repeated columns are fine), c = trace(sum_i H_i) / (sum_i w_i L) at the problem's current Hessian state
     (_loss.mean_curvature, no product with X), and s = sqrt(2 ridge) on the same scale, for the labels' mean
     (1 if ridge = 0: the loss is flat along it); None when the factorisation fails."""
     D = problem.data
@@ -55,8 +56,8 @@ def whitening_factor(problem):
     C = D.gram()
     sub = D.sub
     trace = _loss.mean_curvature(D.G.edge_ptr, D.G.init, D.G.term, sub.sub_ptr, sub.member_ptr,
-                                 sub.kernel_members, problem.weights(problem.state), L)
-    c = trace / (D.n * L) if trace > 0 else 1.0
+                                 sub.kernel_members, problem.weights(problem.state), L, D.weight)
+    c = trace / (D.n_rows * L) if trace > 0 else 1.0
     M = c * C + 2.0 * problem.ridge * np.eye(d)
     scale = np.sqrt(np.diag(M))  # factor the correlations (unit diagonal): free of the columns' scales
     scale[~(scale > 0)] = 1.0  # a zero column without a ridge

@@ -78,6 +78,22 @@ def _warn_without_qid(fit):
     return wrapper
 
 
+def weighted_query_mean(per_query, qid, sample_weight, n):
+    """sum_q w_q m_q / sum_q w_q over the queries whose metric m_q is defined (not NaN), w_q the mean weight of
+    the query's rows (``sample_weight``, n rows; qid None: one query); NaN when no query has a metric."""
+    from ._queries import QueryGroups
+
+    weights = check_sample_weight(sample_weight, n)
+    w = QueryGroups(np.zeros(n, np.int64) if qid is None else qid).query_weights(weights)
+    kept = ~np.isnan(per_query)
+    if not kept.any():
+        return float("nan")  # the metric warned UndefinedMetricWarning
+    if w[kept].sum() == 0:
+        raise ValueError("sample_weight is 0 on every scored query (queries with a relevant row); give some of "
+                         "them a positive weight")
+    return float(np.dot(w[kept], per_query[kept]) / w[kept].sum())
+
+
 class RankerMixin:
     """``predict`` returns ranking scores (higher = ranked higher); ``score`` is the mean NDCG@10 over queries.
 
@@ -114,19 +130,8 @@ class RankerMixin:
                           stacklevel=2)
         if sample_weight is None:
             return float(ndcg_score(y, scores, qid, k=10))
-        from ._queries import QueryGroups
-
-        weights = check_sample_weight(sample_weight, scores.shape[0])
         _, per_query = ndcg_score(y, scores, qid, k=10, return_per_query=True)
-        groups = QueryGroups(np.zeros(scores.shape[0], np.int64) if qid is None else qid)
-        w = np.bincount(groups.query_index(), weights=weights, minlength=groups.n_queries) / groups.sizes
-        kept = ~np.isnan(per_query)
-        if not kept.any():
-            return float("nan")  # ndcg_score warned UndefinedMetricWarning
-        if w[kept].sum() == 0:
-            raise ValueError("sample_weight is 0 on every scored query (queries with a relevant row); give some "
-                             "of them a positive weight")
-        return float(np.dot(w[kept], per_query[kept]) / w[kept].sum())
+        return weighted_query_mean(per_query, qid, sample_weight, scores.shape[0])
 
     def _check_predict_X(self, X, *, accept_sparse=("csr", "csc")):
         """X checked like training data, with the number of features seen in ``fit``."""

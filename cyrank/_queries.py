@@ -107,6 +107,11 @@ class QueryGroups:
         """Index (0..n_queries-1) of the query of each row, in input order."""
         return self.unsort(np.repeat(np.arange(self.n_queries, dtype=np.int64), self.sizes))
 
+    def query_weights(self, sample_weight):
+        """The weight of each query: the mean ``sample_weight`` of its rows (input row order), as
+        ``RankerMixin.score`` and ``validation_path`` weigh per-query metrics."""
+        return np.bincount(self.query_index(), weights=sample_weight, minlength=self.n_queries) / self.sizes
+
     def __len__(self):
         return self.n_queries
 

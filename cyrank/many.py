@@ -11,13 +11,29 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import clone
 
-from ._validation import check_n_jobs, check_X
+from ._validation import check_n_jobs, check_sample_weight, check_X
 
 __all__ = ["fit_many", "ManyRankers"]
 
 
-def _fit_one(estimator, X, y, qid):
-    return estimator.fit(X, y, qid=qid)
+def _fit_one(estimator, X, y, qid, sample_weight):
+    if sample_weight is None:
+        return estimator.fit(X, y, qid=qid)
+    return estimator.fit(X, y, qid=qid, sample_weight=sample_weight)
+
+
+def _task_weights(sample_weight, n, n_tasks):
+    """One weight vector (or None) per task: ``sample_weight`` None, one vector shared by every task, or a matrix
+    with one column per task; each checked as every fit checks it."""
+    if sample_weight is None:
+        return [None] * n_tasks
+    W = np.asarray(sample_weight) if not np.isscalar(sample_weight) else sample_weight
+    if np.ndim(W) == 2 and W.shape[1] != 1:
+        if W.shape != (n, n_tasks):
+            raise ValueError(f"sample_weight has shape {W.shape}; give one weight per row ({n},) shared by every "
+                             f"task, or one column per task ({n}, {n_tasks}) like Y")
+        return [check_sample_weight(W[:, t], n) for t in range(n_tasks)]
+    return [check_sample_weight(W, n)] * n_tasks
 
 
 class ManyRankers:
@@ -54,7 +70,7 @@ class ManyRankers:
         return np.column_stack([e.predict(X) for e in self.estimators_])
 
 
-def fit_many(estimator, X, Y, qid=None, *, n_jobs=None):
+def fit_many(estimator, X, Y, qid=None, *, n_jobs=None, sample_weight=None):
     """Fit ``clone(estimator)`` on (X, Y[:, t], qid) for every column t of Y, through joblib.
 
     Parameters
@@ -67,6 +83,8 @@ def fit_many(estimator, X, Y, qid=None, *, n_jobs=None):
         One column of relevance labels per task.
     qid : array-like (n_samples,) or None
         Query ids, shared by every task.
+    sample_weight : array-like (n_samples,) or (n_samples, n_tasks), or None
+        Row weights shared by every task, or one column of weights per task (as the columns of Y).
     n_jobs : int or None, default=None
         joblib's n_jobs (None: 1 unless a ``joblib.parallel_backend`` context says otherwise; -1: every core). The
         backend is joblib's: processes (loky, the default), ``parallel_backend("threading")`` or
@@ -89,9 +107,11 @@ def fit_many(estimator, X, Y, qid=None, *, n_jobs=None):
         raise ValueError(f"Y has {Y.shape[0]} rows but X has {X.shape[0]}")
     if not columns:
         raise ValueError("Y has no column: nothing to fit")
+    weights = _task_weights(sample_weight, X.shape[0], len(columns))
     n_jobs = n_jobs if n_jobs is None else check_n_jobs(n_jobs)
     template = clone(estimator)
     if "n_jobs" in template.get_params() and template.get_params()["n_jobs"] is None and n_jobs != 1:
         template.set_params(n_jobs=1)  # the tasks share the cores, not each task's kernels
-    fitted = Parallel(n_jobs=n_jobs)(delayed(_fit_one)(clone(template), X, y, qid) for y in columns)
+    fitted = Parallel(n_jobs=n_jobs)(delayed(_fit_one)(clone(template), X, y, qid, w)
+                                      for y, w in zip(columns, weights))
     return ManyRankers(fitted, sp.issparse(X))

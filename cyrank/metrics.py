@@ -699,7 +699,8 @@ def parse_metric_name(spec, names=METRIC_NAMES, cut_off=CUT_OFF_NAMES, *, what="
 
 
 def metric_by_name(spec):
-    """The metric named ``spec`` as a function ``f(y_true, y_score, qid)`` with this module's defaults.
+    """The metric named ``spec`` as a function ``f(y_true, y_score, qid, **options)`` with this module's defaults
+    (options such as ``return_per_query=True`` are passed on).
 
     Names: "ndcg@k" (:func:`ndcg_score`; "ndcg": all rows), "err@k" (:func:`err_score`), "map"
     (:func:`average_precision`), "mrr" (:func:`reciprocal_rank`), "p@k" (:func:`precision_at_k`, default k = 10;
@@ -709,14 +710,14 @@ def metric_by_name(spec):
     """
     name, k = parse_metric_name(spec)
     table = {
-        "ndcg": lambda y, s, q: ndcg_score(y, s, q, k=k),
-        "err": lambda y, s, q: err_score(y, s, q, k=k),
-        "map": lambda y, s, q: average_precision(y, s, q),
-        "mrr": lambda y, s, q: reciprocal_rank(y, s, q),
-        "p": lambda y, s, q: precision_at_k(y, s, q, k=k or 10),
-        "auc": lambda y, s, q: auc_score(y, s, q),
-        "pairacc": lambda y, s, q: pairwise_accuracy(y, s, q),
-        "meanndcg": lambda y, s, q: letor_mean_ndcg(y, s, q),
+        "ndcg": lambda y, s, q, **kw: ndcg_score(y, s, q, k=k, **kw),
+        "err": lambda y, s, q, **kw: err_score(y, s, q, k=k, **kw),
+        "map": lambda y, s, q, **kw: average_precision(y, s, q, **kw),
+        "mrr": lambda y, s, q, **kw: reciprocal_rank(y, s, q, **kw),
+        "p": lambda y, s, q, **kw: precision_at_k(y, s, q, k=k or 10, **kw),
+        "auc": lambda y, s, q, **kw: auc_score(y, s, q, **kw),
+        "pairacc": lambda y, s, q, **kw: pairwise_accuracy(y, s, q, **kw),
+        "meanndcg": lambda y, s, q, **kw: letor_mean_ndcg(y, s, q, **kw),
     }
     return table[name]
 

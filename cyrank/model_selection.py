@@ -30,7 +30,8 @@ from sklearn.base import clone
 from sklearn.metrics import make_scorer
 from sklearn.utils._metadata_requests import _MetadataRequester
 
-from ._validation import check_param, check_qid, check_random_state, check_X, check_y
+from ._base import weighted_query_mean
+from ._validation import check_param, check_qid, check_random_state, check_sample_weight, check_X, check_y
 from .metrics import metric_by_name
 
 __all__ = ["QueryKFold", "ranking_scorer", "validation_path"]
@@ -162,7 +163,7 @@ def _path_splits(cv, X, y, qid, query):
     return out
 
 
-def validation_path(estimator, param, values, X, y, qid, *, cv=None, scoring="ndcg@10"):
+def validation_path(estimator, param, values, X, y, qid, *, cv=None, scoring="ndcg@10", sample_weight=None):
     """Validation scores along a path of one regularisation parameter (C, alpha, ...), each fold fitted once per
     value in the given order and warm-started from the previous value's model when the estimator has
     ``warm_start`` (DominationRank: its solvers from the previous coefficients; linear RankSVM: TRON or the
@@ -172,6 +173,9 @@ def validation_path(estimator, param, values, X, y, qid, *, cv=None, scoring="nd
     query folds), an int (that many QueryKFold folds), a splitter (QueryKFold, or one of scikit-learn's, whose
     ``split(X, y, groups=qid)`` gets qid as groups, e.g. GroupKFold) or an iterable of (train, test) row-index
     arrays. A split that puts a query in both train and test is refused.
+
+    ``sample_weight`` (n_samples,): each fold is fitted with its training rows' weights, and its score is the
+    weighted mean over test queries, a query weighing the mean weight of its rows (as ``score``).
 
     Returns (values, scores) with scores of shape (len(values), n_splits): ``scoring`` (a metric name) on each
     fold's test queries. Order ``values`` from strong to weak regularisation (alpha decreasing, C increasing):
@@ -186,6 +190,7 @@ def validation_path(estimator, param, values, X, y, qid, *, cv=None, scoring="nd
     X = check_X(X, accept_sparse=("csr", "csc"))
     y = check_y(y, X.shape[0])
     query = check_qid(qid, X.shape[0])
+    sample_weight = check_sample_weight(sample_weight, X.shape[0])
     qid = np.asarray(qid)
     qid = qid.ravel() if qid.ndim == 2 else qid
     splits = _path_splits(cv, X, y, qid, query)
@@ -197,6 +202,11 @@ def validation_path(estimator, param, values, X, y, qid, *, cv=None, scoring="nd
             model.set_params(warm_start=True)
         for i, value in enumerate(values):
             model.set_params(**{param: value})
-            model.fit(X[train], y[train], qid=qid[train])
-            scores[i, j] = metric(y[test], model.predict(X[test]), qid[test])
+            if sample_weight is None:
+                model.fit(X[train], y[train], qid=qid[train])
+                scores[i, j] = metric(y[test], model.predict(X[test]), qid[test])
+                continue
+            model.fit(X[train], y[train], qid=qid[train], sample_weight=sample_weight[train])
+            _, per_query = metric(y[test], model.predict(X[test]), qid[test], return_per_query=True)
+            scores[i, j] = weighted_query_mean(per_query, qid[test], sample_weight[test], test.shape[0])
     return np.asarray(values), scores

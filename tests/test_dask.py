@@ -272,3 +272,34 @@ def test_no_private_name_from_a_family_folder():
     assert private_names("from .domination import solver as _dsolver\n_dsolver._layout") == ["_dsolver._layout"]
     assert private_names("from .lambdarank.solver import _Pairs") == ["lambdarank.solver._Pairs"]
     assert private_names(pathlib.Path(cyrank.dask.__file__).read_text()) == []
+
+
+@pytest.mark.parametrize("kind", ["ranksvm", "domination", "ranknet", "labelrank"])
+def test_sample_weight_gives_the_single_machine_weighted_model(client, kind):
+    """Weights travel with their rows (scattered queries move between partitions with their weights) and give the
+    single-machine weighted fit; the driver refuses bad weights with the single-machine message."""
+    rng = np.random.default_rng(7)
+    if kind == "labelrank":
+        X, y = label_data(7)
+        qid, w = None, rng.integers(0, 4, size=X.shape[0]).astype(float)
+        dist, local = DaskLabelRankBoost(alpha=0.3, tol=1e-10), LabelRankBoost(alpha=0.3, tol=1e-10)
+        Xd, yd = da.from_array(X, chunks=(37, -1)), da.from_array(y, chunks=(37, -1))
+    else:
+        X, y, qid = data(True, seed=5)
+        w = rng.integers(0, 4, size=y.shape[0]).astype(float)
+        dist, local = {"ranksvm": (DaskRankSVM(C=0.5, tol=1e-8), RankSVM(C=0.5, tol=1e-8)),
+                       "ranknet": (DaskRankNet(alpha=0.3, tol=1e-9), RankNet(alpha=0.3, tol=1e-9)),
+                       "domination": (DaskDominationRank(alpha=0.5, tol=1e-8),
+                                      DominationRank(alpha=0.5, tol=1e-8, solver="newton"))}[kind]
+        Xd, yd, qd = chunked(X, y, qid)
+    wd = da.from_array(w, chunks=37)
+    args = (Xd, yd) if qid is None else (Xd, yd, qd)
+    dist.fit(*args, client=client, sample_weight=wd)
+    local.fit(X, y, *(() if qid is None else (qid,)), sample_weight=w)
+    unweighted = type(local)(**local.get_params()).fit(X, y, *(() if qid is None else (qid,)))
+    assert np.abs(unweighted.coef_ - local.coef_).max() > 1e-3 * np.abs(local.coef_).max()  # the weights matter
+    np.testing.assert_allclose(dist.coef_, local.coef_, rtol=1e-6, atol=1e-8 * np.abs(local.coef_).max())
+    assert dist.objective_ == pytest.approx(local.objective_, rel=1e-10)
+    for bad, message in ((-w, "must be >= 0"), (0 * w, "0 on every row"), (w[:-1], "sample_weight has")):
+        with pytest.raises(ValueError, match=message):
+            type(dist)(**dist.get_params()).fit(*args, client=client, sample_weight=da.from_array(bad, chunks=37))

@@ -3,8 +3,11 @@
 Preference pairs P = {(i, j): qid_i = qid_j, y_i > y_j} are enumerated explicitly (plain loops), one slack per
 pair:
 
-    linear   min_{w, xi}  R(w) + C sum_P loss(xi_ij)    s.t.  xi_ij >= 1 - w'(x_i - x_j),  xi_ij >= 0
-    kernel   min_beta     beta'Q beta / 2 + C sum_P loss(1 - (Q beta)_i + (Q beta)_j)
+    linear   min_{w, xi}  R(w) + C sum_P s_i loss(xi_ij)    s.t.  xi_ij >= 1 - w'(x_i - x_j),  xi_ij >= 0
+    kernel   min_beta     beta'Q beta / 2 + C sum_P s_i loss(1 - (Q beta)_i + (Q beta)_j)
+
+with s = ``sample_weight`` (default all 1): each pair weighs its preferred row i's weight (Joachims, Swaminathan &
+Schnabel, WSDM 2017); pairs of weight 0 are left out of the problem.
 
 with loss(xi) = xi^2 ("squared_hinge") or xi ("hinge"), and R(w) (``penalty``, linear squared hinge only for
 the last two) w'w / 2 ("l2"), ||w||_1 ("l1": the L1-regularised L2-loss SVM of LIBLINEAR, Fan et al., JMLR 2008)
@@ -64,9 +67,16 @@ def kernel_matrix(A, B, kernel="linear", gamma=1.0, degree=3, coef0=1.0):
     return K
 
 
-def _loss(t, loss):
+def pair_weights(sample_weight, I):
+    """The weight of each pair (I, J): sample_weight[I] (all 1 when sample_weight is None)."""
+    if sample_weight is None:
+        return np.ones(I.shape[0])
+    return np.asarray(sample_weight, dtype=np.float64)[I]
+
+
+def _loss(t, loss, weights):
     t = np.maximum(t, 0.0)
-    return float((t * t).sum() if loss == "squared_hinge" else t.sum())
+    return float(weights @ (t * t) if loss == "squared_hinge" else weights @ t)
 
 
 def _weights(penalty, l1_ratio, loss="squared_hinge", kernel="linear"):
@@ -85,27 +95,33 @@ def _weights(penalty, l1_ratio, loss="squared_hinge", kernel="linear"):
 
 
 def objective(X, y, qid=None, w=None, *, beta=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale",
-              degree=3, coef0=1.0, penalty="l2", l1_ratio=0.5):
+              degree=3, coef0=1.0, penalty="l2", l1_ratio=0.5, sample_weight=None):
     """The objective at ``w`` (linear, X features) or at ``beta`` (kernel; Q = K(X, X)), by enumerating pairs."""
     I, J = preference_pairs(y, qid)
+    pw = pair_weights(sample_weight, I)
     if beta is None:
         X = _dense(X)
         w = np.asarray(w, dtype=np.float64)
         f = X @ w
         a, b = _weights(penalty, l1_ratio, loss)
-        return a * float(np.abs(w).sum()) + b * float(w @ w) + C * _loss(1.0 - (f[I] - f[J]), loss)
+        return a * float(np.abs(w).sum()) + b * float(w @ w) + C * _loss(1.0 - (f[I] - f[J]), loss, pw)
     Q = _dense(X) if kernel == "precomputed" else kernel_matrix(X, X, kernel, resolve_gamma(gamma, X), degree, coef0)
     f = Q @ beta
-    return 0.5 * float(beta @ f) + C * _loss(1.0 - (f[I] - f[J]), loss)
+    return 0.5 * float(beta @ f) + C * _loss(1.0 - (f[I] - f[J]), loss, pw)
 
 
-def _solve_linear(F, I, J, C, loss, scale=None, weights=(0.0, 0.5), **solver_options):
-    """min a ||u||_1 + b u'u + C sum loss(xi), xi >= 1 - (F u)_I + (F u)_J, xi >= 0 (one slack per pair),
-    (a, b) = ``weights``; with ``scale`` s the regulariser is taken at u / s instead."""
+def _solve_linear(F, I, J, C, loss, scale=None, weights=(0.0, 0.5), pair_weight=None, **solver_options):
+    """min a ||u||_1 + b u'u + C sum_k p_k loss(xi_k), xi >= 1 - (F u)_I + (F u)_J, xi >= 0 (one slack per pair),
+    (a, b) = ``weights``, p = ``pair_weight`` (> 0; None: all 1); with ``scale`` s the regulariser is taken at
+    u / s instead."""
     u = cp.Variable(F.shape[1])
     xi = cp.Variable(I.shape[0])
     D = F[I] - F[J]
-    penalty = cp.sum_squares(xi) if loss == "squared_hinge" else cp.sum(xi)
+    p = np.ones(I.shape[0]) if pair_weight is None else pair_weight
+    if loss == "squared_hinge":
+        penalty = cp.sum_squares(cp.multiply(np.sqrt(p), xi))
+    else:
+        penalty = p @ xi
     u_reg = u if scale is None else cp.multiply(1.0 / scale, u)
     a, b = weights
     reg = 0.0
@@ -118,8 +134,10 @@ def _solve_linear(F, I, J, C, loss, scale=None, weights=(0.0, 0.5), **solver_opt
 
 
 def solve(X, y, qid=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0,
-          feature_scale=None, penalty="l2", l1_ratio=0.5, **solver_options):
+          feature_scale=None, penalty="l2", l1_ratio=0.5, sample_weight=None, **solver_options):
     """Exact minimiser; a :class:`reference.Solution` with variable "w" (linear) or "beta" (other kernels).
+    ``sample_weight``: one weight >= 0 per row (module docstring), None: all 1; "xi" then holds the slacks of
+    the pairs of positive weight only.
 
     ``feature_scale`` (linear kernel only): positive vector s (n_features); cvxpy then solves the same problem in
     v = s * w on the columns X / s (regulariser R(v / s)), for columns on far-off scales; "w" is v / s.
@@ -128,14 +146,20 @@ def solve(X, y, qid=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="s
         raise ValueError(f"unknown loss {loss!r}")
     weights = _weights(penalty, l1_ratio, loss, kernel)
     I, J = preference_pairs(y, qid)
+    pw = pair_weights(sample_weight, I)
+    if np.any(pw < 0) or not np.all(np.isfinite(pw)):
+        raise ValueError("sample_weight must be finite and >= 0")
+    keep = pw > 0
+    I, J, pw = I[keep], J[keep], pw[keep]
     if I.size == 0:
-        raise ValueError("no preference pair")
+        raise ValueError("no preference pair (of positive weight)")
     if feature_scale is not None and kernel != "linear":
         raise ValueError("feature_scale is for the linear kernel only")
     if kernel == "linear":
         F = _dense(X)
         s = feature_scale_vector(feature_scale, F.shape[1])
-        sol = _solve_linear(F if s is None else F / s, I, J, C, loss, scale=s, weights=weights, **solver_options)
+        sol = _solve_linear(F if s is None else F / s, I, J, C, loss, scale=s, weights=weights, pair_weight=pw,
+                            **solver_options)
         sol.variables = {"w": sol.variables["u"], "xi": sol.variables["xi"]}
         return unscale(sol, s, "w")
     if kernel == "precomputed":
@@ -146,7 +170,7 @@ def solve(X, y, qid=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="s
     lam, V = np.linalg.eigh(Q)
     keep = lam > 1e-12 * max(lam.max(), 0.0)
     L = V[:, keep] * np.sqrt(lam[keep])
-    sol = _solve_linear(L, I, J, C, loss, **solver_options)
+    sol = _solve_linear(L, I, J, C, loss, pair_weight=pw, **solver_options)
     u = sol.variables["u"]
     beta = V[:, keep] @ (u / np.sqrt(lam[keep]))
     sol.variables = {"beta": beta, "xi": sol.variables["xi"]}

@@ -46,23 +46,60 @@ cdef inline intp_t _fen_prefix(intp_t m, const intp_t* cnt, const double* s, int
     return c
 
 
-cdef inline void query_sweep(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
-                      const double* vals, intp_t m, intp_t n_levels, intp_t* fen_cnt, double* fen_sum,
-                      double* cnt_minus, double* sum_minus, double* cnt_plus, double* sum_plus) noexcept nogil:
+cdef inline void _fen_add_weighted(intp_t n_levels, intp_t m, double* wcnt, double* s, intp_t r, double wt,
+                                  const double* v) noexcept nogil:
+    """Insert one entry of label rank r with weight wt and the m values v: wcnt += wt, sums += wt v."""
+    cdef intp_t k = r + 1, a
+    cdef double* node
+    while k <= n_levels:
+        wcnt[k] += wt
+        node = s + k * m
+        for a in range(m):
+            node[a] += wt * v[a]
+        k += k & (-k)
+
+
+cdef inline double _fen_prefix_weighted(intp_t m, const double* wcnt, const double* s, intp_t r, double sign,
+                                        double* out) noexcept nogil:
+    """Weight (returned) of the inserted entries with label rank <= r; out += sign * their weighted sums."""
+    cdef intp_t k = r + 1, a
+    cdef double c = 0.0
+    cdef const double* node
+    while k > 0:
+        c += wcnt[k]
+        node = s + k * m
+        for a in range(m):
+            out[a] += sign * node[a]
+        k -= k & (-k)
+    return c
+
+
+cdef inline double query_sweep(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
+                               const double* vals, intp_t m, intp_t n_levels, intp_t* fen_cnt, double* fen_sum,
+                               double* cnt_minus, double* sum_minus, double* cnt_plus, double* sum_plus,
+                               const double* weight) noexcept nogil:
     """l^-, gamma^-, l^+, gamma^+ (module docstring) of the documents at positions perm[start:stop], for m vectors of
-    values at once (m = 1: one vector; the Hessian block of _pairloss.pyx: the m columns of a working set).
+    values at once (m = 1: one vector; the Hessian block of _pairloss.pyx: the m columns of a working set). Returns
+    the number of active pairs of the query (a count, whatever the weights).
 
     Inline: a caller passing m = 1 gets the one-vector loops without the inner ones.
 
-    perm[start:stop] lists the positions of one query by increasing f; f and rank (dense label ranks,
-    0 .. n_levels-1) are indexed by position. vals holds m values per position of the query, row-major from
-    position start (vals[(k - start) m + a]); the sums are written the same way, the counts at k - start.
-    fen_cnt: n_levels + 1 scratch entries; fen_sum: (n_levels + 1) m.
+    perm[start:stop] lists the positions of one query by increasing f; f, rank (dense label ranks,
+    0 .. n_levels-1) and ``weight`` are indexed by position. vals holds m values per position of the query,
+    row-major from position start (vals[(k - start) m + a]); the sums are written the same way, the counts at
+    k - start. fen_cnt: n_levels + 1 scratch entries; fen_sum: (n_levels + 1) m, or (n_levels + 1)(m + 1) with
+    weights (their Fenwick tree of weights follows the sums).
+
+    ``weight`` NULL: unweighted. Otherwise every pair (i, j), i preferred, counts with weight[i] (the module
+    docstring's weighted sums): l_i^- and gamma_i^- are multiplied by weight[i] after the first sweep, and the
+    second sweep inserts each partner j with its weight, so that l_i^+ = sum of weight[j] and gamma_i^+ = sum of
+    weight[j] z_j over its active partners above.
     """
-    cdef intp_t l = stop - start, k, p, i, j, a, c
-    cdef double fi
+    cdef intp_t l = stop - start, k, p, i, j, a, c, active = 0
+    cdef double fi, wi
     cdef double* row
     cdef double* total = fen_sum  # node 0: the running total of the second sweep
+    cdef double* wcnt = fen_sum + (n_levels + 1) * m  # weights only: the tree of weights
     # i above j (y_j < y_i): partners j with f_j - f_i > -1, a suffix of the sorted order growing as f_i falls
     _fen_reset(n_levels, m, fen_cnt, fen_sum)
     p = l
@@ -78,11 +115,34 @@ cdef inline void query_sweep(intp_t start, intp_t stop, const double* f, const i
         row = sum_minus + (i - start) * m
         for a in range(m):
             row[a] = 0.0
-        cnt_minus[i - start] = <double>_fen_prefix(m, fen_cnt, fen_sum, rank[i] - 1, 1.0, row)
+        c = _fen_prefix(m, fen_cnt, fen_sum, rank[i] - 1, 1.0, row)
+        cnt_minus[i - start] = <double>c
+        active += c
     # i below j (y_j > y_i): partners j with f_j - f_i < 1, a prefix of the sorted order growing as f_i rises; the
     # ranks above y_i are the total minus the prefix up to y_i
     _fen_reset(n_levels, m, fen_cnt, fen_sum)
     p = 0
+    if weight == NULL:
+        for k in range(l):
+            i = perm[start + k]
+            fi = f[i]
+            while p < l:
+                j = perm[start + p]
+                if not (f[j] - fi < 1.0):
+                    break
+                _fen_add(n_levels, m, fen_cnt, fen_sum, rank[j], vals + (j - start) * m)
+                fen_cnt[0] += 1
+                for a in range(m):
+                    total[a] += vals[(j - start) * m + a]
+                p += 1
+            row = sum_plus + (i - start) * m
+            for a in range(m):
+                row[a] = total[a]
+            c = _fen_prefix(m, fen_cnt, fen_sum, rank[i], -1.0, row)
+            cnt_plus[i - start] = <double>(fen_cnt[0] - c)
+        return <double>active
+    for k in range(n_levels + 1):
+        wcnt[k] = 0.0
     for k in range(l):
         i = perm[start + k]
         fi = f[i]
@@ -90,13 +150,19 @@ cdef inline void query_sweep(intp_t start, intp_t stop, const double* f, const i
             j = perm[start + p]
             if not (f[j] - fi < 1.0):
                 break
-            _fen_add(n_levels, m, fen_cnt, fen_sum, rank[j], vals + (j - start) * m)
-            fen_cnt[0] += 1
+            _fen_add_weighted(n_levels, m, wcnt, fen_sum, rank[j], weight[j], vals + (j - start) * m)
+            wcnt[0] += weight[j]
             for a in range(m):
-                total[a] += vals[(j - start) * m + a]
+                total[a] += weight[j] * vals[(j - start) * m + a]
             p += 1
         row = sum_plus + (i - start) * m
         for a in range(m):
             row[a] = total[a]
-        c = _fen_prefix(m, fen_cnt, fen_sum, rank[i], -1.0, row)
-        cnt_plus[i - start] = <double>(fen_cnt[0] - c)
+        cnt_plus[i - start] = wcnt[0] - _fen_prefix_weighted(m, wcnt, fen_sum, rank[i], -1.0, row)
+    for i in range(start, stop):
+        wi = weight[i]
+        cnt_minus[i - start] *= wi
+        row = sum_minus + (i - start) * m
+        for a in range(m):
+            row[a] *= wi
+    return <double>active

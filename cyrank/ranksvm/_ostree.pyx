@@ -12,7 +12,16 @@ module computes
     l_i^-   = |{j : y_j < y_i, (i, j) active}|      gamma_i^- = sum of z_j over those j      (i ranked above j)
     l_i^+   = |{j : y_j > y_i, (j, i) active}|      gamma_i^+ = sum of z_j over those j      (i ranked below j)
 
-without enumerating pairs. Sort the query by f once. Visiting documents by decreasing f, the set
+without enumerating pairs. With row weights w (sample_weight: the pair (i, j), i preferred, counts with w_i;
+Joachims, Swaminathan & Schnabel, WSDM 2017) the same sweeps give the weighted sums
+
+    l_i^-   = w_i |{j : y_j < y_i, (i, j) active}|     gamma_i^- = w_i * (sum of z_j over those j)
+    l_i^+   = sum of w_j over {j : y_j > y_i, (j, i) active}     gamma_i^+ = sum of w_j z_j over those j
+
+(the trees carry weights and weighted sums in the second sweep; the first is scaled by w_i afterwards), and every
+formula of _pairloss.pyx holds with them unchanged.
+
+Sort the query by f once. Visiting documents by decreasing f, the set
 {j : f_j - f_i > -1} only grows, so a pointer inserts each document once into a Fenwick tree indexed by
 label rank (0 .. n_levels-1) holding counts and sums of z; l_i^- and gamma_i^- are then a prefix query
 over the ranks below y_i. Visiting by increasing f gives l_i^+ and gamma_i^+ as suffix queries over the
@@ -69,17 +78,21 @@ cdef void center_segment(intp_t start, intp_t stop, const intp_t* perm, double* 
 
 # ------------------------------------------------------------------------------------------- Python access
 def pair_sums(const double[::1] f, const intp_t[::1] rank, const intp_t[::1] offsets,
-              const intp_t[::1] n_levels, const double[::1] vals=None, bint center=False):
+              const intp_t[::1] n_levels, const double[::1] vals=None, bint center=False,
+              const double[::1] weights=None):
     """Per document: (l_minus, gamma_minus, l_plus, gamma_plus) for query-contiguous data (testing and benchmarks).
 
     f: scores; rank: dense label rank of each document within its query; offsets: query q holds
     documents offsets[q]:offsets[q+1]; n_levels: number of label levels of each query; vals: the summed
     values (default: f itself). ``center=True`` centers f per query first (as the solvers do).
-    Counts are returned as int64.
+    Counts are returned as int64; with ``weights`` (one per document) the weighted sums of the module docstring,
+    the counts then float64.
     """
     cdef intp_t n = f.shape[0], nq = offsets.shape[0] - 1, q, k, max_lev = 1
-    if rank.shape[0] != n or (vals is not None and vals.shape[0] != n) or n_levels.shape[0] != nq:
-        raise ValueError("f, rank and vals must have the same length; n_levels one entry per query")
+    cdef const double* wt = NULL
+    if rank.shape[0] != n or (vals is not None and vals.shape[0] != n) or n_levels.shape[0] != nq or (
+            weights is not None and weights.shape[0] != n):
+        raise ValueError("f, rank, vals and weights must have the same length; n_levels one entry per query")
     if nq < 0 or offsets[0] != 0 or offsets[nq] != n:
         raise ValueError("offsets must run from 0 to len(f)")
     for q in range(nq):
@@ -93,16 +106,19 @@ def pair_sums(const double[::1] f, const intp_t[::1] rank, const intp_t[::1] off
     perm = np.arange(n, dtype=np.int64)
     out = np.zeros((4, n), dtype=np.float64)
     fen_cnt = np.zeros(max_lev + 1, dtype=np.int64)
-    fen_sum = np.zeros(max_lev + 1, dtype=np.float64)
+    fen_sum = np.zeros(2 * (max_lev + 1), dtype=np.float64)
     cdef double[::1] fv = fc, vv = vc
     cdef intp_t[::1] pv = perm, fc_v = fen_cnt
     cdef double[::1] fs_v = fen_sum
     cdef double[:, ::1] o = out
     scratch = np.zeros(max(n, 1), dtype=KEY_INDEX_DTYPE)
     cdef KeyIndex[::1] sc = scratch
+    count_type = np.int64 if weights is None else np.float64
     if n == 0:
         z = np.zeros(0)
-        return z.astype(np.int64), z, z.astype(np.int64), z
+        return z.astype(count_type), z, z.astype(count_type), z
+    if weights is not None:
+        wt = &weights[0]
     with nogil:
         for q in range(nq):
             if offsets[q + 1] < offsets[q]:
@@ -112,8 +128,8 @@ def pair_sums(const double[::1] f, const intp_t[::1] rank, const intp_t[::1] off
                 center_segment(offsets[q], offsets[q + 1], &pv[0], &fv[0])
             k = offsets[q]
             query_sweep(k, offsets[q + 1], &fv[0], &pv[0], &rank[0], &vv[0] + k, 1, n_levels[q], &fc_v[0],
-                        &fs_v[0], &o[0, 0] + k, &o[1, 0] + k, &o[2, 0] + k, &o[3, 0] + k)
-    return out[0].astype(np.int64), out[1], out[2].astype(np.int64), out[3]
+                        &fs_v[0], &o[0, 0] + k, &o[1, 0] + k, &o[2, 0] + k, &o[3, 0] + k, wt)
+    return out[0].astype(count_type), out[1], out[2].astype(count_type), out[3]
 
 
 def argsort_segments(const double[::1] key, const intp_t[::1] offsets):

@@ -11,7 +11,11 @@ squared hinge   L(f) = sum_SV (1 - f_i + f_j)^2 = f'A'Af - 2 e'Af + |SV|        
 hinge           L(f) = sum_SV (1 - f_i + f_j) = sum_i l_i^- (1 - f_i) + alpha_i^-
                 a subgradient: dL/df_i = l_i^+ - l_i^-
 
-where gamma are the sums of t over the active partners. Linear model: f = X w, so the gradient is X' dL/df and
+where gamma are the sums of t over the active partners. Row weights (sample_weight, w_i of the preferred row:
+L(f) = sum_SV w_i loss(1 - f_i + f_j); Joachims, Swaminathan & Schnabel, WSDM 2017) change none of these formulas:
+the sweeps return the weighted sums instead (l_i^- and alpha_i^- times w_i; l_i^+, alpha_i^+ and gamma_i^+
+summing w_j and w_j z_j over the partners above; _ostree.pyx), and every pair is still visited through the
+order-statistic sums only. Linear model: f = X w, so the gradient is X' dL/df and
 the Hessian-vector product 2 X'A'A X v. Kernel model: f = Q beta, handled by the ``scores_*`` functions (Q
 products are done by the caller with BLAS).
 
@@ -49,16 +53,18 @@ cdef intp_t AHEAD = 2
 # --------------------------------------------------------------------------------------- one query, scores
 cdef double _query_loss(intp_t start, intp_t stop, double* f, intp_t* perm, const intp_t* rank, intp_t n_levels,
                         bint squared, intp_t* fen_cnt, double* fen_sum, double* cm, double* sm, double* cp,
-                        double* sp, double* gf, double* n_active, KeyIndex* scratch) noexcept nogil:
-    """Sort one query by f (scores at its positions), center f, and return its loss; dL/df goes to gf."""
+                        double* sp, double* gf, double* n_active, double* active_weight, KeyIndex* scratch,
+                        const double* weight) noexcept nogil:
+    """Sort one query by f (scores at its positions), center f, and return its loss; dL/df goes to gf. Adds the
+    query's active pairs to n_active and their weight (sum of w_i; their count without weights) to active_weight."""
     cdef intp_t k
     cdef double loss = 0.0, act = 0.0, fk
     for k in range(start, stop):
         perm[k] = k
     sort_by_key(perm + start, stop - start, f, scratch + start)
     center_segment(start, stop, perm, f)
-    query_sweep(start, stop, f, perm, rank, f + start, 1, n_levels, fen_cnt, fen_sum, cm + start, sm + start,
-                cp + start, sp + start)
+    n_active[0] += query_sweep(start, stop, f, perm, rank, f + start, 1, n_levels, fen_cnt, fen_sum, cm + start,
+                               sm + start, cp + start, sp + start, weight)
     for k in range(start, stop):
         fk = f[k]
         act += cm[k]
@@ -68,20 +74,33 @@ cdef double _query_loss(intp_t start, intp_t stop, double* f, intp_t* perm, cons
         else:
             loss += cm[k] * (1.0 - fk) + sm[k]
             gf[k] = cp[k] - cm[k]
-    n_active[0] += act
+    active_weight[0] += act
     return loss
 
 
 cdef void _query_hess(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
                       intp_t n_levels, double* t, intp_t* fen_cnt, double* fen_sum, double* cm, double* sm,
-                      double* cp, double* sp) noexcept nogil:
-    """t <- A'A t on one query (t given at its positions; centered first), with the active set of f."""
+                      double* cp, double* sp, const double* weight) noexcept nogil:
+    """t <- A'WA t on one query (t given at its positions; centered first), with the active set of f (W: the
+    pairs' weights, NULL: none)."""
     cdef intp_t k
     center_segment(start, stop, perm, t)
     query_sweep(start, stop, f, perm, rank, t + start, 1, n_levels, fen_cnt, fen_sum, cm + start, sm + start,
-                cp + start, sp + start)
+                cp + start, sp + start, weight)
     for k in range(start, stop):
         t[k] = (cp[k] + cm[k]) * t[k] - sp[k] - sm[k]
+
+
+def _rows_below(offsets, rank):
+    """Per position, the number of positions of its query with a lower label rank (its pairs as the preferred
+    row), in O(n): the rank counts of each query, summed before each rank."""
+    offsets, rank = np.asarray(offsets), np.asarray(rank)
+    n = rank.shape[0]
+    start = np.repeat(offsets[:offsets.shape[0] - 1], np.diff(offsets))
+    key = start + rank  # (query, rank) as one index below n: a query of l positions has ranks below l
+    counts = np.bincount(key, minlength=n)
+    before = np.cumsum(counts) - counts
+    return before[key] - start
 
 
 def _check_layout(const intp_t[::1] rows, const intp_t[::1] offsets, const intp_t[::1] rank,
@@ -103,15 +122,21 @@ cdef class Layout:
     """Sorted positions of the documents that take part in pairs, and the scratch memory of the kernels.
 
     rows[k]: data row of position k; offsets: positions of each query; rank: label rank of each position;
-    n_levels: label levels of each query (>= 2). Built by cyrank.ranksvm.problems.make_layout. Products run
-    on one thread below ``parallel_min_rows`` positions (-1: the shared default, cyrank/_parallel.pxd).
+    n_levels: label levels of each query (>= 2); weight: None (unweighted) or the weight of each position (the
+    pair (i, j), i preferred, counts with weight[i]), float64 >= 0. ``pair_weight_sum``: sum over the pairs of
+    the preferred position's weight (their number without weights). Built by cyrank.ranksvm.problems.make_layout.
+    Products run on one thread below ``parallel_min_rows`` positions (-1: the shared default,
+    cyrank/_parallel.pxd).
     """
-    cdef public object rows, offsets, rank, n_levels
+    cdef public object rows, offsets, rank, n_levels, weight
     cdef public intp_t n_positions, n_queries, max_levels, n_threads, n_data_rows
+    cdef public double pair_weight_sum
     cdef object fen_cnt, fen_sum, work, scratch
+    cdef const double* wt  # weight's data, or NULL: the kernels' unweighted path
     cdef public object acc  # the chunk accumulators of the linear products (_parallel.chunk_accumulators)
 
-    def __init__(self, rows, offsets, rank, n_levels, n_data_rows, intp_t parallel_min_rows=-1):
+    def __init__(self, rows, offsets, rank, n_levels, n_data_rows, intp_t parallel_min_rows=-1, weight=None):
+        cdef const double[::1] wv
         self.rows = np.ascontiguousarray(rows, dtype=np.int64)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.rank = np.ascontiguousarray(rank, dtype=np.int64)
@@ -120,10 +145,22 @@ cdef class Layout:
         self.max_levels = _check_layout(self.rows, self.offsets, self.rank, self.n_levels, n_data_rows)
         self.n_positions = self.rows.shape[0]
         self.n_queries = self.offsets.shape[0] - 1
+        self.wt = NULL
+        self.weight = None
+        if weight is not None:
+            self.weight = np.ascontiguousarray(weight, dtype=np.float64)
+            if self.weight.shape != (self.n_positions,):
+                raise ValueError("inconsistent query layout: one weight per position")
+            if self.n_positions:
+                wv = self.weight
+                self.wt = &wv[0]
+        below = _rows_below(self.offsets, self.rank)
+        self.pair_weight_sum = float(below.sum() if weight is None else below @ self.weight)
         self.n_threads = product_threads(self.n_positions, self.n_queries, parallel_min_rows)
-        # one Fenwick tree per thread, each row on cache lines of its own (padded_width: no false sharing)
+        # one Fenwick tree per thread, each row on cache lines of its own (padded_width: no false sharing); with
+        # weights the sums are followed by a tree of weights (query_sweep)
         self.fen_cnt = np.zeros((self.n_threads, padded_width(self.max_levels + 1)), dtype=np.int64)
-        self.fen_sum = np.zeros((self.n_threads, padded_width(self.max_levels + 1)), dtype=np.float64)
+        self.fen_sum = np.zeros((self.n_threads, padded_width(2 * (self.max_levels + 1))), dtype=np.float64)
         self.work = np.zeros((5, self.n_positions), dtype=np.float64)
         self.scratch = np.zeros(max(1, self.n_positions), dtype=KEY_INDEX_DTYPE)
         self.acc = None
@@ -148,8 +185,8 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
                     double[::1] f, intp_t[::1] perm, double[::1] xg):
     """Loss L(Xw) and xg = X' dL/df (the loss part of the gradient); f, perm receive the state at w.
 
-    Returns (loss, number of active pairs). ``squared`` selects the squared hinge, else the hinge (with
-    the subgradient l^+ - l^-).
+    Returns (loss, number of active pairs, their weight: the sum of w_i over them, their number without weights).
+    ``squared`` selects the squared hinge, else the hinge (with the subgradient l^+ - l^-).
     """
     cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads, n_pos = lay.n_positions
     cdef intp_t q, k, start, stop, tid, c, n_ch, rw
@@ -160,15 +197,17 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef double loss_c[MAX_CHUNKS]
     cdef double act_c[MAX_CHUNKS]
+    cdef double actw_c[MAX_CHUNKS]
     cdef Interrupt intr
     cdef double* gf
+    cdef const double* wt = lay.wt
     cdef const index_t* ind_p = &indices[0]
     cdef const index_t* ptr_p = &indptr[0]
     if w.shape[0] != d or f.shape[0] != lay.n_positions or perm.shape[0] != lay.n_positions or xg.shape[0] != d:
         raise ValueError("linear_fun_grad: wrong array sizes")
     if nq == 0:
         xg[:] = 0.0
-        return 0.0, 0
+        return 0.0, 0, 0.0
     rw = _row_work(indptr, dense, d, lay.n_data_rows)
     n_ch = chunk_count(nq, d, lay.n_positions * rw, nt)
     balanced_chunks(&offsets[0], nq, n_ch, bounds)
@@ -180,6 +219,7 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
             loss_c[c] = 0.0
             act_c[c] = 0.0
+            actw_c[c] = 0.0
             zero_row(&acc[c, 0], acc.shape[1])
             for q in range(bounds[c], bounds[c + 1]):
                 start = offsets[q]
@@ -193,19 +233,20 @@ def linear_fun_grad(const floating[::1] data, const index_t[::1] indices, const 
                 gf = &work[4, 0]
                 loss_c[c] += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
                                          &fen_cnt[tid, 0], &fen_sum[tid, 0], &work[0, 0], &work[1, 0],
-                                         &work[2, 0], &work[3, 0], gf, &act_c[c], &scratch[0])
+                                         &work[2, 0], &work[3, 0], gf, &act_c[c], &actw_c[c], &scratch[0], wt)
                 for k in range(start, stop):
                     if gf[k] != 0.0:
                         row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], gf[k], &acc[c, 0])
     check_interrupt(&intr)
     sum_chunks(acc, xg)
-    return sum_ordered(loss_c, n_ch), int(round(sum_ordered(act_c, n_ch)))
+    return sum_ordered(loss_c, n_ch), int(round(sum_ordered(act_c, n_ch))), sum_ordered(actw_c, n_ch)
 
 
 def linear_hess(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
                 intp_t n_features, Layout lay, const double[::1] f, const intp_t[::1] perm,
                 const double[::1] v, double[::1] out):
-    """out = X'A'A X v with the active set of the state (f, perm); the Hessian is I + 2C out."""
+    """out = X'A'WA X v with the active set of the state (f, perm) (W: the pairs' weights); the Hessian is
+    I + 2C out."""
     cdef intp_t d = n_features, nq = lay.n_queries, nt = lay.n_threads, n_pos = lay.n_positions
     cdef intp_t q, k, start, stop, tid, c, n_ch, rw
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
@@ -214,6 +255,7 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef Interrupt intr
     cdef double* t
+    cdef const double* wt = lay.wt
     cdef const index_t* ind_p = &indices[0]
     cdef const index_t* ptr_p = &indptr[0]
     if v.shape[0] != d or out.shape[0] != d or f.shape[0] != lay.n_positions:
@@ -242,7 +284,7 @@ def linear_hess(const floating[::1] data, const index_t[::1] indices, const inde
                         prefetch_row(&data[0], ind_p, ptr_p, dense, d, rows[k + AHEAD])
                     t[k] = row_dot(&data[0], ind_p, ptr_p, dense, d, rows[k], &v[0])
                 _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0],
-                            &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
+                            &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0], wt)
                 for k in range(start, stop):
                     if t[k] != 0.0:
                         row_axpy(&data[0], ind_p, ptr_p, dense, d, rows[k], t[k], &acc[c, 0])
@@ -293,10 +335,10 @@ cdef void _query_hess_block(const floating* data, const index_t* ind, const inde
                             const intp_t* rank, intp_t n_levels, const intp_t* cols, const intp_t* col_pos,
                             intp_t m, intp_t mb, intp_t* fen_cnt, double* fen_sum, double* cnt_minus,
                             double* cnt_plus, double* Tb, double* LT, double* Gp, double* Ta,
-                            double* acc) noexcept nogil:
-    """acc (m x m, row-major) += X_c' A'A X_c over the rows of one query, in blocks of mb columns: T_b = X_c[:, b]
-    gathered, A'A T_b = (l^- + l^+) T_b - Gamma^- - Gamma^+ by one pair of sweeps for all its columns (query_sweep),
-    then acc[a, b] += T_a' (A'A T_b) by dgemm."""
+                            double* acc, const double* weight) noexcept nogil:
+    """acc (m x m, row-major) += X_c' A'WA X_c over the rows of one query, in blocks of mb columns: T_b = X_c[:, b]
+    gathered, A'WA T_b = (l^- + l^+) T_b - Gamma^- - Gamma^+ by one pair of sweeps for all its columns
+    (query_sweep, weighted sums with ``weight``), then acc[a, b] += T_a' (A'WA T_b) by dgemm."""
     cdef intp_t b0 = 0, b1, a0, a1, k, a, w
     cdef int M, N, K = <int> (stop - start), ldc = <int> m
     cdef double one = 1.0, c
@@ -305,7 +347,8 @@ cdef void _query_hess_block(const floating* data, const index_t* ind, const inde
         b1 = b0 + mb if b0 + mb < m else m
         w = b1 - b0
         _gather_columns(data, ind, ptr, dense, d, rows, start, stop, perm, cols, col_pos, b0, b1, Tb)
-        query_sweep(start, stop, f, perm, rank, Tb, w, n_levels, fen_cnt, fen_sum, cnt_minus, LT, cnt_plus, Gp)
+        query_sweep(start, stop, f, perm, rank, Tb, w, n_levels, fen_cnt, fen_sum, cnt_minus, LT, cnt_plus, Gp,
+                    weight)
         for k in range(stop - start):
             c = cnt_minus[k] + cnt_plus[k]
             for a in range(k * w, (k + 1) * w):
@@ -328,10 +371,10 @@ cdef void _query_hess_block(const floating* data, const index_t* ind, const inde
 def linear_hess_block(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
                       intp_t n_features, Layout lay, const double[::1] f, const intp_t[::1] perm,
                       const intp_t[::1] cols, double[:, ::1] out):
-    """out = X_c'A'A X_c for the columns c = ``cols`` of X: the block [c, c] of the matrix X'A'A X whose products
+    """out = X_c'A'WA X_c for the columns c = ``cols`` of X: the block [c, c] of the matrix X'A'WA X whose products
     linear_hess gives, with the active set of the state (f, perm), in one pass over the queries for all of c.
 
-    Per query: its rows of X_c gathered (float64, centred), A'A applied to all columns by one pair of sweeps, and
+    Per query: its rows of X_c gathered (float64, centred), A'WA applied to all columns by one pair of sweeps, and
     X_c'(A'A X_c) added by BLAS dgemm; O(l |c| log n_levels + l |c|^2) per query of l documents instead of |c|
     passes over X. Queries longer than BLOCK_DOUBLES / |c| documents go in blocks of columns. One |c| x |c|
     accumulator per chunk of queries, summed in chunk order: deterministic.
@@ -342,6 +385,7 @@ def linear_hess_block(const floating[::1] data, const index_t[::1] indices, cons
     cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef Interrupt intr
+    cdef const double* wt = lay.wt
     cdef const index_t* ind_p = &indices[0]
     cdef const index_t* ptr_p = &indptr[0]
     if out.shape[0] != m or out.shape[1] != m or f.shape[0] != lay.n_positions or perm.shape[0] != lay.n_positions:
@@ -357,7 +401,7 @@ def linear_hess_block(const floating[::1] data, const index_t[::1] indices, cons
     mb = max(1, BLOCK_DOUBLES // l_max)
     n_blocks = (m + mb - 1) // mb  # blocks of columns of about equal width mb
     mb = (m + n_blocks - 1) // n_blocks
-    fen_width = padded_width((lay.max_levels + 1) * mb)
+    fen_width = padded_width((lay.max_levels + 1) * (mb + 1))  # the sums, then (weights) the tree of weights
     col_pos_a = np.full(d, -1, dtype=np.int64)
     col_pos_a[np.asarray(cols)] = np.arange(m)
     cdef const intp_t[::1] col_pos = col_pos_a
@@ -383,7 +427,8 @@ def linear_hess_block(const floating[::1] data, const index_t[::1] indices, cons
                 _query_hess_block(&data[0], ind_p, ptr_p, dense, d, &rows[0], start, stop, &f[0], &perm[0],
                                   &rank[0], nlev[q], &cols[0], &col_pos[0], m, mb, &fen_cnt[tid, 0],
                                   &fen_sum[tid, 0], &count[tid, 0, 0], &count[tid, 1, 0], &buf[tid, 0, 0],
-                                  &buf[tid, 1, 0], &buf[tid, 2, 0], &buf[tid, buf.shape[1] - 1, 0], &acc[c, 0])
+                                  &buf[tid, 1, 0], &buf[tid, 2, 0], &buf[tid, buf.shape[1] - 1, 0], &acc[c, 0],
+                                  wt)
     check_interrupt(&intr)
     sum_chunks(acc, np.asarray(out).reshape(-1))
 
@@ -396,7 +441,8 @@ cdef intp_t SCORE_WORK = 16
 def scores_fun_grad(const double[::1] scores, Layout lay, bint squared, double[::1] f, intp_t[::1] perm,
                     double[::1] gf_out):
     """Loss L(scores) and gf_out = dL/dscores (indexed like ``scores``, i.e. by data row; rows outside the
-    layout get 0); f, perm receive the state. Returns (loss, number of active pairs)."""
+    layout get 0); f, perm receive the state. Returns (loss, number of active pairs, their weight) as
+    linear_fun_grad."""
     cdef intp_t nq = lay.n_queries, nt = lay.n_threads, q, k, start, stop, tid, c, n_ch
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
     cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
@@ -405,13 +451,15 @@ def scores_fun_grad(const double[::1] scores, Layout lay, bint squared, double[:
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef double loss_c[MAX_CHUNKS]
     cdef double act_c[MAX_CHUNKS]
+    cdef double actw_c[MAX_CHUNKS]
     cdef Interrupt intr
     cdef double* gf
+    cdef const double* wt = lay.wt
     if scores.shape[0] != lay.n_data_rows or gf_out.shape[0] != lay.n_data_rows or f.shape[0] != lay.n_positions:
         raise ValueError("scores_fun_grad: wrong array sizes")
     gf_out[:] = 0.0
     if nq == 0:
-        return 0.0, 0
+        return 0.0, 0, 0.0
     n_ch = chunk_count(nq, 0, 0, nt)
     balanced_chunks(&offsets[0], nq, n_ch, bounds)
     interrupt_init(&intr)
@@ -421,6 +469,7 @@ def scores_fun_grad(const double[::1] scores, Layout lay, bint squared, double[:
         for c in prange(n_ch, schedule="dynamic", chunksize=1):
             loss_c[c] = 0.0
             act_c[c] = 0.0
+            actw_c[c] = 0.0
             for q in range(bounds[c], bounds[c + 1]):
                 start = offsets[q]
                 stop = offsets[q + 1]
@@ -431,15 +480,15 @@ def scores_fun_grad(const double[::1] scores, Layout lay, bint squared, double[:
                 gf = &work[4, 0]
                 loss_c[c] += _query_loss(start, stop, &f[0], &perm[0], &rank[0], nlev[q], squared,
                                          &fen_cnt[tid, 0], &fen_sum[tid, 0], &work[0, 0], &work[1, 0],
-                                         &work[2, 0], &work[3, 0], gf, &act_c[c], &scratch[0])
+                                         &work[2, 0], &work[3, 0], gf, &act_c[c], &actw_c[c], &scratch[0], wt)
                 for k in range(start, stop):
                     gf_out[rows[k]] = gf[k]
     check_interrupt(&intr)
-    return sum_ordered(loss_c, n_ch), int(round(sum_ordered(act_c, n_ch)))
+    return sum_ordered(loss_c, n_ch), int(round(sum_ordered(act_c, n_ch))), sum_ordered(actw_c, n_ch)
 
 
 def scores_hess(const double[::1] t_in, Layout lay, const double[::1] f, const intp_t[::1] perm, double[::1] out):
-    """out = A'A t_in (indexed by data row; rows outside the layout get 0) with the active set of (f, perm)."""
+    """out = A'WA t_in (indexed by data row; rows outside the layout get 0) with the active set of (f, perm)."""
     cdef intp_t nq = lay.n_queries, nt = lay.n_threads, q, k, start, stop, tid, c, n_ch
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets, rank = lay.rank, nlev = lay.n_levels
     cdef intp_t[:, ::1] fen_cnt = lay.fen_cnt
@@ -447,6 +496,7 @@ def scores_hess(const double[::1] t_in, Layout lay, const double[::1] f, const i
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef Interrupt intr
     cdef double* t
+    cdef const double* wt = lay.wt
     if t_in.shape[0] != lay.n_data_rows or out.shape[0] != lay.n_data_rows or f.shape[0] != lay.n_positions:
         raise ValueError("scores_hess: wrong array sizes")
     out[:] = 0.0
@@ -468,7 +518,7 @@ def scores_hess(const double[::1] t_in, Layout lay, const double[::1] f, const i
                 for k in range(start, stop):
                     t[k] = t_in[rows[k]]
                 _query_hess(start, stop, &f[0], &perm[0], &rank[0], nlev[q], t, &fen_cnt[tid, 0],
-                            &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0])
+                            &fen_sum[tid, 0], &work[0, 0], &work[1, 0], &work[2, 0], &work[3, 0], wt)
                 for k in range(start, stop):
                     out[rows[k]] = t[k]
     check_interrupt(&intr)

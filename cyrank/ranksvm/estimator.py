@@ -21,10 +21,14 @@ class RankSVM(RankerMixin, SolverEstimator):
 
     Objective (Kuo, Lee & Lin 2014, (3.11)-(3.13)), P = {(i, j): qid_i = qid_j, y_i > y_j}::
 
-        linear:  R(w) + C sum_P loss(1 - w'(x_i - x_j))
-        kernel:  beta'Q beta / 2 + C sum_P loss(1 - (Q beta)_i + (Q beta)_j),   Q = K(X, X)
+        linear:  R(w) + C sum_P w_i loss(1 - w'(x_i - x_j))
+        kernel:  beta'Q beta / 2 + C sum_P w_i loss(1 - (Q beta)_i + (Q beta)_j),   Q = K(X, X)
 
-    loss(t) = max(0, t)^2 ("squared_hinge") or max(0, t) ("hinge"). The regulariser R (``penalty``) is
+    loss(t) = max(0, t)^2 ("squared_hinge") or max(0, t) ("hinge"). w_i is the ``sample_weight`` of fit (default
+    1) of the pair's preferred row (the inverse-propensity weighting of clicks, Joachims, Swaminathan & Schnabel,
+    WSDM 2017): a weight constant within a query weighs the query, an integer weight on a row that is never the
+    less preferred of a pair (a clicked row with binary labels) equals repeating it, weight 0 drops the pairs
+    where the row is preferred. The regulariser R (``penalty``) is
     ||w||^2 / 2 ("l2", the default), ||w||_1 ("l1": LIBLINEAR's L1-regularised L2-loss SVM, Fan et al., JMLR
     2008; Yuan, Ho & Lin, JMLR 2012) or l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2 / 2 ("elasticnet"); "l1" and
     "elasticnet" are for kernel="linear" with loss="squared_hinge" only, minimised by proximal Newton with working
@@ -61,8 +65,8 @@ class RankSVM(RankerMixin, SolverEstimator):
         and the gap (certified by the strong convexity 1 - l1_ratio, or the Newton decrement) is within
         tol * max(1, |objective|).
         hinge: stop when the certified gap (objective minus the best dual value of the restricted problems,
-        ``duality_gap_``) is <= tol * C |P| (tol is in units of the mean hinge loss per pair) and <= tol *
-        max(1, objective). The cutting planes of
+        ``duality_gap_``) is <= tol * C W, W = sum_P w_i (``pair_weight_sum_``; |P| without weights: tol is in
+        units of the mean hinge loss per unit of pair weight) and <= tol * max(1, objective). The cutting planes of
         linear models are stabilised in-out (``cyrank.ranksvm.Options.stabilization``); kernel models (and
         stabilization 0) use Kelley's method, which also requires the newest constraint to exceed the working
         set's slack by <= tol.
@@ -120,16 +124,19 @@ class RankSVM(RankerMixin, SolverEstimator):
         Other kernels: products with Q (each a full pass over Q, or a recomputation of it when Q is not
         stored).
     n_pairs_ : int
-        Number of preference pairs.
+        Number of preference pairs (a count, whatever the weights).
+    pair_weight_sum_ : float
+        sum_P w_i, the pairs' total weight under ``sample_weight`` (= n_pairs_ without weights): the objective
+        at 0 is C times it (hinge), and the hinge's tol is relative to it.
     n_active_pairs_ : int
-        Pairs with f_i - f_j < 1 at the end.
+        Pairs with f_i - f_j < 1 at the end (a count).
     n_features_in_ : int
     """
 
     # what a model file may hold (checked by cyrank.io.load_model; the spec language is documented there)
     _model_schema = {
         "n_features_in_": "int>=1", "objective_": "float", "n_iter_": "int>=0", "converged_": "bool",
-        "n_pairs_": "int>=0", "n_active_pairs_": "int>=0",
+        "n_pairs_": "int>=0", "n_active_pairs_": "int>=0", "pair_weight_sum_": "float>=0?",
         "gap_": "float>=0|None", "gap_kind_": "str",
         "grad_norm_": lambda p: "float>=0" if p["loss"] == "squared_hinge" else None,
         "n_cg_iter_": lambda p: "int>=0" if p["loss"] == "squared_hinge" else None,
@@ -173,18 +180,19 @@ class RankSVM(RankerMixin, SolverEstimator):
         """The previous coef_ with warm_start, for the linear kernel only (a kernel model has no coef_)."""
         return super()._coef_init(X) if self.kernel == "linear" else None
 
-    def fit(self, X, y, qid=None):
-        """Minimise the objective on (X, y) grouped by ``qid`` (None: one query)."""
-        return self._fit(X, y, qid)
+    def fit(self, X, y, qid=None, sample_weight=None):
+        """Minimise the objective on (X, y) grouped by ``qid`` (None: one query); ``sample_weight`` (None: all 1,
+        or a number, or one weight >= 0 per row) weighs the pair (i, j) by w_i, its preferred row's weight."""
+        return self._fit(X, y, qid, sample_weight=sample_weight)
 
-    def objective(self, X, y, qid=None):
-        """The objective of the fitted linear model (R(coef_) + C sum_P loss) on (X, y, qid), in float64."""
+    def objective(self, X, y, qid=None, sample_weight=None):
+        """The objective of the fitted linear model (R(coef_) + C sum_P w_i loss) on (X, y, qid), in float64."""
         check_is_fitted(self, "objective_")
         if self.kernel != "linear":
             raise ValueError(f"objective(X, y, qid) evaluates linear models; this one has kernel={self.kernel!r} "
                              "(its training objective is objective_)")
         return solver.objective(X, y, qid, coef=self.coef_, C=self.C, loss=self.loss, penalty=self.penalty,
-                                l1_ratio=self.l1_ratio)
+                                l1_ratio=self.l1_ratio, sample_weight=sample_weight)
 
     # -- prediction ----------------------------------------------------------------------------------------
     def decision_function(self, X):

@@ -1,5 +1,10 @@
 """The hinge RankSVM as a 1-slack structural problem for cyrank.optim.cutting_plane (Joachims 2006), with its
 restricted problem solved exactly in the dual over a working set (cyrank.optim._simplex_qp).
+
+With pair weights (sample_weight: the pair (i, j) counts with w_i) a constraint is the weighted sum
+sum_P w_i c_ij (1 - w'(x_i - x_j)) over a choice c_ij in {0, 1} per pair, and the most violated one takes the
+pairs active at w (the separation oracle is the weighted loss and subgradient of _pairloss.pyx); the weights of
+the active pairs sum to its offset.
 """
 import numpy as np
 
@@ -24,10 +29,11 @@ class LinearHinge:
         self._state = layout.new_state()  # the sweeps' scores and order, reused by every separation
 
     def separate(self, w):
-        """(number of active pairs at w, s) with Psi = s the most violated constraint (before scaling by 1/|P|)."""
+        """(sum of w_i over the pairs active at w, s) with Psi = s the most violated constraint (before scaling by
+        1 / sum_P w_i)."""
         xg = np.empty(self.m)
-        _, n_active = _pairloss.linear_fun_grad(*self.parts, self.layout, w, False, *self._state, xg)
-        return n_active, -xg
+        _, _, active_weight = _pairloss.linear_fun_grad(*self.parts, self.layout, w, False, *self._state, xg)
+        return active_weight, -xg
 
     def gram_row(self, psi_new, ws):
         """[<psi_k, psi_new> for the stored k] + [<psi_new, psi_new>]."""
@@ -54,8 +60,8 @@ class KernelHinge:
 
     def separate(self, f):
         gf = np.empty(self.m)
-        _, n_active = _pairloss.scores_fun_grad(f, self.layout, False, *self._state, gf)
-        return n_active, -gf
+        _, _, active_weight = _pairloss.scores_fun_grad(f, self.layout, False, *self._state, gf)
+        return active_weight, -gf
 
     def gram_row(self, c_new, ws):
         self._qc = self.Q.matvec(c_new)
@@ -75,10 +81,13 @@ class KernelHinge:
         return 0.0 if self.f is None else 0.5 * float(self.beta @ self.f)
 
 
-def one_slack(model, C, n_pairs, tol, max_iter, verbose, w0=None, stabilize=0.0):
+def one_slack(model, C, pair_weight, tol, max_iter, verbose, w0=None, stabilize=0.0):
     """Run cyrank.optim.cutting_plane on the 1-slack form of the hinge rankSVM described by ``model``
     (:class:`LinearHinge` or :class:`KernelHinge`), from ``w0`` (default 0), with the engine's in-out weight
     ``stabilize`` (0: Kelley's method).
+
+    ``pair_weight`` = W = sum_P w_i (|P| without weights): constraints are scaled by 1 / W and C by W, so ``tol`` is
+    in units of the mean weighted hinge loss per unit of pair weight (objective at 0 = C W).
 
     The restricted problem is solved exactly in its dual (cyrank.optim._simplex_qp) over the engine's working set,
     whose Gram matrix (and, for a kernel model, the rows Q c) the WorkingSet keeps; constraints with zero weight in
@@ -86,12 +95,12 @@ def one_slack(model, C, n_pairs, tol, max_iter, verbose, w0=None, stabilize=0.0)
     cutting plane's OptimResult; its ``info["lower_bound"]`` is the best restricted dual value (a lower bound on the
     optimum), and convergence needs the duality gap within tol * max(1, objective) as well as the slack rule.
     """
-    Ce = C * n_pairs
+    Ce = C * pair_weight
     ws = WorkingSet(model.m, gram=model.gram_row, companion=model.companion, patience=IDLE_LIMIT)
 
     def separate(w):
-        n_active, s = model.separate(w)
-        return n_active / n_pairs, s / n_pairs
+        active_weight, s = model.separate(w)
+        return active_weight / pair_weight, s / pair_weight
 
     def solve_restricted(ws):
         K = ws.K

@@ -3,7 +3,9 @@
 
 With preference pairs P = {(i, j): qid_i = qid_j, y_i > y_j} (Kuo, Lee & Lin 2014, "Large-scale kernel
 RankSVM", SDM; eqs. (3.11)-(3.13)), loss, gradient and Hessian-vector products come from order-statistic sums per
-query in O(l log l) (_pairloss.pyx, _ostree.pyx; Appendix B), never from the pairs themselves.
+query in O(l log l) (_pairloss.pyx, _ostree.pyx; Appendix B), never from the pairs themselves. With
+``sample_weight`` w the pair (i, j) counts with w_i, the preferred row's weight (Joachims, Swaminathan & Schnabel,
+WSDM 2017): the layout carries the weights and the same sums are weighted.
 """
 import numpy as np
 import scipy.sparse as sp
@@ -11,7 +13,8 @@ import scipy.sparse as sp
 from .._dense import memory_neutral_share, should_densify
 from .._queries import QueryGroups
 from .._threads import one_blas_thread
-from .._validation import check_feature_scale, check_param, check_ranking_data, warn_if_no_pairs
+from .._validation import (check_feature_scale, check_param, check_preferred_weight, check_ranking_data,
+                           check_sample_weight, warn_if_no_pairs)
 from ..optim.certificate import group_column_squares
 from ..optim.datafit import Datafit
 from ..optim.smooth import SmoothProblem
@@ -19,16 +22,20 @@ from . import _pairloss
 
 
 # ---------------------------------------------------------------------------------------------- data layout
-def make_layout(y, qid, parallel_min_rows=-1):
+def make_layout(y, qid, parallel_min_rows=-1, sample_weight=None):
     """The query layout of the kernels (see _pairloss.Layout) and the number of preference pairs.
 
     Rows are grouped by qid (stable sort), queries with a single label level are left out, and every row
     gets the dense rank of its label inside its query. ``qid=None``: one query. A RankingDataWarning when no
     query has two label levels (the layout is then empty and there is no pair). ``parallel_min_rows``: see
-    _pairloss.Layout.
+    _pairloss.Layout. ``sample_weight`` (None, a number or one weight per row, in the rows' order; checked by
+    cyrank._validation, refused when every pair would weigh 0) follows the rows into the layout's ``weight``;
+    ``layout.pair_weight_sum`` is then sum_P w_i.
     """
     y = np.asarray(y, dtype=np.float64)
+    sample_weight = check_sample_weight(sample_weight, y.shape[0])
     groups = QueryGroups(np.zeros(y.shape[0], np.int64) if qid is None else qid, y)
+    check_preferred_weight(sample_weight, groups)
     warn_if_no_pairs(groups)
     n = groups.n_samples
     keep_q = groups.n_levels >= 2
@@ -37,7 +44,8 @@ def make_layout(y, qid, parallel_min_rows=-1):
     rank = groups.level_sorted[keep]
     sizes = groups.sizes[keep_q]
     offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    layout = _pairloss.Layout(rows, offsets, rank, groups.n_levels[keep_q], n, parallel_min_rows)
+    weight = None if sample_weight is None else sample_weight[rows]
+    layout = _pairloss.Layout(rows, offsets, rank, groups.n_levels[keep_q], n, parallel_min_rows, weight)
     return layout, groups.n_pairs_possible
 
 
@@ -67,8 +75,8 @@ class _PairState:
 
 
 class LinearSquaredHinge(Datafit):
-    """C sum_P max(0, 1 - w'(x_i - x_j))^2 + ridge ||w||^2 as a datafit (cyrank.optim.datafit), the squared hinge of
-    the linear rankSVM (Kuo, Lee & Lin 2014, (3.11); Lee & Lin 2014).
+    """C sum_P w_i max(0, 1 - w'(x_i - x_j))^2 + ridge ||w||^2 as a datafit (cyrank.optim.datafit), the squared hinge
+    of the linear rankSVM (Kuo, Lee & Lin 2014, (3.11); Lee & Lin 2014); w_i the layout's weights (1 without).
 
     One pass over X gives the loss and the gradient 2 ridge w + C X'dL/df; the state keeps the sorted scores whose
     active pairs the Hessian-vector product 2 ridge v + 2C X'A'A X v uses. ``regularize=True`` (default) sets
@@ -109,26 +117,27 @@ class LinearSquaredHinge(Datafit):
         return other
 
     def loss(self, w, squared=True):
-        """(sum_P loss, number of active pairs) at w: the unweighted pair sum (no C, no ridge)."""
+        """(sum_P w_i loss, number of active pairs) at w: the pair sum alone (no C, no ridge)."""
         f, perm = self.layout.new_state()
         xg = np.empty(self.d)
         return _pairloss.linear_fun_grad(*self.parts, self.layout, np.ascontiguousarray(w, dtype=np.float64),
-                                         squared, f, perm, xg)
+                                         squared, f, perm, xg)[:2]
 
     def new_state(self):
         return _PairState(self.layout)
 
     def evaluate(self, w, Mw, state):
         xg = np.empty(self.d)
-        loss, state.n_active = _pairloss.linear_fun_grad(*self.parts, self.layout, w, True, state.f, state.perm, xg)
+        loss, state.n_active, _ = _pairloss.linear_fun_grad(*self.parts, self.layout, w, True, state.f, state.perm,
+                                                            xg)
         if not self.ridge:
             return self.C * loss, self.C * xg
         # with ridge 1/2: w'w / 2 + C loss and w + C xg, the same floating-point operations as ever
         return self.ridge * float(w @ w) + self.C * loss, (2.0 * self.ridge) * w + self.C * xg
 
     def hessian_block(self, ws):
-        """H[ws, ws] at the point of the last ``grad`` call: 2C X_ws'A'A X_ws + 2 ridge I, A'A the Laplacian of the
-        active pairs ((B.3) for every column of X_ws at once), formed in one pass over the queries
+        """H[ws, ws] at the point of the last ``grad`` call: 2C X_ws'A'WA X_ws + 2 ridge I, A'WA the Laplacian of the
+        active pairs weighted by w_i ((B.3) for every column of X_ws at once), formed in one pass over the queries
         (_pairloss.linear_hess_block) instead of |ws| Hessian products."""
         ws = np.ascontiguousarray(ws, dtype=np.int64)
         H = np.empty((ws.size, ws.size))
@@ -147,8 +156,8 @@ class LinearSquaredHinge(Datafit):
         return (2.0 * self.ridge) * s + 2.0 * self.C * out
 
 
-def loss(X, y, qid=None, *, C=1.0):
-    """The linear rankSVM's squared-hinge loss on (X, y, qid) as a datafit: C sum_P max(0, 1 - w'(x_i - x_j))^2,
+def loss(X, y, qid=None, *, C=1.0, sample_weight=None):
+    """The linear rankSVM's squared-hinge loss on (X, y, qid) as a datafit: C sum_P w_i max(0, 1 - w'(x_i - x_j))^2,
     P = {(i, j): qid_i = qid_j, y_i > y_j} (Kuo, Lee & Lin 2014, (3.11)), ridge 0.
 
     Parameters
@@ -160,6 +169,9 @@ def loss(X, y, qid=None, *, C=1.0):
         Query ids (None: one query).
     C : float > 0, default=1.0
         Weight of the pair sum.
+    sample_weight : array-like of shape (n_samples,), float or None, default=None
+        Row weights w (None: all 1): the pair (i, j) counts with w_i, the weight of its preferred row (Joachims,
+        Swaminathan & Schnabel, WSDM 2017); checked by cyrank._validation.check_sample_weight.
 
     Returns
     -------
@@ -172,13 +184,13 @@ def loss(X, y, qid=None, *, C=1.0):
     C = check_param("C", C, low=0.0, low_open=True)
     X, y, qid = check_ranking_data(X, y, qid)
     check_feature_scale(X, "RankSVM")
-    layout, _ = make_layout(y, qid)
+    layout, _ = make_layout(y, qid, sample_weight=sample_weight)
     return LinearSquaredHinge(X, layout, C, regularize=False)
 
 
 class KernelSquaredHinge(SmoothProblem):
-    """beta'Q beta / 2 + C sum_P max(0, 1 - (Q beta)_i + (Q beta)_j)^2 (3.13) for TRON, in the inner product
-    <a, b> = a'Q b (``metric``; see cyrank.optim.tron).
+    """beta'Q beta / 2 + C sum_P w_i max(0, 1 - (Q beta)_i + (Q beta)_j)^2 (3.13; w_i the layout's weights, 1
+    without) for TRON, in the inner product <a, b> = a'Q b (``metric``; see cyrank.optim.tron).
 
     In that inner product the gradient is beta + C dL/df (Q times it is (B.2)) and the Hessian-vector product
     v + 2C A'A Q v (Q times it is (B.3)); neither needs a product with Q once TRON supplies Q beta and Q v,
@@ -197,7 +209,7 @@ class KernelSquaredHinge(SmoothProblem):
         """(loss, number of active pairs) at beta, with Q beta computed afresh."""
         f, perm = self.layout.new_state()
         gf = np.empty(self.n)
-        return _pairloss.scores_fun_grad(self.Q.matvec(beta), self.layout, squared, f, perm, gf)
+        return _pairloss.scores_fun_grad(self.Q.matvec(beta), self.layout, squared, f, perm, gf)[:2]
 
     def metric(self, v):
         return self.Q.matvec(v)
@@ -207,8 +219,8 @@ class KernelSquaredHinge(SmoothProblem):
 
     def evaluate(self, beta, Qbeta, state):
         gf = np.empty(self.n)
-        loss, state.n_active = _pairloss.scores_fun_grad(np.ascontiguousarray(Qbeta), self.layout, True, state.f,
-                                                         state.perm, gf)
+        loss, state.n_active, _ = _pairloss.scores_fun_grad(np.ascontiguousarray(Qbeta), self.layout, True, state.f,
+                                                            state.perm, gf)
         return 0.5 * float(beta @ Qbeta) + self.C * loss, beta + self.C * gf
 
     def hessian_product(self, state, v, Qv):

@@ -4,10 +4,15 @@
 Objective (Kuo, Lee & Lin, "Large-scale Kernel RankSVM", SDM 2014), with preference pairs
 P = {(i, j): qid_i = qid_j, y_i > y_j} and loss(t) = max(0, t)^2 ("squared_hinge") or max(0, t) ("hinge"):
 
-    linear   min_w     R(w)            + C sum_{(i,j) in P} loss(1 - w'(x_i - x_j))                  (3.11)
-    kernel   min_beta  beta'Q beta / 2 + C sum_{(i,j) in P} loss(1 - (Q beta)_i + (Q beta)_j)        (3.12)-(3.13)
+    linear   min_w     R(w)            + C sum_{(i,j) in P} w_i loss(1 - w'(x_i - x_j))                  (3.11)
+    kernel   min_beta  beta'Q beta / 2 + C sum_{(i,j) in P} w_i loss(1 - (Q beta)_i + (Q beta)_j)        (3.12)-(3.13)
 
-with Q = K(X, X) and predictions f(x) = sum_m beta_m K(x, x_m). The regulariser R of the linear model
+with Q = K(X, X) and predictions f(x) = sum_m beta_m K(x, x_m). The row weights w_i (``sample_weight``, default
+1) weigh each pair by its preferred row, the inverse-propensity convention of Joachims, Swaminathan & Schnabel
+(WSDM 2017): a weight constant within a query weighs the query, and an integer weight on a row that is never the
+less preferred of a pair (e.g. a clicked row with binary labels) equals repeating it; weight 0 removes exactly
+the pairs where the row is preferred. The weighted sums come from the same order-statistic sums (the trees carry
+weights), in the same O(l log l). The regulariser R of the linear model
 (``penalty``; :func:`regulariser`):
 
     "l2" (default)   ||w||^2 / 2                                              (3.11)
@@ -28,10 +33,11 @@ O(l log l) (_ostree.pyx, Appendix B).
   The working set's Hessian 2C X_ws'A'A X_ws is formed in one pass over the queries
   (:meth:`~cyrank.ranksvm.problems.LinearSquaredHinge.hessian_block`), not by |ws| Hessian products.
 * hinge: the 1-slack cutting-plane method (Joachims 2006; section 2.2, (2.8)) of cyrank.optim.cutting_plane,
-  with its constraints scaled by 1/|P|:  xi' >= (1/|P|) sum_P c_ij - <w, (1/|P|) sum_P c_ij (x_i - x_j)>  and
-  C' = C |P|, which is the same problem. It stops when the most violated constraint exceeds the working set's
-  slack by at most ``tol`` (in units of the mean hinge loss per pair), so the objective is within
-  tol * C |P| = tol * objective(0) of the optimum. ``duality_gap`` is the objective minus the dual value of the
+  with its constraints scaled by 1/W, W = sum_P w_i (= |P| without weights):
+  xi' >= (1/W) sum_P w_i c_ij - <w, (1/W) sum_P w_i c_ij (x_i - x_j)>  and C' = C W, which is the same problem.
+  It stops when the most violated constraint exceeds the working set's slack by at most ``tol`` (in units of the
+  mean hinge loss per unit of pair weight), so the objective is within tol * C W = tol * objective(0) of the
+  optimum. ``duality_gap`` is the objective minus the dual value of the
   last restricted problem, a certified bound on the distance to the optimum.
 
 :func:`path` follows the linear squared-hinge model with an l1 term over increasing C from C_min, the largest C at
@@ -168,14 +174,17 @@ def check_params(C, loss, kernel, gamma, degree, coef0, tol, max_iter, kernel_me
 
 def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", penalty="l2", l1_ratio=0.5,
           gamma="scale", degree=3, coef0=1.0, tol=1e-3, max_iter=1000, kernel_memory_mb=1024, n_jobs=None, verbose=0,
-          options=None, coef_init=None):
+          options=None, coef_init=None, sample_weight=None):
     """Minimise the rankSVM objective (module docstring) on (X, y) grouped by ``qid`` (None: one query).
 
     Parameters are those of :class:`cyrank.RankSVM` (same names, same meaning), plus ``options``, an
-    :class:`Options`, and ``coef_init``, the starting coefficients of a linear model (default 0; a warm start: the
-    stopping rule still measures the gradient, or the KKT violation, against the one at 0).
+    :class:`Options`, ``coef_init``, the starting coefficients of a linear model (default 0; a warm start: the
+    stopping rule still measures the gradient, or the KKT violation, against the one at 0), and ``sample_weight``,
+    the row weights w of the objective (None: all 1; a number: that weight on every row; checked by
+    cyrank._validation.check_sample_weight, in the rows' order), the pair (i, j) counting with w_i.
     Returns a :class:`cyrank._result.SolveResult` with ``objective``, ``n_iter``, ``converged``, ``gap``,
-    ``gap_kind``, ``n_pairs``, ``n_active_pairs``, ``n_features_in``; ``grad_norm`` and ``n_cg_iter`` (squared
+    ``gap_kind``, ``n_pairs`` (a count, whatever the weights), ``pair_weight_sum`` (sum_P w_i: ``n_pairs``
+    without weights), ``n_active_pairs`` (a count), ``n_features_in``; ``grad_norm`` and ``n_cg_iter`` (squared
     hinge; the optimality measure is ``grad_norm``, the relative KKT violation with an l1 term, and ``n_cg_iter``
     then counts the proximal Newton model's inner sweeps) or ``duality_gap`` (hinge, the optimality measure);
     ``coef`` (linear) or ``beta``, ``support``, ``n_kernel_products`` and, for rbf/poly, ``support_vectors`` and
@@ -200,24 +209,24 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", penal
                max_iter=int(max_iter), kernel_memory_mb=float(kernel_memory_mb), verbose=check_verbose(verbose),
                options=options, start=start, penalty=pen)
     with openmp_threads(n_jobs):  # the layout fixes the kernels' thread count
-        layout, n_pairs = make_layout(y, qid, options.parallel_min_rows)
+        layout, n_pairs = make_layout(y, qid, options.parallel_min_rows, sample_weight)
         if n_pairs == 0:
             values, solver_out = fit.without_pairs(X), None
         elif kernel == "linear":
-            values, solver_out = fit.linear(X, layout, n_pairs)
+            values, solver_out = fit.linear(X, layout)
         else:
-            values, solver_out = fit.kernel_model(X, layout, n_pairs)
-    return _result(values, solver_out, X, n_pairs, C, loss, kernel, options)
+            values, solver_out = fit.kernel_model(X, layout)
+    return _result(values, solver_out, X, layout, n_pairs, C, loss, kernel, options)
 
 
-def _result(values, solver_out, X, n_pairs, C, loss, kernel, options):
+def _result(values, solver_out, X, layout, n_pairs, C, loss, kernel, options):
     """The SolveResult of one fit: ``values`` and the solver's OptimResult ``solver_out`` (None: no pair); for the
     linear squared hinge, ``values["datafit"]`` is the datafit minimised (cyrank.optim.datafit.solve_result)."""
     if not np.isfinite(values["objective"]):
         raise ValueError(f"RankSVM: the objective overflowed float64 (features up to |x| = {max_abs(X):.3g}, "
                          f"C={C:g}); scale X (e.g. sklearn.preprocessing.StandardScaler) or lower C")
     datafit = values.pop("datafit", None)
-    values.update(n_features_in=X.shape[1], n_pairs=int(n_pairs))
+    values.update(n_features_in=X.shape[1], n_pairs=int(n_pairs), pair_weight_sum=float(layout.pair_weight_sum))
     if datafit is not None:
         return solve_result(solver_out, datafit, **values)
     if solver_out is None:                       # no pair: the zero model is exact
@@ -244,21 +253,22 @@ def _result(values, solver_out, X, n_pairs, C, loss, kernel, options):
                        message=message, **values)
 
 
-def objective(X, y, qid=None, *, coef, C=1.0, loss="squared_hinge", penalty="l2", l1_ratio=0.5):
-    """The linear rankSVM's objective R(coef) + C sum_P loss(1 - coef'(x_i - x_j)) (module docstring) on
-    (X, y, qid), in float64 from the order-statistic sums; ``penalty`` and ``l1_ratio`` as :func:`solve`'s."""
+def objective(X, y, qid=None, *, coef, C=1.0, loss="squared_hinge", penalty="l2", l1_ratio=0.5, sample_weight=None):
+    """The linear rankSVM's objective R(coef) + C sum_P w_i loss(1 - coef'(x_i - x_j)) (module docstring) on
+    (X, y, qid), in float64 from the order-statistic sums; ``penalty``, ``l1_ratio`` and ``sample_weight`` (the
+    row weights w, None: all 1) as :func:`solve`'s."""
     check_param("C", C, low=0.0, low_open=True)
     check_option("loss", loss, LOSSES)
     pen = check_penalty(penalty, l1_ratio, loss, "linear")
     X, y, qid = check_ranking_data(X, y, qid)
     w = check_coef(coef, X.shape[1], "coef")
-    layout, _ = make_layout(y, qid)
+    layout, _ = make_layout(y, qid, sample_weight=sample_weight)
     pair_loss, _ = LinearSquaredHinge(X, layout, C, regularize=False).loss(w, squared=loss == "squared_hinge")
     return pen.value(w) + float(C) * pair_loss
 
 
 def path(X, y, qid=None, *, Cs=None, n_Cs=20, eps=1e-3, penalty="l1", l1_ratio=0.5, tol=1e-3, max_iter=1000,
-         n_jobs=None, verbose=0, options=None):
+         n_jobs=None, verbose=0, options=None, sample_weight=None):
     """The regularisation path of the linear squared-hinge rankSVM (module docstring) over increasing C: one
     :func:`solve` per C, each warm-started from the previous solution, on data checked and laid out once.
 
@@ -275,8 +285,8 @@ def path(X, y, qid=None, *, Cs=None, n_Cs=20, eps=1e-3, penalty="l1", l1_ratio=0
     eps : float in (0, 1), default=1e-3
     penalty : {"l1", "elasticnet", "l2"}, default="l1"
     l1_ratio : float in [0, 1], default=0.5
-    tol, max_iter, n_jobs, verbose, options : any
-        As for :func:`solve`.
+    tol, max_iter, n_jobs, verbose, options, sample_weight : any
+        As for :func:`solve` (the weighted loss sets C_min too).
 
     Returns
     -------
@@ -307,7 +317,7 @@ def path(X, y, qid=None, *, Cs=None, n_Cs=20, eps=1e-3, penalty="l1", l1_ratio=0
     fit = _Fit(C=1.0, loss="squared_hinge", kernel="linear", gamma="scale", degree=3, coef0=1.0, tol=float(tol),
                max_iter=int(max_iter), kernel_memory_mb=1.0, verbose=verbose, options=options, penalty=pen)
     with openmp_threads(n_jobs):
-        layout, n_pairs = make_layout(y, qid, options.parallel_min_rows)
+        layout, n_pairs = make_layout(y, qid, options.parallel_min_rows, sample_weight)
         unit = LinearSquaredHinge(X, layout, 1.0, regularize=False) if n_pairs else None
         C_min = None
         if Cs is None:
@@ -327,7 +337,7 @@ def path(X, y, qid=None, *, Cs=None, n_Cs=20, eps=1e-3, penalty="l1", l1_ratio=0
                 values, out = fit.without_pairs(X), None
             else:
                 values, out = fit.linear_datafit(unit.with_C(C))
-            return _result(values, out, X, n_pairs, C, "squared_hinge", "linear", options)
+            return _result(values, out, X, layout, n_pairs, C, "squared_hinge", "linear", options)
 
         result = run_path(1.0 / Cs, None if C_min is None else 1.0 / C_min, fit_at)
     result.Cs, result.C_min = Cs, C_min
@@ -369,11 +379,11 @@ class _Fit:
             values.update(grad_norm=0.0, n_cg_iter=0)
         return values
 
-    def linear(self, X, layout, n_pairs):
+    def linear(self, X, layout):
         obj = LinearSquaredHinge(X, layout, self.C)
         if self.loss == "squared_hinge":
             return self.linear_datafit(obj)
-        res = one_slack(LinearHinge(obj.parts, layout), self.C, n_pairs, self.tol, self.max_iter, self.verbose,
+        res = one_slack(LinearHinge(obj.parts, layout), self.C, layout.pair_weight_sum, self.tol, self.max_iter, self.verbose,
                         w0=self.start, stabilize=self.options.stabilization)
         w = res.x
         loss, n_active = obj.loss(w, squared=False)
@@ -394,11 +404,11 @@ class _Fit:
         return {"coef": res.x, "objective": float(res.objective), "n_active_pairs": int(n_active),
                 "datafit": obj}, res
 
-    def kernel_model(self, X, layout, n_pairs):
+    def kernel_model(self, X, layout):
         rows = layout.rows
         n = rows.shape[0]
         klay = _pairloss.Layout(np.arange(n), layout.offsets, layout.rank, layout.n_levels, n,
-                                self.options.parallel_min_rows)
+                                self.options.parallel_min_rows, layout.weight)
         values = {}
         if self.kernel == "precomputed":
             check_symmetric(X)
@@ -431,7 +441,7 @@ class _Fit:
                 model = KernelHinge(Qop, klay)
                 # Kelley's method: the kernel iterate is carried by its training scores, and its regulariser
                 # needs the coefficients of the last restricted solution (KernelHinge), which in-out points lack
-                res = one_slack(model, self.C, n_pairs, self.tol, self.max_iter, self.verbose)
+                res = one_slack(model, self.C, layout.pair_weight_sum, self.tol, self.max_iter, self.verbose)
                 beta = model.beta
             loss, n_active = obj.loss(beta, squared=self.loss == "squared_hinge")
             scores = Qop.matvec(beta)

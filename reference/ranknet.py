@@ -10,6 +10,10 @@ with plain loops (reference.ranksvm.preference_pairs); one vectorised logistic a
 ``pair_weight`` (optional, one non-negative number per pair, aligned with preference_pairs(y, qid)'s (i, j)
 order): the weighted loss sum_P c_ij log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2 of one inner step of
 linear LambdaRank (c_ij = |dZ_ij| of a fixed ranking).
+
+``sample_weight`` (optional, one non-negative number per row of X): the pair (i, j), y_i > y_j, counts with the
+weight of its preferred row i (inverse propensity weighting, Joachims, Swaminathan & Schnabel, WSDM 2017), times
+``pair_weight`` when both are given.
 """
 import cvxpy as cp
 import numpy as np
@@ -20,20 +24,27 @@ from ._solve import feature_scale_vector, solve_problem, unscale
 from .ranksvm import preference_pairs as pairs
 
 
-def _pair_weight(pair_weight, n_pairs):
-    if pair_weight is None:
-        return None
-    c = np.asarray(pair_weight, dtype=np.float64)
-    if c.shape != (n_pairs,) or not np.all(np.isfinite(c) & (c >= 0)):
-        raise ValueError(f"pair_weight must hold {n_pairs} finite non-negative numbers (one per preference pair)")
+def _pair_weight(pair_weight, sample_weight, i):
+    """The weight of each pair (i, j) (None: all 1): pair_weight times the sample weight of row i."""
+    c = None
+    if pair_weight is not None:
+        c = np.asarray(pair_weight, dtype=np.float64)
+        if c.shape != (i.size,) or not np.all(np.isfinite(c) & (c >= 0)):
+            raise ValueError(f"pair_weight must hold {i.size} finite non-negative numbers (one per preference pair)")
+    if sample_weight is not None:
+        sw = np.asarray(sample_weight, dtype=np.float64)
+        if sw.ndim != 1 or not np.all(np.isfinite(sw) & (sw >= 0)):
+            raise ValueError("sample_weight must hold one finite non-negative number per row")
+        c = sw[i] if c is None else c * sw[i]
     return c
 
 
-def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0, pair_weight=None, penalty="l2", l1_ratio=0.5):
-    """F(w) in plain numpy (weighted by ``pair_weight`` if given)."""
+def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0, pair_weight=None, penalty="l2", l1_ratio=0.5,
+              sample_weight=None):
+    """F(w) in plain numpy (weighted by ``pair_weight`` and ``sample_weight`` if given)."""
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     i, j = pairs(y, qid)
-    c = _pair_weight(pair_weight, i.size)
+    c = _pair_weight(pair_weight, sample_weight, i)
     u = sigma * (X[i] - X[j]) @ np.asarray(w, dtype=np.float64)
     losses = np.logaddexp(0.0, -u)
     lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
@@ -42,19 +53,20 @@ def objective(X, y, qid, w, *, sigma=1.0, alpha=1.0, pair_weight=None, penalty="
 
 
 def solve(X, y, qid=None, sigma=1.0, alpha=1.0, feature_scale=None, pair_weight=None, penalty="l2", l1_ratio=0.5,
-          **solver_options):
+          sample_weight=None, **solver_options):
     """Exact minimiser; returns a :class:`reference.Solution` with variable ``"w"``.
 
     ``feature_scale``: positive vector s (n_features); cvxpy then solves the same problem in v = s * w on the
     columns X / s (penalty alpha ||v / s||^2), for columns on far-off scales; "w" is v / s.
-    ``pair_weight``: the weighted loss; ``penalty``, ``l1_ratio``: the penalty (module docstring)."""
+    ``pair_weight``, ``sample_weight``: the weighted loss; ``penalty``, ``l1_ratio``: the penalty (module
+    docstring)."""
     lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
     s = feature_scale_vector(feature_scale, X.shape[1])
     if s is not None:
         X = X / s
     i, j = pairs(y, qid)
-    c = _pair_weight(pair_weight, i.size)
+    c = _pair_weight(pair_weight, sample_weight, i)
     if c is not None:  # pairs of weight 0 drop out
         i, j, c = i[c > 0], j[c > 0], c[c > 0]
     w = cp.Variable(X.shape[1], name="w")

@@ -10,6 +10,12 @@ y_i > y_j and score gap u = s_i - s_j, with rho = 1 / (1 + exp(sigma u)) (a sigm
     weight    sigma^2 rho (1 - rho) |dZ_ij| added to both documents (the diagonal of the Gauss-Newton Hessian,
               the "hessian" LightGBM's custom objectives take)
 
+Sample weights (``weight``; Joachims, Swaminathan & Schnabel, WSDM 2017, inverse propensity weighting): the pair
+(i, j), y_i > y_j, counts with c_i, the weight of its preferred row i, in the cost, in both documents' gradients
+and in both weights (|dZ_ij| -> c_i |dZ_ij| above). The ranking and |dZ_ij| are those of every row, weight 0 or
+not (a row of weight 0 still holds its position: weight 0 removes exactly the pairs it is preferred in). Without
+weights (NULL) the kernel runs the same operations as before they existed.
+
 |dZ_ij| is the change of the query's metric when i and j swap places in the ranking by decreasing score. With
 distinct scores the ranking is unique; 0-based positions r_i:
 
@@ -100,7 +106,7 @@ cdef enum:
 
 cdef enum:
     NF = 5  # per-row fields of a query's reference (QueryRef.f)
-    NX = 11  # per-row scratch doubles of query_pairs (ex; top_pairs' runs)
+    NX = 14  # per-row scratch doubles of query_pairs (ex; top_pairs' runs)
 
 
 cdef struct QueryRef:
@@ -437,16 +443,20 @@ cdef inline intp_t pair_range(const QueryRef* Q, const double* y, intp_t r, intp
     return n - r - 1
 
 
-cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, intp_t n, intp_t u, int metric,
-                      double sigma, double top, bint norm, bint with_cost, double* lam, double* hess, double* P,
-                      double* total) noexcept nogil:
+cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, const double* w, intp_t n, intp_t u,
+                      int metric, double sigma, double top, bint norm, bint with_cost, double* lam, double* hess,
+                      double* P, double* total) noexcept nogil:
     """query_pairs for NDCG and RankNet when a cut-off leaves u < n top positions. The rows, in position order,
     are grouped into runs of equal score, label and block: interchangeable rows, whose pairs with any other row
     are equal, so a run counts once with its multiplicity (LambdaMART's first rounds, where few scores differ,
     cost O(runs above L x runs) instead of O(L n)); a pair inside a run has equal labels (weight 0). The runs'
     values go into consecutive arrays (P: NX n doubles), so that the inner loop reads and writes consecutive
     memory with no branch on the labels (a pair of equal labels adds 0: equal gains for NDCG, a 0/1 factor for
-    RankNet). Returns the cost (0 unless ``with_cost``), S = 2 sum |lambda_ij| into total."""
+    RankNet). Returns the cost (0 unless ``with_cost``), S = 2 sum |lambda_ij| into total.
+
+    Weights w (NULL: none) do not split the runs: a pair of runs (h preferred, l) weighs W_h m_l in all (W the
+    sum of a run's weights, m its rows); each row t of l gets the pair term times W_h, each row t of h the term
+    times m_l times its own weight w_t, kept per unit of weight (Plw, Phw) and multiplied by w_t at the end."""
     cdef double* Ps = P            # per run: score
     cdef double* Pe = P + n        # exp(sigma s - top)
     cdef double* Py = P + 2 * n    # label
@@ -458,8 +468,12 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, intp_
     cdef double* Pl = P + 8 * n    # lambda of each of its rows
     cdef double* Ph = P + 9 * n    # weight of each of its rows
     cdef double* Pr = P + 10 * n   # per position: its run
+    cdef double* Pw = P + 11 * n   # weighted: the sum of the run's weights
+    cdef double* Plw = P + 12 * n  # weighted: lambda of each row of the run per unit of its weight
+    cdef double* Phw = P + 13 * n  # weighted: its weight (hessian) per unit of its weight
     cdef intp_t r, c, t, a, runs = 0, top_runs = 0
     cdef double ya, sa, ea, ga, ba, ma, fa2, fa3, fa4, yb, eb, eh, el, x, delta, rho, rho1, g, h, lam_a, hess_a
+    cdef double wa, lamw_a, hessw_a, cost, pairs
     cdef double loss = 0.0, qn = Q.norm
     cdef bint ndcg = metric == _NDCG
     for r in range(n):
@@ -475,8 +489,14 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, intp_
             Pt[runs] = <double> t
             Pl[runs] = 0.0
             Ph[runs] = 0.0
+            if w != NULL:
+                Pw[runs] = 0.0
+                Plw[runs] = 0.0
+                Phw[runs] = 0.0
             runs += 1
         Pm[runs - 1] += 1.0
+        if w != NULL:
+            Pw[runs - 1] += w[t]
         Pr[r] = runs - 1
         if r < u:  # u ends a block, so a run
             top_runs = runs
@@ -484,8 +504,11 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, intp_
         t = <intp_t> Pt[a]
         ya, sa, ea, ga, ba, ma = Py[a], Ps[a], Pe[a], Pg[a], Pb[a], Pm[a]
         fa2, fa3, fa4 = Q.f[NF * t + 2], Q.f[NF * t + 3], Q.f[NF * t + 4]
+        wa = Pw[a] if w != NULL else ma
         lam_a = 0.0
         hess_a = 0.0
+        lamw_a = 0.0
+        hessw_a = 0.0
         for c in range(a + 1, runs):
             yb = Py[c]
             # pair_weight with the upper block at run a: the same block (AVERAGE) f4, else f2 - f3 D_B (NDCG)
@@ -501,31 +524,55 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, intp_
             el = eb if ya > yb else ea
             x = sigma * (Ps[c] - sa) if ya > yb else sigma * (sa - Ps[c])
             rho = pair_rho(eh, el, x, &rho1)
-            if with_cost:
-                loss = loss + delta * pair_cost(eh, el, x) * (ma * Pm[c])
+            if w == NULL:
+                if with_cost:
+                    loss = loss + delta * pair_cost(eh, el, x) * (ma * Pm[c])
+                g = sigma * rho * delta
+                h = sigma * sigma * rho * rho1 * delta
+                total[0] += 2.0 * g * (ma * Pm[c])
+                g = g if ya > yb else -g
+                lam_a -= g * Pm[c]  # dC/ds_h = -g, dC/ds_l = +g, per pair of rows
+                Pl[c] += g * ma
+                hess_a += h * Pm[c]
+                Ph[c] += h * ma
+                continue
             g = sigma * rho * delta
             h = sigma * sigma * rho * rho1 * delta
-            total[0] += 2.0 * g * (ma * Pm[c])
-            g = g if ya > yb else -g
-            lam_a -= g * Pm[c]  # dC/ds_h = -g, dC/ds_l = +g, per pair of rows
-            Pl[c] += g * ma
-            hess_a += h * Pm[c]
-            Ph[c] += h * ma
+            if ya > yb:  # run a preferred: each row of a by its own weight, each row of c by W_a
+                pairs = wa * Pm[c]
+                lamw_a -= g * Pm[c]
+                hessw_a += h * Pm[c]
+                Pl[c] += g * wa
+                Ph[c] += h * wa
+            else:  # run c preferred (equal labels: g = h = 0)
+                pairs = Pw[c] * ma
+                lam_a += g * Pw[c]
+                hess_a += h * Pw[c]
+                Plw[c] -= g * ma
+                Phw[c] += h * ma
+            if with_cost:
+                loss = loss + delta * pair_cost(eh, el, x) * pairs
+            total[0] += 2.0 * g * pairs
         Pl[a] += lam_a
         Ph[a] += hess_a
+        if w != NULL:
+            Plw[a] += lamw_a
+            Phw[a] += hessw_a
     for r in range(n):
         t = Q.ord[r]
-        lam[t] = Pl[<intp_t> Pr[r]]
-        hess[t] = Ph[<intp_t> Pr[r]]
+        c = <intp_t> Pr[r]
+        lam[t] = Pl[c] if w == NULL else Pl[c] + w[t] * Plw[c]
+        hess[t] = Ph[c] if w == NULL else Ph[c] + w[t] * Phw[c]
     return loss
 
 
-cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, intp_t n, int metric, intp_t k,
-                        intp_t truncation, double sigma, double threshold, bint norm, bint with_cost,
+cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, const double* w, intp_t n, int metric,
+                        intp_t k, intp_t truncation, double sigma, double threshold, bint norm, bint with_cost,
                         double* lam, double* hess, double* ex) noexcept nogil:
     """Lambdas and weights of one query ranked in Q, at the scores s (which need not be Q's), into lam and hess;
-    returns its cost (0 unless ``with_cost``). ``norm``: LightGBM's lambdarank_norm (lambdas()). Only the pairs
-    with a row among the top positions weighted_top are visited: O(k n) with a cut-off k."""
+    returns its cost (0 unless ``with_cost``). w: the rows' sample weights, or NULL (module docstring). ``norm``:
+    LightGBM's lambdarank_norm (lambdas()). Only the pairs with a row among the top positions weighted_top are
+    visited: O(k n) with a cut-off k."""
     cdef intp_t t, r, c, a, b, u, lo_end = 0, count, rows
     cdef const intp_t* cand
     cdef double loss = 0.0, delta, x, rho, rho1, top = -INFINITY, low = INFINITY, total = 0.0, factor
@@ -541,7 +588,7 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, int
         low = min(low, sigma * s[t])
     u = weighted_top(Q, n, metric, k, truncation)
     if u < n and (metric == _NDCG or metric == _RANKNET):
-        loss = top_pairs(Q, s, y, n, u, metric, sigma, top, norm and top > low, with_cost, lam, hess, ex, &total)
+        loss = top_pairs(Q, s, y, w, n, u, metric, sigma, top, norm and top > low, with_cost, lam, hess, ex, &total)
         u = 0  # done
     else:
         for t in range(n):
@@ -557,6 +604,8 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, int
         for c in range(count):
             b = cand[c] if cand != NULL else c
             delta = weight_of(Q, y, a, b, metric, k, truncation, threshold)
+            if w != NULL:  # the preferred row's weight
+                delta = delta * (w[a] if ya > y[b] else w[b])
             if delta == 0.0:  # equal labels, or e.g. both beyond k in a block straddling it, or truncated
                 continue
             if norm and top > low:  # LightGBM's lambdarank_norm: the pair's weight over its score distance
@@ -588,11 +637,12 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, int
     return loss
 
 
-cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, intp_t n, int metric, intp_t k,
-                         intp_t truncation, double sigma, double threshold, const double* v, double* out,
+cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, const double* wt, intp_t n, int metric,
+                         intp_t k, intp_t truncation, double sigma, double threshold, const double* v, double* out,
                          double* ex) noexcept nogil:
-    """out = H v on one query: each pair adds |dZ_ij| sigma^2 rho (1 - rho) (v_i - v_j) to out_i, subtracts it
-    from out_j (the pairs of query_pairs, O(k n) with a cut-off)."""
+    """out = H v on one query: each pair adds c_i |dZ_ij| sigma^2 rho (1 - rho) (v_i - v_j) to out_i, subtracts
+    it from out_j (the pairs of query_pairs, O(k n) with a cut-off; c_i the preferred row's weight in wt, 1 when
+    wt is NULL)."""
     cdef intp_t t, r, c, a, b, u, lo_end = 0, count
     cdef const intp_t* cand
     cdef double top = -INFINITY, delta, x, rho, rho1, w, exa, ya, sa, va, out_a
@@ -615,6 +665,8 @@ cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, in
         for c in range(count):
             b = cand[c] if cand != NULL else c
             delta = weight_of(Q, y, a, b, metric, k, truncation, threshold)
+            if wt != NULL:
+                delta = delta * (wt[a] if ya > y[b] else wt[b])
             if delta == 0.0:
                 continue
             if ya > y[b]:
@@ -646,14 +698,15 @@ cdef inline void set_scratch(QueryRef* Q, intp_t* ib, double* fb, intp_t m) noex
     set_ref(Q, ib, fb, m, 0, 0)
 
 
-cdef double lambdas_query(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
+cdef double lambdas_query(const double* s, const double* y, const double* w, const intp_t* tie, intp_t n, int metric,
+                          intp_t k,
                           intp_t truncation, double sigma, double max_rel, double threshold, int ties, bint norm,
                           bint with_cost, double* lam, double* hess, KeyIndex* rec, intp_t* ib,
                           double* fb, double* ex, intp_t m) noexcept nogil:
     cdef QueryRef Q
     set_scratch(&Q, ib, fb, m)
     query_reference(s, y, tie, n, metric, k, truncation, max_rel, threshold, ties, rec, &Q)
-    return query_pairs(&Q, s, y, n, metric, k, truncation, sigma, threshold, norm, with_cost, lam, hess, ex)
+    return query_pairs(&Q, s, y, w, n, metric, k, truncation, sigma, threshold, norm, with_cost, lam, hess, ex)
 
 
 def _check_codes(int metric, int ties):
@@ -668,14 +721,15 @@ def _check_codes(int metric, int ties):
 def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets, int metric, intp_t k,
             intp_t truncation, double sigma, double max_rel, double threshold, double[::1] lam, double[::1] hess,
             intp_t parallel_min_rows=-1, bint with_cost=True, bint norm=False, const intp_t[::1] tie=None,
-            int ties=PESSIMISTIC):
+            int ties=PESSIMISTIC, const double[::1] weight=None):
     """Lambdas and weights of every query (rows offsets[q]:offsets[q+1], labels ascending inside a query; module
     docstring) into lam and hess; returns the total cost (0 unless ``with_cost``: a log per pair less).
     k <= 0 means every position. ``ties``: PESSIMISTIC or AVERAGE (module docstring); ``tie`` (optional, then
     INPUT): per row a distinct rank inside its query (0 .. n_q - 1) that orders equal scores (e.g. the input
     order, as LightGBM). ``norm``: LightGBM's lambdarank_norm, each pair's |dZ| divided by 0.01 + |s_i - s_j|
     (when the query's scores are not all equal) and the query's lambdas and weights scaled by log2(1 + S) / S,
-    S = sum over pairs of 2 sigma rho |dZ|."""
+    S = sum over pairs of 2 sigma rho |dZ| (with the weights: each pair's term times its weight, so that weight 0
+    removes the pair from S too). ``weight``: the rows' sample weights (module docstring), None: unweighted."""
     cdef intp_t n = s.shape[0], nq = offsets.shape[0] - 1, q, m = 0, tid
     cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
     if y.shape[0] != n or lam.shape[0] != n or hess.shape[0] != n or offsets[nq] != n:
@@ -688,6 +742,11 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
         ties = _INPUT
     elif ties == _INPUT:
         raise ValueError("lambdas: ties=INPUT needs the tie array")
+    cdef const double* w_p = NULL
+    if weight is not None:
+        if weight.shape[0] != n:
+            raise ValueError("lambdas: weight must have one entry per row")
+        w_p = &weight[0] if n else NULL
     _check_codes(metric, ties)
     if k <= 0:
         k = n + 1
@@ -702,7 +761,8 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for q in prange(nq, schedule="dynamic", chunksize=16):
-            loss[q] = lambdas_query(&s[offsets[q]], &y[offsets[q]], tie_p + offsets[q] if tie_p != NULL else NULL,
+            loss[q] = lambdas_query(&s[offsets[q]], &y[offsets[q]], w_p + offsets[q] if w_p != NULL else NULL,
+                                    tie_p + offsets[q] if tie_p != NULL else NULL,
                                     offsets[q + 1] - offsets[q], metric, k, truncation, sigma, max_rel, threshold,
                                     ties, norm, with_cost, &lam[offsets[q]], &hess[offsets[q]], &rec[tid, 0],
                                     &ib[tid, 0], &fb[tid, 0], &fb[tid, (NF + 3) * m + 1], m)
@@ -712,9 +772,11 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
 cdef class Reference:
     """The pair weights |dZ_ij| of the ranking by the reference scores s0 (module docstring), for the convex
     pair-weighted RankNet loss at other scores: ``loss`` (value, gradient and Gauss-Newton diagonal), ``hess_vec``
-    (exact Hessian products) and ``pair_weights`` (every pair, for tests). O(n) memory."""
+    (exact Hessian products) and ``pair_weights`` (every pair, for tests). O(n) memory. ``weight``: the rows'
+    sample weights (each pair's |dZ_ij| times its preferred row's), None: unweighted."""
 
     cdef const double[::1] y
+    cdef const double[::1] w
     cdef const intp_t[::1] offsets
     cdef intp_t[::1] ib
     cdef double[::1] fb
@@ -726,7 +788,7 @@ cdef class Reference:
 
     def __init__(self, const double[::1] s0, const double[::1] y, const intp_t[::1] offsets, int metric, intp_t k,
                  intp_t truncation, double max_rel, double threshold, int ties=PESSIMISTIC,
-                 const intp_t[::1] tie=None, intp_t parallel_min_rows=-1):
+                 const intp_t[::1] tie=None, intp_t parallel_min_rows=-1, const double[::1] weight=None):
         cdef intp_t n = s0.shape[0], nq = offsets.shape[0] - 1, q, m = 0, tid, mm
         cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
         cdef const intp_t* tie_p = NULL
@@ -741,7 +803,9 @@ cdef class Reference:
         elif ties == _INPUT:
             raise ValueError("Reference: ties=INPUT needs the tie array")
         _check_codes(metric, ties)
-        self.y, self.offsets, self.metric, self.ties = y, offsets, metric, ties
+        if weight is not None and weight.shape[0] != n:
+            raise ValueError("Reference: weight must have one entry per row")
+        self.y, self.offsets, self.metric, self.ties, self.w = y, offsets, metric, ties, weight
         self.k = k if k > 0 else n + 1
         self.truncation, self.threshold, self.max_rel = truncation, threshold, max_rel
         self.n, self.nq, self.parallel_min_rows = n, nq, parallel_min_rows
@@ -788,6 +852,7 @@ cdef class Reference:
         cdef intp_t* ibp = &self.ib[0] if n else NULL
         cdef double* fbp = &self.fb[0]
         cdef const double* yp = &self.y[0] if n else NULL
+        cdef const double* wp = &self.w[0] if self.w is not None and n else NULL
         cdef const intp_t[::1] off = self.offsets
         cdef const double[::1] qnorm = self.qnorm
         cdef int metric = self.metric
@@ -797,8 +862,8 @@ cdef class Reference:
         with nogil, parallel(num_threads=nt):
             tid = threadid()
             for q in prange(nq, schedule="dynamic", chunksize=16):
-                loss[q] = _loss_query(&s[off[q]], yp, ibp, fbp, n, off[q], q, off[q + 1] - off[q], qnorm[q], metric,
-                                      k, truncation, sigma, threshold, with_cost, &lam[off[q]], &hess[off[q]],
+                loss[q] = _loss_query(&s[off[q]], yp, wp, ibp, fbp, n, off[q], q, off[q + 1] - off[q], qnorm[q],
+                                      metric, k, truncation, sigma, threshold, with_cost, &lam[off[q]], &hess[off[q]],
                                       &ex[tid, 0])
         return float(np.sum(loss))
 
@@ -812,6 +877,7 @@ cdef class Reference:
         cdef intp_t* ibp = &self.ib[0] if n else NULL
         cdef double* fbp = &self.fb[0]
         cdef const double* yp = &self.y[0] if n else NULL
+        cdef const double* wp = &self.w[0] if self.w is not None and n else NULL
         cdef const intp_t[::1] off = self.offsets
         cdef const double[::1] qnorm = self.qnorm
         cdef int metric = self.metric
@@ -821,12 +887,12 @@ cdef class Reference:
         with nogil, parallel(num_threads=nt):
             tid = threadid()
             for q in prange(nq, schedule="dynamic", chunksize=16):
-                _hess_vec_query(&s[off[q]], yp, ibp, fbp, n, off[q], q, off[q + 1] - off[q], qnorm[q], metric, k,
-                                truncation, sigma, threshold, &v[off[q]], &out[off[q]], &ex[tid, 0])
+                _hess_vec_query(&s[off[q]], yp, wp, ibp, fbp, n, off[q], q, off[q + 1] - off[q], qnorm[q], metric,
+                                k, truncation, sigma, threshold, &v[off[q]], &out[off[q]], &ex[tid, 0])
 
     def pair_weights(self):
         """(i, j, w): every pair y_i > y_j of a query (row indices of the data as given, in the kernel's order)
-        and its weight |dZ_ij|."""
+        and its weight |dZ_ij| (times row i's sample weight)."""
         cdef intp_t q, i, j, lo, hi, lo_end, c = 0, total = 0
         cdef QueryRef Q
         for q in range(self.nq):
@@ -854,6 +920,8 @@ cdef class Reference:
                     Jv[c] = j
                     Wv[c] = 0.0 if Q.norm == 0.0 else pair_weight(&Q, &self.y[lo], i - lo, j - lo, self.metric,
                                                                    self.k, self.truncation, self.threshold)
+                    if self.w is not None:
+                        Wv[c] *= self.w[i]
                     c += 1
         return I, J, W
 
@@ -867,22 +935,24 @@ cdef double _reference_query(const double* s, const double* y, const intp_t* tie
     return query_reference(s, y, tie, n, metric, k, truncation, max_rel, threshold, ties, rec, &Q)
 
 
-cdef double _loss_query(const double* s, const double* y, intp_t* ib, double* fb, intp_t n_total, intp_t off,
-                        intp_t q, intp_t n, double qnorm, int metric, intp_t k, intp_t truncation, double sigma,
-                        double threshold, bint with_cost, double* lam, double* hess, double* ex) noexcept nogil:
+cdef double _loss_query(const double* s, const double* y, const double* w, intp_t* ib, double* fb, intp_t n_total,
+                        intp_t off, intp_t q, intp_t n, double qnorm, int metric, intp_t k, intp_t truncation,
+                        double sigma, double threshold, bint with_cost, double* lam, double* hess, double* ex) noexcept nogil:
     cdef QueryRef Q
     set_ref(&Q, ib, fb, n_total, off, q)
     Q.norm = qnorm
-    return query_pairs(&Q, s, y + off, n, metric, k, truncation, sigma, threshold, False, with_cost, lam, hess, ex)
+    return query_pairs(&Q, s, y + off, w + off if w != NULL else NULL, n, metric, k, truncation, sigma, threshold,
+                       False, with_cost, lam, hess, ex)
 
 
-cdef void _hess_vec_query(const double* s, const double* y, intp_t* ib, double* fb, intp_t n_total, intp_t off,
-                          intp_t q, intp_t n, double qnorm, int metric, intp_t k, intp_t truncation, double sigma,
-                          double threshold, const double* v, double* out, double* ex) noexcept nogil:
+cdef void _hess_vec_query(const double* s, const double* y, const double* w, intp_t* ib, double* fb, intp_t n_total,
+                          intp_t off, intp_t q, intp_t n, double qnorm, int metric, intp_t k, intp_t truncation,
+                          double sigma, double threshold, const double* v, double* out, double* ex) noexcept nogil:
     cdef QueryRef Q
     set_ref(&Q, ib, fb, n_total, off, q)
     Q.norm = qnorm
-    query_hess_vec(&Q, s, y + off, n, metric, k, truncation, sigma, threshold, v, out, ex)
+    query_hess_vec(&Q, s, y + off, w + off if w != NULL else NULL, n, metric, k, truncation, sigma, threshold, v,
+                   out, ex)
 
 
 cdef inline uint64_t _mix(uint64_t h, uint64_t x) noexcept nogil:

@@ -1,9 +1,15 @@
 """Linear RankNet's loss, gradient and Hessian products, query by query in one pass over X (Burges, "From RankNet
 to LambdaRank to LambdaMART: An Overview", MSR-TR-2010-82, section 1):
 
-    L(w) = sum_q sum_{i, j in q, y_i > y_j} log(1 + exp(-sigma (s_i - s_j))),   s = X w,
-    dL/ds_i = -sum_j sigma rho_ij + sum_j sigma rho_ji,   rho_ij = 1 / (1 + exp(sigma (s_i - s_j))),
-    (H t)_i = sum over i's pairs of sigma^2 rho_ij (1 - rho_ij) (t_i - t_j),   gradient X' dL/ds, products X' H X v.
+    L(w) = sum_q sum_{i, j in q, y_i > y_j} c_i log(1 + exp(-sigma (s_i - s_j))),   s = X w,
+    dL/ds_i = -sum_j c_i sigma rho_ij + sum_j c_j sigma rho_ji,   rho_ij = 1 / (1 + exp(sigma (s_i - s_j))),
+    (H t)_i = sum over i's pairs (i, j) of c sigma^2 rho_ij (1 - rho_ij) (t_i - t_j), c the preferred row's weight,
+    gradient X' dL/ds, products X' H X v.
+
+c_i is the sample weight of the preferred row (Joachims, Swaminathan & Schnabel, WSDM 2017: inverse propensity
+weighting), 1 without weights (``Rows.w`` None: the same operations with sigma in place of c_i sigma, so the same
+bits and the same time). Row i being the preferred row of all its pairs in the loops below (i above j in label
+order), c_i sigma and c_i sigma^2 are taken once per row: a weighted pass costs what an unweighted one does.
 
 Layout (:class:`Rows`): sorted position k holds data row rows[k]; query q owns positions offsets[q]:offsets[q+1],
 labels ascending inside it. X itself is never copied or reordered (dense C-ordered or CSR, float32 or float64,
@@ -53,18 +59,22 @@ cdef class Rows:
     """Sorted positions of X's rows (module docstring): ``rows`` (data row of each position), ``offsets`` (positions
     of each query), ``y`` (the labels at the positions, ascending inside a query), ``row_work`` (entries of an average
     row: a position's work in the chunk balance and the signal checks), the thread count of the passes (one below
-    ``parallel_min_rows`` positions; -1: the shared default) and the chunk accumulators (``acc``)."""
-    cdef public object rows, offsets, y, acc
+    ``parallel_min_rows`` positions; -1: the shared default), the chunk accumulators (``acc``) and ``w`` (the sample
+    weights at the positions, float64, or None: unweighted)."""
+    cdef public object rows, offsets, y, acc, w
     cdef public intp_t n_positions, n_queries, n_threads, n_data_rows, row_work
 
-    def __init__(self, rows, offsets, y, intp_t n_data_rows, intp_t row_work=1, intp_t parallel_min_rows=-1):
+    def __init__(self, rows, offsets, y, intp_t n_data_rows, intp_t row_work=1, intp_t parallel_min_rows=-1,
+                 w=None):
         self.rows = np.ascontiguousarray(rows, dtype=np.int64)
+        self.w = None if w is None else np.ascontiguousarray(w, dtype=np.float64)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.n_positions, self.n_queries, self.n_data_rows = self.rows.shape[0], self.offsets.shape[0] - 1, n_data_rows
         if (self.n_queries < 0 or self.offsets[0] != 0 or self.offsets[self.n_queries] != self.n_positions
                 or np.any(np.diff(self.offsets) < 0) or self.y.shape[0] != self.n_positions
-                or (self.n_positions and (self.rows.min() < 0 or self.rows.max() >= n_data_rows))):
+                or (self.n_positions and (self.rows.min() < 0 or self.rows.max() >= n_data_rows))
+                or (self.w is not None and self.w.shape[0] != self.n_positions)):
             raise ValueError("Rows: inconsistent layout")
         self.n_threads = product_threads(self.n_positions, self.n_queries, parallel_min_rows)
         self.row_work = max(1, row_work)
@@ -85,15 +95,16 @@ cdef inline bint _exps(const double* s, intp_t n, double sigma, double* ex) noex
     return exp(sigma * (low - top)) > TINY
 
 
-cdef double _query_loss(const double* s, const double* y, intp_t n, double sigma, double* ex,
+cdef double _query_loss(const double* s, const double* y, const double* c, intp_t n, double sigma, double* ex,
                         double* g) noexcept nogil:
-    """One query's loss at the scores s; g = dL/ds, ex = the rows' exponentials (module docstring).
+    """One query's loss at the scores s; g = dL/ds, ex = the rows' exponentials, c the rows' weights or NULL
+    (module docstring).
 
     Row i's costs log(1 + e_j / e_i) = -log(rho1_ij), rho1_ij = e_i / (e_i + e_j), are summed as the log of their
     product (kept in [1e-30, 1] by exact power-of-two rescaling): one log per row instead of one per pair, each
     pair's cost off by at most an ulp of 1 (1.1e-16 absolute) where log1p would be exact to an ulp of itself."""
     cdef intp_t i, j, lo_end = 0
-    cdef double loss = 0.0, exi, inv, rho, rho1, g_i, gij, prod
+    cdef double loss = 0.0, exi, inv, rho, rho1, g_i, gij, prod, ci, sigma_i
     cdef int e, scale
     cdef bint fast
     for i in range(n):
@@ -106,35 +117,37 @@ cdef double _query_loss(const double* s, const double* y, intp_t n, double sigma
             lo_end = i
         exi = ex[i]
         g_i = 0.0
+        ci = 1.0 if c == NULL else c[i]  # row i is the preferred row of every pair below
+        sigma_i = sigma if c == NULL else ci * sigma
         if fast:
             prod = 1.0
             scale = 0
             for j in range(lo_end):
                 inv = 1.0 / (exi + ex[j])
-                gij = sigma * (ex[j] * inv)
+                gij = sigma_i * (ex[j] * inv)
                 g_i -= gij
                 g[j] += gij
                 prod *= exi * inv
                 if prod < 1e-30:  # a factor is at least TINY / 2: the next product stays a normal number
                     prod = frexp(prod, &e)
                     scale += e
-            loss -= log(prod) + scale * LN2
+            loss -= ci * (log(prod) + scale * LN2)
         else:
             for j in range(lo_end):
                 rho = pair_sigmoid(sigma * (s[j] - s[i]), &rho1)
-                loss += log1pexp(sigma * (s[j] - s[i]))
-                gij = sigma * rho
+                loss += ci * log1pexp(sigma * (s[j] - s[i]))
+                gij = sigma_i * rho
                 g_i -= gij
                 g[j] += gij
         g[i] += g_i
     return loss
 
 
-cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t n, double sigma, const double* t,
-                      double* u) noexcept nogil:
-    """u = H t on one query at the state (s, ex) of an evaluation."""
+cdef void _query_hess(const double* s, const double* ex, const double* y, const double* cw, intp_t n, double sigma,
+                      const double* t, double* u) noexcept nogil:
+    """u = H t on one query at the state (s, ex) of an evaluation; cw the rows' weights or NULL."""
     cdef intp_t i, j, lo_end = 0
-    cdef double s2 = sigma * sigma, exi, ti, u_i, u_1, inv, inv1, rho, rho1, c, c1, low = INFINITY
+    cdef double s2 = sigma * sigma, s2i, exi, ti, u_i, u_1, inv, inv1, rho, rho1, c, c1, low = INFINITY
     for i in range(n):
         u[i] = 0.0
         low = min(low, ex[i])
@@ -146,14 +159,15 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
         exi = ex[i]
         ti = t[i]
         u_i = 0.0
+        s2i = s2 if cw == NULL else cw[i] * s2  # row i is the preferred row of every pair below
         if low > TINY:  # two pairs at a time: independent divisions and sums the CPU can overlap (SSE2 pairs)
             j = 0
             u_1 = 0.0
             while j + 2 <= lo_end:
                 inv = 1.0 / (exi + ex[j])
                 inv1 = 1.0 / (exi + ex[j + 1])
-                c = s2 * (exi * inv) * (ex[j] * inv) * (ti - t[j])
-                c1 = s2 * (exi * inv1) * (ex[j + 1] * inv1) * (ti - t[j + 1])
+                c = s2i * (exi * inv) * (ex[j] * inv) * (ti - t[j])
+                c1 = s2i * (exi * inv1) * (ex[j + 1] * inv1) * (ti - t[j + 1])
                 u_i += c
                 u_1 += c1
                 u[j] -= c
@@ -161,14 +175,14 @@ cdef void _query_hess(const double* s, const double* ex, const double* y, intp_t
                 j += 2
             if j < lo_end:
                 inv = 1.0 / (exi + ex[j])
-                c = s2 * (exi * inv) * (ex[j] * inv) * (ti - t[j])
+                c = s2i * (exi * inv) * (ex[j] * inv) * (ti - t[j])
                 u_i += c
                 u[j] -= c
             u_i += u_1
         else:
             for j in range(lo_end):
                 rho = pair_sigmoid(sigma * (s[j] - s[i]), &rho1)
-                c = s2 * rho * rho1 * (ti - t[j])
+                c = s2i * rho * rho1 * (ti - t[j])
                 u_i += c
                 u[j] -= c
         u[i] += u_i
@@ -184,6 +198,8 @@ def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const 
     cdef intp_t q, k, start, stop, tid, c, n_ch, rw
     cdef const intp_t[::1] rows = lay.rows, offsets = lay.offsets
     cdef const double[::1] y = lay.y
+    cdef const double[::1] cw
+    cdef const double* cw_p = NULL  # the weights at the positions, NULL: unweighted
     cdef intp_t bounds[MAX_CHUNKS + 1]
     cdef double loss_c[MAX_CHUNKS]
     cdef Interrupt intr
@@ -200,6 +216,9 @@ def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const 
     if nq == 0 or n == 0:
         out[:] = 0.0
         return 0.0
+    if lay.w is not None:
+        cw = lay.w
+        cw_p = &cw[0]
     rw = lay.row_work
     n_ch = chunk_count(nq, d if accumulate else 0, n * rw, nt)
     balanced_chunks(&offsets[0], nq, n_ch, bounds)
@@ -224,9 +243,11 @@ def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const 
                             prefetch_row(X, ind_p, ptr_p, dense, d, rows[k + AHEAD])
                         dst[k] = row_dot(X, ind_p, ptr_p, dense, d, rows[k], &x[0])
                 if mode == EVALUATE:
-                    loss_c[c] += _query_loss(&s[start], &y[start], stop - start, sigma, &ex[start], &u[start])
+                    loss_c[c] += _query_loss(&s[start], &y[start], cw_p + start if cw_p != NULL else NULL,
+                                             stop - start, sigma, &ex[start], &u[start])
                 elif mode == HESSIAN:
-                    _query_hess(&s[start], &ex[start], &y[start], stop - start, sigma, &t[start], &u[start])
+                    _query_hess(&s[start], &ex[start], &y[start], cw_p + start if cw_p != NULL else NULL,
+                                stop - start, sigma, &t[start], &u[start])
                 elif mode == DOT:
                     continue
                 a = <double*> &x[0] if mode == RDOT else &u[0]
@@ -441,8 +462,8 @@ def pair_lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] off
         raise ValueError("pair_lambdas: wrong array sizes")
     with nogil:
         for q in range(nq):
-            loss += _query_loss(&s[offsets[q]], &y[offsets[q]], offsets[q + 1] - offsets[q], sigma, &ex[offsets[q]],
-                                &g[offsets[q]])
+            loss += _query_loss(&s[offsets[q]], &y[offsets[q]], NULL, offsets[q + 1] - offsets[q], sigma,
+                                &ex[offsets[q]], &g[offsets[q]])
     return loss
 
 

@@ -8,9 +8,11 @@ from . import solver
 class RankNet(LinearRankerMixin, SolverEstimator):
     """Linear RankNet: f(x) = w . x trained on the pairwise cross-entropy (Burges 2010, section 1)::
 
-        sum_{(i, j): same query, y_i > y_j} log(1 + exp(-sigma (f_i - f_j))) + penalty(w)
+        sum_{(i, j): same query, y_i > y_j} c_i log(1 + exp(-sigma (f_i - f_j))) + penalty(w)
 
-    penalty: alpha ||w||_2^2 ("l2", not halved), alpha ||w||_1 ("l1") or
+    c_i = 1, or the ``sample_weight`` of the pair's preferred row i given to ``fit`` (inverse propensity weighting,
+    Joachims, Swaminathan & Schnabel, WSDM 2017: c_i = 1 / propensity of a clicked row; a weight constant within a
+    query weighs the query). penalty: alpha ||w||_2^2 ("l2", not halved), alpha ||w||_1 ("l1") or
     alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"), as DominationRank's. A convex objective,
     minimised by trust-region Newton-CG with exact Hessian products (O(nnz + pairs) each) when smooth, else by
     proximal Newton with working sets (Yuan, Ho & Lin, JMLR 2012; cyrank.optim.prox_newton).
@@ -74,17 +76,18 @@ class RankNet(LinearRankerMixin, SolverEstimator):
         penalty_weights(self.penalty, self.alpha, self.l1_ratio)
         return super()._check_params()
 
-    def fit(self, X, y, qid=None):
-        """Minimise the objective on (X, y) grouped by ``qid`` (None: one query)."""
-        return self._fit(X, y, qid)
+    def fit(self, X, y, qid=None, sample_weight=None):
+        """Minimise the objective on (X, y) grouped by ``qid`` (None: one query); ``sample_weight``: None, a number
+        or one weight >= 0 per row (the c_i of the objective)."""
+        return self._fit(X, y, qid, sample_weight=sample_weight)
 
-    def objective(self, X, y, qid=None):
-        """The objective at ``coef_`` on (X, y, qid)."""
+    def objective(self, X, y, qid=None, sample_weight=None):
+        """The objective at ``coef_`` on (X, y, qid), weighted by ``sample_weight``."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "coef_")
         return solver.objective(X, y, qid, coef=self.coef_, sigma=self.sigma, alpha=self.alpha, penalty=self.penalty,
-                                l1_ratio=self.l1_ratio)
+                                l1_ratio=self.l1_ratio, sample_weight=sample_weight)
 
 
 class LambdaRank(LinearRankerMixin, SolverEstimator):
@@ -93,9 +96,9 @@ class LambdaRank(LinearRankerMixin, SolverEstimator):
 
     The lambdas are the gradient of the cost::
 
-        C(w) = sum_{(i, j): same query, y_i > y_j} |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
+        C(w) = sum_{(i, j): same query, y_i > y_j} c_i |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
 
-    with |dZ_ij| the change of the metric when i and j swap places in the ranking by f. C is not convex (not even
+    with c_i = 1, or the ``sample_weight`` of the preferred row i given to ``fit`` (as RankNet's), and |dZ_ij| the change of the metric when i and j swap places in the ranking by f. C is not convex (not even
     continuous where the ranking changes). From the RankNet solution (same alpha and sigma; at w = 0 every score
     ties), each outer step fixes the weights |dZ_ij| at the current ranking and minimises the convex weighted
     RankNet loss exactly by trust-region Newton (warm-started); the step to that minimiser is halved until C,
@@ -180,6 +183,7 @@ class LambdaRank(LinearRankerMixin, SolverEstimator):
         solver.resolve_ties(self.ties, self.metric)
         return super()._check_params()
 
-    def fit(self, X, y, qid=None, eval_set=None):
-        """Fit on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every outer step."""
-        return self._fit(X, y, qid, eval_set=eval_set)
+    def fit(self, X, y, qid=None, eval_set=None, sample_weight=None):
+        """Fit on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every outer step (unweighted
+        metric); ``sample_weight``: None, a number or one weight >= 0 per row (the c_i of C)."""
+        return self._fit(X, y, qid, eval_set=eval_set, sample_weight=sample_weight)

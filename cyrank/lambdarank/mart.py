@@ -268,6 +268,24 @@ def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_s
 class LambdaMART(RankerMixin, SolverEstimator):
     """Boosted trees trained on the lambdas of a ranking metric (module docstring).
 
+    Weights (``fit(..., sample_weight=c)``): the pair (i, j) of a query with y_i > y_j counts with c_i, the weight of
+    its preferred row: its lambda sigma rho_ij |dZ_ij| and its hessian term sigma^2 rho_ij (1 - rho_ij) |dZ_ij| are
+    both multiplied by c_i, on both documents (i's and j's gradient and hessian), so the trees fit the gradient of
+    sum_P c_i |dZ_ij| log(1 + exp(-sigma (s_i - s_j))). |dZ_ij| is still computed on the ranking of every row (a
+    row of weight 0 keeps its position, and its pairs as the less preferred row; weight 0 removes exactly the
+    pairs where it is preferred). A weight constant within a query weighs the query (weight 2 grows the same
+    trees as the query given twice, with ``norm=False``; ``norm=True`` normalises each query's weighted lambdas by
+    log2(1 + S) / S, S their weighted sum, so a query weight then counts sublinearly).
+
+    Unbiased LambdaMART from clicks: with y = clicks (1 clicked, 0 not) of each logged session (one qid per
+    session) and c_i = 1 / propensity of the position where clicked row i was shown (c on unclicked rows is never
+    used: they are never preferred), the weighted lambdas are the inverse-propensity-weighted lambdas of Unbiased
+    LambdaMART (Hu, Wang, Peng & Li, WWW 2019, where lambda_ij is divided by t+_i t-_j) with the
+    position biases known: t-_j = 1 (no bias at unclicked positions) and t+_i the examination propensity,
+    estimated e.g. by randomised swaps (Joachims, Swaminathan & Schnabel, WSDM 2017, section 5) or EM on the logs
+    (Wang et al., WSDM 2018; cyrank.clicks). Hu et al.'s joint estimation of t+ and t- along the trees is not
+    implemented.
+
     Parameters
     ----------
     metric : str, default="ndcg@10"
@@ -366,8 +384,10 @@ class LambdaMART(RankerMixin, SolverEstimator):
                              "min_child_samples='auto' (the default)")
         return min_child
 
-    def fit(self, X, y, qid=None, eval_set=None):
-        """Grow the trees on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every round."""
+    def fit(self, X, y, qid=None, eval_set=None, sample_weight=None):
+        """Grow the trees on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every round (the
+        unweighted metric); ``sample_weight``: None, a number or one weight >= 0 per row, the weight c_i of the
+        pairs where row i is preferred (class docstring)."""
         n_estimators, learning_rate, num_leaves, min_child, colsample, sigma, patience, n_jobs = self._check_params()
         verbose = check_verbose(self.verbose)
         if patience is not None and eval_set is None:
@@ -379,7 +399,7 @@ class LambdaMART(RankerMixin, SolverEstimator):
         min_child = self._min_child(min_child, n)
         lgb = _lightgbm()
         pairs = _Pairs(y, qid, metric=self.metric, sigma=sigma, truncation=self.truncation, ties=self.ties,
-                       norm=self.norm, X=X)
+                       norm=self.norm, X=X, sample_weight=sample_weight)
         check_metric_data(self.metric, y, qid)
         if eval_set is not None:
             Xv, yv, qv = check_eval_set(eval_set, X.shape[1], self.metric, y_train=y)

@@ -6,7 +6,14 @@ weight for RankNet or LambdaRank (NDCG@k, ERR@k, MAP), from the Cython kernel _l
 
 :func:`solve` trains linear RankNet, f(x) = w.x, by trust-region Newton (cyrank.optim.tron) on the convex
 
-    F(w) = sum_{(i, j) in P} log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2,   P = {same query, y_i > y_j},
+    F(w) = sum_{(i, j) in P} c_i log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2,   P = {same query, y_i > y_j},
+
+c_i = 1, or with ``sample_weight`` the weight of the pair's preferred row i (the inverse propensity weighting of
+Joachims, Swaminathan & Schnabel, WSDM 2017, section 4: w_i = 1 / the examination propensity of a clicked row;
+a weight constant within a query weighs the query, and an integer weight on a row of its query's top label
+equals repeating that row). Every function below takes ``sample_weight=None`` (a number, or one weight >= 0 per
+row in the input order; cyrank._validation.check_sample_weight), and so do the lambdas (pair weight
+c_i |dZ_ij|, on both documents' gradients and weights) and LambdaRank (the pair weight c_i |dZ_ij|).
 
 gradient X' lambda + 2 alpha w and Hessian products X' H X v + 2 alpha v, H the pairwise Hessian in the scores;
 each costs O(nnz + pairs), one pass over X query by query (_ranknet.pyx). The loss over all pairs has no
@@ -33,8 +40,8 @@ from .._linear import product_parts
 from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread
-from .._validation import (check_coef, check_gain_labels, check_option, check_param, check_qid,
-                           check_ranking_data, check_scores, check_y, warn_if_no_pairs)
+from .._validation import (check_coef, check_gain_labels, check_option, check_param, check_preferred_weight, check_qid,
+                           check_ranking_data, check_sample_weight, check_scores, check_y, warn_if_no_pairs)
 from ..metrics import parse_metric_name
 from ..optim.certificate import group_column_squares
 from ..optim.datafit import Datafit, minimise, solve_result
@@ -128,11 +135,11 @@ def content_order(groups, X):
 
 
 class _Pairs:
-    """Rows in (query, label) order (by content inside a run when X is given), the query offsets and the kernel's
-    settings."""
+    """Rows in (query, label) order (by content inside a run when X is given), the query offsets, the sample
+    weights in that order (``w``, None: unweighted) and the kernel's settings."""
 
     def __init__(self, y, qid, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None, threshold=0.0,
-                 ties="pessimistic", norm=False, parallel_min_rows=-1, X=None):
+                 ties="pessimistic", norm=False, parallel_min_rows=-1, X=None, sample_weight=None, of="X"):
         name, k = parse_metric(metric)
         self.metric, self.name = metric, name
         self.code, self.k = METRICS[name], (k or 0)
@@ -140,7 +147,10 @@ class _Pairs:
             check_gain_labels(y, name.upper(), exponential=name == "ndcg")
         groups = QueryGroups(qid, y)
         self.groups = groups
+        sample_weight = check_sample_weight(sample_weight, y.shape[0], of=of)
+        check_preferred_weight(sample_weight, groups)
         self.order = groups.label_order if X is None else content_order(groups, X)
+        self.w = None if sample_weight is None else np.ascontiguousarray(sample_weight[self.order])
         self.offsets = np.ascontiguousarray(groups.offsets, dtype=np.int64)
         self.y = np.ascontiguousarray(y[self.order], dtype=np.float64)
         self.sigma = check_sigma(sigma)
@@ -161,13 +171,13 @@ class _Pairs:
     def lambdas(self, scores_sorted, lam, hess, with_cost=True):
         return _lambdas.lambdas(scores_sorted, self.y, self.offsets, self.code, self.k, self.truncation, self.sigma,
                                 self.max_rel, self.threshold, lam, hess, self.parallel_min_rows, with_cost, self.norm,
-                                self.tie, self.ties_code)
+                                self.tie, self.ties_code, self.w)
 
     def reference(self, scores_sorted):
         """The pair weights of the ranking by ``scores_sorted`` (_lambdas.Reference)."""
         return _lambdas.Reference(np.ascontiguousarray(scores_sorted, dtype=np.float64), self.y, self.offsets,
                                   self.code, self.k, self.truncation, self.max_rel, self.threshold, self.ties_code,
-                                  self.tie, self.parallel_min_rows)
+                                  self.tie, self.parallel_min_rows, self.w)
 
     def ranknet(self):
         """The same rows with RankNet's weights (|dZ| = 1)."""
@@ -189,10 +199,11 @@ class Lambdas:
     """
 
     def __init__(self, y_true, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
-                 threshold=0.0, ties="pessimistic", norm=False):
+                 threshold=0.0, ties="pessimistic", norm=False, sample_weight=None):
         y_true = check_y(y_true, name="y_true")
         self._pairs = _Pairs(y_true, check_qid(qid, y_true.shape[0], of="y_true"), metric=metric, sigma=sigma,
-                             truncation=truncation, max_rel=max_rel, threshold=threshold, ties=ties, norm=norm)
+                             truncation=truncation, max_rel=max_rel, threshold=threshold, ties=ties, norm=norm,
+                             sample_weight=sample_weight, of="y_true")
         n = self.n_samples = y_true.shape[0]
         self._sorted, self._lam, self._hess = np.empty(n), np.empty(n), np.empty(n)
 
@@ -216,18 +227,22 @@ class Lambdas:
 
 
 def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
-            threshold=0.0, ties="pessimistic", norm=False):
+            threshold=0.0, ties="pessimistic", norm=False, sample_weight=None):
     """(cost, gradient, weight): per document dC/ds and its Gauss-Newton weight (input order) for RankNet
     (metric "ranknet") or LambdaRank ("ndcg@k", "err@k", "map"; _lambdas.pyx has the formulas). ``sigma``: in
     (0, 1e50] (the lambdas scale as sigma, the weights as sigma^2); ``truncation``: None or an int >= 1;
     ``max_rel``: the ERR normaliser, >= every label (default max y; ERR is exact at any label scale);
     ``threshold``: relevant = y > threshold (MAP); ``ties``: the tie rule (:func:`resolve_ties`); ``norm``:
-    LightGBM's lambdarank_norm (_lambdas.lambdas). Except with ties="input", the result does not depend on the
-    row order. Every argument is checked (ValueError or TypeError naming it). For many score vectors on the same
-    labels, :class:`Lambdas` groups the rows once."""
+    LightGBM's lambdarank_norm (_lambdas.lambdas); ``sample_weight``: None, a number or one weight >= 0 per row
+    (input order): the pair (i, j), y_i > y_j, counts with the preferred row's weight c_i, lambda_ij and its weight
+    both times c_i on both documents (inverse propensity weighting, Joachims et al., WSDM 2017; with c_i = 1 /
+    propensity of clicked rows these are Unbiased LambdaMART's lambdas, Hu et al., WWW 2019, with the propensities
+    given). Except with ties="input", the result does not depend on the row order. Every argument is checked
+    (ValueError or TypeError naming it). For many score vectors on the same labels, :class:`Lambdas` groups the
+    rows once."""
     y_true, y_score, qid = check_scores(y_true, y_score, qid)
     return Lambdas(y_true, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel,
-                   threshold=threshold, ties=ties, norm=norm)(y_score)
+                   threshold=threshold, ties=ties, norm=norm, sample_weight=sample_weight)(y_score)
 
 
 class SortedX:
@@ -243,7 +258,7 @@ class SortedX:
         # X as the kernels read it (for the column squares): the C-ordered dense array, or the CSR parts
         self.X = data.reshape(n, d) if dense else sp.csr_matrix((data, indices, indptr), shape=(n, d))
         row_work = d if dense else (int(indptr[n]) - int(indptr[0])) // max(n, 1)
-        self.rows = _ranknet.Rows(pairs.order, pairs.offsets, pairs.y, n, row_work, pairs.parallel_min_rows)
+        self.rows = _ranknet.Rows(pairs.order, pairs.offsets, pairs.y, n, row_work, pairs.parallel_min_rows, pairs.w)
         self.order, self.offsets = pairs.order, pairs.offsets
 
     def dot(self, w, out=None):
@@ -333,39 +348,42 @@ def check_params(*, sigma, alpha, max_iter, tol):
             check_param("max_iter", max_iter, low=1, integer=True), check_param("tol", tol, low=0.0, low_open=True))
 
 
-def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0, penalty="l2", l1_ratio=0.5):
-    """F(coef) (module docstring; ``penalty`` as :func:`solve`'s) on (X, y, qid), in float64."""
+def objective(X, y, qid=None, *, coef, sigma=1.0, alpha=1.0, penalty="l2", l1_ratio=0.5, sample_weight=None):
+    """F(coef) (module docstring; ``penalty`` as :func:`solve`'s, ``sample_weight`` the weights c) on (X, y, qid),
+    in float64."""
     lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     X, y, qid = check_ranking_data(X, y, qid)
     coef = check_coef(coef, X.shape[1])
-    pairs = _Pairs(y, qid, sigma=sigma)
+    pairs = _Pairs(y, qid, sigma=sigma, sample_weight=sample_weight)
     n = X.shape[0]
     s = SortedX(X, pairs).dot(coef)  # X in its own precision, float64 sums, no copy
     return pairs.lambdas(s, np.empty(n), np.empty(n)) + Penalty(lam1, lam2).value(coef)
 
 
-def loss(X, y, qid=None, *, sigma=1.0):
+def loss(X, y, qid=None, *, sigma=1.0, sample_weight=None):
     """The RankNet loss (Burges 2010, section 1; module docstring) on (X, y, qid), no penalty: a
     :class:`cyrank.optim.datafit.Datafit` evaluating
 
-        L(w) = sum_{(i, j): same query, y_i > y_j} log(1 + exp(-sigma (x_i - x_j) . w)),
+        L(w) = sum_{(i, j): same query, y_i > y_j} c_i log(1 + exp(-sigma (x_i - x_j) . w)),
 
-    its gradient X' lambda and Hessian products (+ ridge ||w||^2 when :func:`cyrank.optim.datafit.minimise` sets a
+    (c_i = ``sample_weight`` of row i, 1 without), its gradient X' lambda and Hessian products (+ ridge ||w||^2 when :func:`cyrank.optim.datafit.minimise` sets a
     ridge), with ``n_features``, ``n_rows``, ``column_squares()`` (within-query centred squares of X's columns) and
     ``gradient_noise`` (0). The data are checked as :func:`solve` checks them, and a RankingDataWarning is given
     when no query has a pair. Rows are sorted by (query, label) inside the object (by content inside a run, as
     :func:`solve` sorts them); w is in X's column order, so ``loss(X, y, qid).fun(w) ==
     objective(X, y, qid, coef=w, alpha=0)`` and the object never exposes the row order."""
     X, y, qid = check_ranking_data(X, y, qid)
-    pairs = _Pairs(y, qid, sigma=check_sigma(sigma), X=X)
+    pairs = _Pairs(y, qid, sigma=check_sigma(sigma), X=X, sample_weight=sample_weight)
     warn_if_no_pairs(pairs.groups)
     return _RankNetProblem(X, pairs)
 
 
 def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, max_iter=1000, tol=1e-6, coef_init=None,
-          verbose=0):
+          verbose=0, sample_weight=None):
     """Linear RankNet (module docstring) with the penalty ``penalty`` (cyrank.optim.penalties: "l2"
-    alpha ||w||^2, "l1" alpha ||w||_1, "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2)).
+    alpha ||w||^2, "l1" alpha ||w||_1, "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2)):
+    sum_P c_i log(1 + exp(-sigma (f_i - f_j))) + penalty, c_i the ``sample_weight`` of the preferred row i (1
+    without; the tolerances below are relative to the weighted loss's gradient at 0).
 
     Smooth (no l1 term): TRON, stopping when ||grad|| <= tol ||grad at 0|| and the gap (cyrank.optim.result) is
     <= tol max(1, |F|). With an l1 term: proximal Newton with working sets (cyrank.optim.prox_newton; Yuan, Ho &
@@ -377,7 +395,7 @@ def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, m
     sigma, alpha, max_iter, tol = check_params(sigma=sigma, alpha=alpha, max_iter=max_iter, tol=tol)
     lam1, lam2 = penalty_weights(penalty, alpha, l1_ratio)
     X, y, qid = check_ranking_data(X, y, qid)
-    pairs = _Pairs(y, qid, sigma=sigma, X=X)
+    pairs = _Pairs(y, qid, sigma=sigma, X=X, sample_weight=sample_weight)
     warn_if_no_pairs(pairs.groups)
     return _solve_sorted(SortedX(X, pairs), pairs, lam1, lam2, _check_coef_init(coef_init, X.shape[1]), tol=tol,
                          max_iter=max_iter, verbose=verbose)
@@ -395,7 +413,7 @@ def _solve_sorted(sx, pairs, lam1, lam2, w, *, tol, max_iter, verbose):
 
 
 def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1_ratio=0.5, sigma=1.0,
-         max_iter=1000, tol=1e-6, verbose=0):
+         max_iter=1000, tol=1e-6, verbose=0, sample_weight=None):
     """The regularisation path of linear RankNet (cyrank.optim.path): one :func:`solve` per alpha, decreasing, each
     warm-started from the previous solution, on data checked and sorted once.
 
@@ -409,8 +427,8 @@ def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1
         with w = 0 optimal ("l2" needs ``alphas``).
     n_alphas : int >= 1, default=20
     eps : float in (0, 1), default=1e-3
-    penalty, l1_ratio, sigma, max_iter, tol, verbose : any
-        As for :func:`solve`.
+    penalty, l1_ratio, sigma, max_iter, tol, verbose, sample_weight : any
+        As for :func:`solve` (alpha_max from the weighted loss).
 
     Returns
     -------
@@ -421,7 +439,7 @@ def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1
     n_alphas, eps = check_path_params(penalty, n_alphas, eps)
     sigma, _, max_iter, tol = check_params(sigma=sigma, alpha=0.0, max_iter=max_iter, tol=tol)
     X, y, qid = check_ranking_data(X, y, qid)
-    pairs = _Pairs(y, qid, sigma=sigma, X=X)
+    pairs = _Pairs(y, qid, sigma=sigma, X=X, sample_weight=sample_weight)
     warn_if_no_pairs(pairs.groups)
     sx = SortedX(X, pairs)
     d = X.shape[1]
@@ -443,11 +461,12 @@ def path(X, y, qid=None, *, alphas=None, n_alphas=20, eps=1e-3, penalty="l1", l1
 
 def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10", sigma=1.0, alpha=1e-3,
                            ties="pessimistic", truncation=None, max_rel=None, threshold=0.0, coef_init=None, max_iter=1000,
-                           tol=1e-6, verbose=0):
+                           tol=1e-6, verbose=0, sample_weight=None):
     """One inner solve of LambdaRank (:func:`solve_lambdarank`): the convex
 
-        sum_{(i, j) in P} |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2,   f = X w,
+        sum_{(i, j) in P} c_i |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2,   f = X w,
 
+    (c_i the ``sample_weight`` of the preferred row i, 1 without)
     with |dZ_ij| the metric change of swapping i and j in the ranking by ``reference_scores`` (one per row of X;
     ties by ``ties``: _lambdas module docstring), minimised by TRON from ``coef_init`` (default 0) as :func:`solve`.
     Returns a SolveResult as :func:`solve`'s."""
@@ -455,7 +474,7 @@ def solve_weighted_ranknet(X, y, qid=None, *, reference_scores, metric="ndcg@10"
     X, y, qid = check_ranking_data(X, y, qid)
     s0 = check_scores(y, reference_scores, qid)[1]
     pairs = _Pairs(y, qid, metric=metric, sigma=sigma, truncation=truncation, max_rel=max_rel, threshold=threshold,
-                   ties=ties, X=X)
+                   ties=ties, X=X, sample_weight=sample_weight)
     warn_if_no_pairs(pairs.groups)
     ref = pairs.reference(s0[pairs.order])
     w = _check_coef_init(coef_init, X.shape[1])
@@ -555,14 +574,16 @@ def check_eval_set(eval_set, d, metric, y_train=None):
 
 
 def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, max_iter=50, tol=1e-6,
-                     eval_set=None, early_stopping_rounds=None, ties="pessimistic", verbose=0, max_inner_iter=1000):
+                     eval_set=None, early_stopping_rounds=None, ties="pessimistic", verbose=0, max_inner_iter=1000,
+                     sample_weight=None):
     """Linear LambdaRank, f(x) = w.x, by the EM loop of the LambdaLoss framework (Wang et al., CIKM 2018).
 
     LambdaRank's lambdas (Burges 2010, section 4) are the gradient of
 
-        C(w) = sum_{(i, j) in P} |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
+        C(w) = sum_{(i, j) in P} c_i |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
 
-    with |dZ_ij| the change of the metric when i and j swap places in the ranking by f = X w (ties: the rule of
+    (c_i the ``sample_weight`` of the preferred row i, 1 without; the RankNet start weighted the same way) with
+    |dZ_ij| the change of the metric when i and j swap places in the ranking by f = X w (ties: the rule of
     ``ties="pessimistic"``, _lambdas module docstring, so that the weights never depend on the row order). C is not
     convex, not even continuous where the ranking changes. Start: w_0 = the RankNet solution (:func:`solve`, the
     same alpha and sigma), not w = 0 (where every score ties). Outer step t fixes the weights at the ranking by
@@ -589,7 +610,7 @@ def solve_lambdarank(X, y, qid=None, *, metric="ndcg@10", sigma=1.0, alpha=1.0, 
     X, y, qid = check_ranking_data(X, y, qid)
     if X.shape[0] < 2:
         raise ValueError(f"LambdaRank needs at least 2 samples (pairs within queries), got {X.shape[0]} sample")
-    pairs = _Pairs(y, qid, metric=metric, sigma=sigma, ties=ties, X=X)
+    pairs = _Pairs(y, qid, metric=metric, sigma=sigma, ties=ties, X=X, sample_weight=sample_weight)
     check_metric_data(metric, y, qid)
     sx = SortedX(X, pairs)  # X read in the order of pairs: no copy
     d, n = X.shape[1], X.shape[0]

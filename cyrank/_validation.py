@@ -290,11 +290,11 @@ def check_sample_weight(sample_weight, n, *, of="X", what="row"):
     _check_finite(w, "sample_weight")
     if w.min() < 0:
         first = int(np.flatnonzero(w < 0)[0])
-        raise ValueError(f"sample_weight must be >= 0; {what} {first} has {float(w[first])!r}. A weight counts its {what} "
-                         "that many times (0 leaves it out)")
+        raise ValueError(f"sample_weight must be >= 0; {what} {first} has {float(w[first])!r}. A weight counts "
+                         f"its {what} that many times (0 leaves it out)")
     if not w.any():
-        raise ValueError(f"sample_weight is 0 on every {what}, so nothing would be fitted; give some {what}s a "
-                         "positive weight (or pass sample_weight=None for equal weights)")
+        raise ValueError(f"sample_weight is 0 on every {what} (all weights zero), so nothing would be fitted; give "
+                         f"some {what}s a positive weight (or pass sample_weight=None for equal weights)")
     return w
 
 

@@ -9,7 +9,10 @@ definitions without any of its code:
 * Delta = Score(y*) - Score(y): AUC, Prec@k (denominator k), AP, RR, NDCG@k (binary gains, D(1) = 1,
   D(p) = 1/log2(p), ideal-DCG normaliser) and the binary kNN score 1[more than k/2 of the top k relevant];
 * objective  R(W) + (C/m) sum_q max(0, max_y Delta_q(y) - <W, psi(q, y*) - psi(q, y)>), m active queries,
-  R = tr(W) (W PSD), 0.5 ||W||_F^2 (W PSD) or sum(w) (W = diag(w), w >= 0).
+  R = tr(W) (W PSD), 0.5 ||W||_F^2 (W PSD) or sum(w) (W = diag(w), w >= 0);
+* query weights ``sample_weight`` (v_q, one per point): (C/m) sum_q becomes C sum_q v_q (.) / sum_q v_q over the
+  active queries; ``queries``: the list of queries the mean runs over, a query listed twice counted twice (the
+  points stay once in the database), so that v_q = 2 and query q listed twice are the same problem.
 
 :func:`solve` enumerates *every* permutation of every query's points (so (P + N)! per query: keep
 P + N <= 7), keeps the distinct constraints and solves the resulting SDP with Clarabel (status checked);
@@ -96,11 +99,11 @@ def query_constraints(P, N, loss, k=3):
     return deltas, coef
 
 
-def _query_sets(n, y, relevance, irrelevant):
+def _query_sets(n, y, relevance, irrelevant, queries=None):
     if (y is None) == (relevance is None):
         raise ValueError("pass exactly one of y and relevance")
     sets = []
-    for q in range(n):
+    for q in (range(n) if queries is None else queries):
         if y is not None:
             rel = [i for i in range(n) if i != q and y[i] == y[q]]
             irr = [i for i in range(n) if y[i] != y[q]]
@@ -113,13 +116,14 @@ def _query_sets(n, y, relevance, irrelevant):
     return sets
 
 
-def enumerate_constraints(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3):
-    """All constraints of all active queries: ``(query_of_row, deltas, dpsi)`` with dpsi (K, d, d) the
-    matrices psi(q, y*) - psi(q, y), and the number m of active queries."""
+def enumerate_constraints(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, queries=None):
+    """All constraints of all active queries (of ``queries``, default every point, repeats kept):
+    ``(query_of_row, deltas, dpsi)`` with dpsi (K, d, d) the matrices psi(q, y*) - psi(q, y), and the number m of
+    active queries."""
     X = np.asarray(X, dtype=np.float64)
     n, d = X.shape
     rows_q, all_deltas, all_dpsi = [], [], []
-    sets = _query_sets(n, None if y is None else list(y), relevance, irrelevant)
+    sets = _query_sets(n, None if y is None else list(y), relevance, irrelevant, queries)
     for qi, (q, rel, irr) in enumerate(sets):
         deltas, coef = query_constraints(len(rel), len(irr), loss, k)
         pts = X[rel + irr]
@@ -129,6 +133,16 @@ def enumerate_constraints(X, y=None, *, relevance=None, irrelevant=None, loss="a
         all_deltas.append(deltas)
         rows_q.append(np.full(len(deltas), qi))
     return np.concatenate(rows_q), np.concatenate(all_deltas), np.concatenate(all_dpsi), len(sets)
+
+
+def _active_query_weights(X, y, relevance, irrelevant, queries, sample_weight):
+    """The weight of each active query, in the order of enumerate_constraints (ones without sample_weight)."""
+    n = np.asarray(X).shape[0]
+    sets = _query_sets(n, None if y is None else list(y), relevance, irrelevant, queries)
+    if sample_weight is None:
+        return np.ones(len(sets))
+    v = np.asarray(sample_weight, dtype=np.float64).ravel()
+    return np.array([v[q] for q, _, _ in sets])
 
 
 def _regularizer(W, regularizer):
@@ -152,19 +166,25 @@ def _margins(W, dpsi, regularizer):
     return dpsi.reshape(K, -1) @ cp.vec(W, order="F")
 
 
-def objective(W, X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0, regularizer="trace"):
-    """The exact MLR objective at a given W (d x d), by enumeration."""
-    rows_q, deltas, dpsi, m = enumerate_constraints(X, y, relevance=relevance, irrelevant=irrelevant, loss=loss, k=k)
+def objective(W, X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0, regularizer="trace",
+              sample_weight=None, queries=None):
+    """The exact MLR objective at a given W (d x d), by enumeration (module docstring: ``sample_weight``,
+    ``queries``)."""
+    rows_q, deltas, dpsi, m = enumerate_constraints(X, y, relevance=relevance, irrelevant=irrelevant, loss=loss, k=k,
+                                                    queries=queries)
+    v = _active_query_weights(X, y, relevance, irrelevant, queries, sample_weight)
     W = np.asarray(W, dtype=np.float64)
     viol = deltas - dpsi.reshape(len(deltas), -1) @ W.ravel()
     xi = np.zeros(m)
     np.maximum.at(xi, rows_q, viol)
     R = {"trace": np.trace(W), "frobenius": 0.5 * np.sum(W * W), "diagonal": np.trace(W)}[regularizer]
-    return float(R + C * np.mean(xi))
+    return float(R + C * float(v @ xi) / float(v.sum()))
 
 
-def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0, regularizer="trace", **options):
-    """The exact optimum of the full MLR problem (every ranking of every query enumerated).
+def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0, regularizer="trace",
+          sample_weight=None, queries=None, **options):
+    """The exact optimum of the full MLR problem (every ranking of every query enumerated; ``sample_weight``,
+    ``queries``: module docstring).
 
     Returns a :class:`reference.Solution` with ``objective`` and variables "W" (d x d; diagonal matrix for
     "diagonal") and "xi" (per active query).
@@ -172,12 +192,14 @@ def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0,
     if loss not in LOSSES or regularizer not in REGULARIZERS:
         raise ValueError("unknown loss or regularizer")
     X = np.asarray(X, dtype=np.float64)
-    rows_q, deltas, dpsi, m = enumerate_constraints(X, y, relevance=relevance, irrelevant=irrelevant, loss=loss, k=k)
+    rows_q, deltas, dpsi, m = enumerate_constraints(X, y, relevance=relevance, irrelevant=irrelevant, loss=loss, k=k,
+                                                    queries=queries)
+    v = _active_query_weights(X, y, relevance, irrelevant, queries, sample_weight)
     d = X.shape[1]
     W = _variable(d, regularizer)
     xi = cp.Variable(m, nonneg=True)
     cons = [xi[rows_q] >= deltas - _margins(W, dpsi, regularizer)]
-    prob = cp.Problem(cp.Minimize(_regularizer(W, regularizer) + C / m * cp.sum(xi)), cons)
+    prob = cp.Problem(cp.Minimize(_regularizer(W, regularizer) + C * (v / v.sum()) @ xi), cons)
     sol = solve_problem(prob, {"W": W, "xi": xi}, **options)
     if regularizer == "diagonal":
         sol.variables["W"] = np.diag(sol.variables["W"])

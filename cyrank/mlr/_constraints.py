@@ -10,6 +10,11 @@ so with A the (queries x n) coefficient matrix, M = A X, c = A' 1 and m the numb
 
     Psi = (1/m) sum_q (psi(q, y*) - psi(q, y_q)) = (1/m) (X'M + M'X - X' diag(c) X).
 
+With query weights v_q (``sample_weight``) the mean is the weighted one: (1/m) sum_q becomes
+sum_q v_q (.) / sum_q v_q over the active queries, i.e. A's rows are scaled by v_q (in place, O(block x n) per
+block, little next to the oracles' sorts and the scores' product) and m is sum_q v_q; unit weights give the very
+same operations as no weights, hence the same bits.
+
 The coefficient rows are produced a block of queries at a time, so memory stays O(block x n); each block costs
 two large matrix products (the scores X_B W X' and M_B = A_B X), never n outer products.
 """
@@ -28,11 +33,12 @@ class Separation:
     batch matrix and H = mean_q max_y H_q(y) (= Delta - <W, Psi> up to rounding), over the active queries.
 
     ``relevance`` is ("labels", labels) or ("sets", rel_ptr, rel_idx, irr_ptr, irr_idx), all int64.
-    ``W`` may be a length-d vector w, meaning diag(w). Times: ``t_oracle`` (Cython oracles),
-    ``t_products`` (the matrix products).
+    ``W`` may be a length-d vector w, meaning diag(w). ``weight``: the queries' weights v (one per point, >= 0;
+    None: the plain mean), the means then weighted means (module docstring). Times: ``t_oracle`` (Cython
+    oracles), ``t_products`` (the matrix products).
     """
 
-    def __init__(self, X, relevance, loss, k, n_threads=1):
+    def __init__(self, X, relevance, loss, k, n_threads=1, weight=None):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         n = self.X.shape[0]
         empty = np.zeros(0, dtype=np.int64)
@@ -48,7 +54,16 @@ class Separation:
             self.sets = tuple(np.ascontiguousarray(a, dtype=np.int64) for a in relevance[1:])
             rel_ptr, _, irr_ptr, _ = self.sets
             active = (np.diff(rel_ptr) > 0) & (np.diff(irr_ptr) > 0)
+        self.weight = None  # the queries' weights (0 on the inactive ones), or None
+        if weight is not None:
+            self.weight = np.where(active, weight, 0.0)
+            if not self.weight.any():
+                raise ValueError("sample_weight is 0 on every query with a relevant and an irrelevant point, so "
+                                 "nothing would be fitted; give some of them a positive weight")
+            active = self.weight > 0
         self.n_active = int(np.count_nonzero(active))
+        # the mean's denominator: m, or the sum of the weights
+        self.total = self.n_active if weight is None else float(np.sum(self.weight))
         self.loss = _oracles.LOSSES[loss]
         self.k = int(k)
         self.n_threads = int(n_threads)
@@ -79,10 +94,15 @@ class Separation:
             _oracles.oracle_block(G, rsq, q0, self.mode, self.labels, *self.sets, self.loss, self.k,
                                   A, deltas[q0:q1], values[q0:q1], self.n_threads)
             t_oracle += time.perf_counter() - t1
+            if self.weight is not None:
+                A *= self.weight[q0:q1, None]
             T += X[q0:q1].T @ (A @ X)
             c += A.sum(axis=0)
-        m = self.n_active
+        m = self.total
         Psi = (T + T.T - (X.T * c) @ X) / m
+        if self.weight is not None:
+            deltas *= self.weight
+            values *= self.weight
         self.t_oracle += t_oracle
         self.t_products += time.perf_counter() - t0 - t_oracle
         self.n_calls += 1

@@ -63,7 +63,8 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SolverEstimator):
     objective_ : float
         R(W_) + C xi_, evaluated exactly.
     xi_ : float
-        The exact slack at W_ (average over queries of the most violated constraint).
+        The exact slack at W_ (average over queries of the most violated constraint; weighted by
+        ``sample_weight``).
     lower_bound_ : float
         Best dual value of the restricted problems: a certified lower bound on the optimal objective.
     gap_ : float
@@ -81,7 +82,8 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SolverEstimator):
         gap_ / C (stabilised), or xi_ minus the working set's slack at W_ (stabilization=0); <= tol when
         converged.
     n_queries_ : int
-        Queries with at least one relevant and one irrelevant point (m).
+        Queries with at least one relevant and one irrelevant point (m), and a positive weight when fitted with
+        ``sample_weight``.
     classes_ : ndarray
         Class labels (fit with y only).
     oracle_time_, inner_time_ : float
@@ -128,7 +130,7 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SolverEstimator):
             params["tol"] = check_param("epsilon", self.epsilon, low=0, low_open=True)
         return params
 
-    def fit(self, X, y=None, *, relevance=None, irrelevant=None):
+    def fit(self, X, y=None, *, relevance=None, irrelevant=None, sample_weight=None):
         """Learn W from class labels ``y`` or explicit relevance sets.
 
         Parameters
@@ -143,11 +145,15 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SolverEstimator):
         irrelevant : sequence of n_samples integer arrays, optional
             irrelevant[q] = indices of the points irrelevant to q (default: all others except q); points in
             neither set are not ranked for q. Queries without a relevant or an irrelevant point are skipped.
+        sample_weight : array-like (n_samples,) of float >= 0, optional
+            Query weights v: the slack is the weighted mean xi = sum_q v_q xi_q / sum_q v_q over the queries
+            (None: the plain mean). An integer v_q counts query q v_q times; its point stays once in the
+            database the queries are ranked against, whatever its weight.
         """
         if self.epsilon is not None:
             warnings.warn("MLR's epsilon was renamed tol (the name RankSVM uses for the same cutting-plane "
                           "tolerance); epsilon will be removed", FutureWarning, stacklevel=2)
-        return self._fit(X, y, relevance=relevance, irrelevant=irrelevant)
+        return self._fit(X, y, relevance=relevance, irrelevant=irrelevant, sample_weight=sample_weight)
 
     # ------------------------------------------------------------------------------------------ metric API
     @property

@@ -10,10 +10,16 @@ and Delta = Score(y*) - Score(y) (section 4), MLR solves
 
     min_W  R(W) + C xi,   xi = (1/m) sum_q max_y [Delta(y*_q, y) + <W, psi(q, y) - psi(q, y*_q)>],
 
-over W PSD, m the number of queries with at least one relevant and one irrelevant point, and
+over W PSD, m the number of queries with at least one relevant and one irrelevant point (the active queries), and
 R(W) = tr(W) ("trace", section 3.1: an l1 penalty on the eigenvalues, so W is low-rank), 0.5 ||W||_F^2
 ("frobenius"), or sum(w) with W = diag(w), w >= 0 ("diagonal"). The trace is NOT divided by d (the original
 MATLAB code minimises tr(W)/d + C xi, i.e. our C times d).
+
+Query weights (``sample_weight``, one v_q >= 0 per training point, i.e. per query): the mean over the active
+queries becomes the weighted mean, xi = sum_q v_q xi_q / sum_q v_q, so that unit weights are the problem above
+and an integer v_q is query q repeated v_q times as a query (its points stay in the database once; 0 leaves the
+query out, not its points). In the 1-slack form the cutting plane is the weighted mean of the queries' psi
+differences and losses (cyrank/mlr/_constraints.py); tol keeps its meaning (xi's scale does not change).
 
 Algorithm 1 of McFee & Lanckriet (2010): the shared 1-slack cutting-plane engine (cyrank.optim.cutting_plane) with
 
@@ -50,7 +56,7 @@ from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import check_options
 from .._validation import (check_class_labels, check_feature_scale, check_n_jobs, check_option, check_param,
-                           check_verbose, check_X)
+                           check_sample_weight, check_verbose, check_X)
 from ..metrics import parse_metric_name
 from ..optim.cutting_plane import WorkingSet, cutting_plane, cutting_plane_history
 from ._constraints import Separation
@@ -206,8 +212,10 @@ def check_params(*, loss, k, C, regularizer, tol, max_iter, stabilization, n_job
 
 
 def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0, regularizer="trace", tol=0.01,
-          max_iter=1000, stabilization=STABILIZATION, n_jobs=None, verbose=0, options=None):
-    """Learn W (module docstring) from class labels ``y`` or explicit ``relevance`` (and ``irrelevant``) sets.
+          max_iter=1000, stabilization=STABILIZATION, n_jobs=None, verbose=0, options=None, sample_weight=None):
+    """Learn W (module docstring) from class labels ``y`` or explicit ``relevance`` (and ``irrelevant``) sets,
+    with optional query weights ``sample_weight`` (n values >= 0, one per point as a query:
+    xi = sum_q v_q xi_q / sum_q v_q; None: the plain mean).
 
     Parameters are those of :class:`cyrank.MLR` and of its ``fit`` (same names, same meaning), plus ``options``,
     an :class:`Options`. Returns a :class:`cyrank._result.SolveResult` with ``W``, ``components``, ``objective``,
@@ -230,8 +238,9 @@ def solve(X, y=None, *, relevance=None, irrelevant=None, loss="auc", k=3, C=1.0,
     check_feature_scale(X, "MLR")
     if reg != "diagonal":
         _check_metric_budget(n, d, options.metric_matrices)
+    weight = check_sample_weight(sample_weight, n, what="query")
     rel, classes = _relevance(X, y, relevance, irrelevant)
-    sep = Separation(X, rel, loss, k, n_jobs)
+    sep = Separation(X, rel, loss, k, n_jobs, weight)
     inner = RestrictedSolver(C, reg, options.inner_tol * C * eps, margin=eps, patience=options.patience)
     diagonal = reg == "diagonal"
     timing = {"inner": 0.0}

@@ -1,0 +1,215 @@
+"""Learning to rank from simulated clicks (issue 29): naive vs IPS vs full information, test NDCG@10 on true labels.
+
+Setting (Joachims, Swaminathan & Schnabel, WSDM 2017, section 6): a logging RankSVM trained on 2% of the training
+queries (full labels) ranks every training query; sessions draw queries uniformly and click under the
+position-based model, top 10 shown, examination (1/rank)^eta, click probability when examined
+``0.1 + 0.9 (2^y - 1) / (2^y_max - 1)`` (cyrank.clicks, relevance="graded"). Per eta and seed (the seed draws the
+clicks), every row is fitted on the same sessions:
+
+* naive: cyrank's RankSVM / RankNet / LambdaMART with y = click of each session (one query per session), unweighted;
+* IPS: the same with sample_weight = 1 / propensity of the clicked rows (the true (1/rank)^eta; self-normalised,
+  no clipping: cyrank.clicks.click_training_data's defaults), sessions with the same rows and clicks merged
+  (aggregate="identical", the same objective);
+* IPS, swap-estimated: RankSVM with the propensities estimated from a separate swap experiment (--swap-sessions
+  sessions, cyrank.clicks.simulate_swap_intervention / propensity_from_swaps);
+* full information: the same estimators on the true labels of every training row (no clicks; one fit per data set);
+* LightGBM lambdarank with ``position`` (Dataset(position=rank - 1): its unbiased lambdarank, Hu et al. 2019, the
+  position biases learnt along the trees), and XGBoost rank:ndcg with lambdarank_unbiased=True (rows of each
+  session in display order), on the same sessions.
+
+Every fit: default hyper-parameters (cyrank RankSVM C=1, RankNet alpha=1, LambdaMART 100 trees; LightGBM 100
+rounds, XGBoost 100 rounds, learning rate 0.1), one thread. NDCG@10: cyrank.metrics.ndcg_score (gain 2^y - 1,
+pessimistic ties, test queries without a relevant document dropped).
+
+    OMP_NUM_THREADS=1 .venv/bin/python bench/bench_clicks.py [--sessions 20000] [--seeds 5] [--etas 0.5 1 2]
+"""
+import argparse
+import os
+import time
+import warnings
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+import cyrank  # noqa: E402
+from cyrank import clicks  # noqa: E402
+from cyrank.datasets import load_lightgbm_rank, make_ranking  # noqa: E402
+from cyrank.metrics import ndcg_score  # noqa: E402
+
+TOP_K = 10
+FAMILIES = ("RankSVM", "RankNet", "LambdaMART")
+
+
+def _datasets(names):
+    """name -> (train (X, y, qid), test (X, y, qid))."""
+    out = {}
+    if "lightgbm" in names:
+        data = load_lightgbm_rank("both")
+        out["lightgbm-rank (201 train / 50 test queries, 300 sparse features)"] = (data["train"], data["test"])
+    if "generated" in names:
+        X, y, qid = make_ranking(n_queries=1000, n_docs=[30] * 1000, n_features=20, n_levels=5, random_state=0)
+        train = qid < 800
+        out["make_ranking (800 train / 200 test queries of 30, 20 features, 5 grades)"] = (
+            (X[train], y[train], qid[train]), (X[~train], y[~train], qid[~train]))
+    return out
+
+
+def _estimator(family):
+    if family == "LambdaMART":
+        return cyrank.LambdaMART(n_jobs=1)
+    return getattr(cyrank, family)()
+
+
+def _fit_score(model, train, test, sample_weight=None):
+    """(test NDCG@10, fit seconds)."""
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if sample_weight is None:
+            model.fit(*train)
+        else:
+            model.fit(*train, sample_weight=sample_weight)
+    seconds = time.perf_counter() - start
+    X, y, qid = test
+    return ndcg_score(y, np.asarray(model.predict(X)), qid, k=10), seconds
+
+
+def _logger(train, seed=0):
+    """The logging RankSVM, fitted on 2% of the training queries (at least 3), and that number of queries."""
+    X, y, qid = train
+    queries = np.unique(qid)
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(queries, size=max(3, int(round(0.02 * queries.size))), replace=False)
+    rows = np.isin(qid, chosen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logger = cyrank.RankSVM().fit(X[rows], y[rows], qid[rows])
+    return logger, chosen.size
+
+
+def _session_rows(log):
+    """The entries of sessions with a click and a non-click (the only ones with a pair), in display order:
+    (rows, click, session, rank) for the peers."""
+    n_clicks = np.bincount(log.session, weights=log.click)
+    n_shown = np.bincount(log.session)
+    keep = ((n_clicks > 0) & (n_clicks < n_shown))[log.session]
+    return log.row[keep], log.click[keep].astype(np.float64), log.session[keep], log.rank[keep]
+
+
+def _lightgbm(X, rows, click, session, rank, test):
+    import lightgbm as lgb
+    sizes = np.bincount(np.unique(session, return_inverse=True)[1])
+    start = time.perf_counter()
+    data = lgb.Dataset(X[rows], label=click, group=sizes, position=rank - 1)
+    booster = lgb.train({"objective": "lambdarank", "num_threads": 1, "verbose": -1, "seed": 0,
+                         "learning_rate": 0.1, "num_leaves": 31}, data, num_boost_round=100)
+    seconds = time.perf_counter() - start
+    Xt, yt, qt = test
+    return ndcg_score(yt, booster.predict(Xt), qt, k=10), seconds
+
+
+def _xgboost(X, rows, click, session, rank, test):
+    import xgboost as xgb
+    start = time.perf_counter()
+    model = xgb.XGBRanker(objective="rank:ndcg", lambdarank_unbiased=True, n_estimators=100, learning_rate=0.1,
+                          tree_method="hist", n_jobs=1, random_state=0)
+    model.fit(X[rows], click, qid=session)  # rows of a session are in display order: XGBoost's positions
+    seconds = time.perf_counter() - start
+    Xt, yt, qt = test
+    return ndcg_score(yt, model.predict(Xt), qt, k=10), seconds
+
+
+def _run_row(results, missing, key, run):
+    try:
+        results.setdefault(key, []).append(run())
+    except Exception as exc:  # a family without sample_weight yet: report the row as missing
+        missing[key] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:100]}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=20_000)
+    parser.add_argument("--swap-sessions", type=int, default=20_000)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--etas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    parser.add_argument("--datasets", nargs="+", default=["lightgbm", "generated"])
+    args = parser.parse_args()
+    print(__doc__.split("\n\n")[0])
+    print(f"sessions {args.sessions}, seeds {args.seeds}, etas {args.etas}, top {TOP_K} shown; one thread, machine "
+          "shared with other jobs")
+    for name, (train, test) in _datasets(args.datasets).items():
+        X = train[0]
+        logger, n_logger = _logger(train)
+        scores = logger.decision_function(X)
+        results, missing = {}, {}
+        for family in FAMILIES:
+            _run_row(results, missing, ("full information", family), lambda: _fit_score(_estimator(family), train, test))
+        logger_ndcg = ndcg_score(test[1], logger.decision_function(test[0]), test[2], k=10)
+        for eta in args.etas:
+            p = clicks.position_propensity(TOP_K, eta)
+            for seed in range(args.seeds):
+                log = clicks.simulate_clicks(train[1], train[2], scores, n_sessions=args.sessions, eta=eta, top_k=TOP_K,
+                                             random_state=seed)
+                naive = clicks.click_training_data(log, np.ones(TOP_K), X, aggregate="identical")
+                ips = clicks.click_training_data(log, p, X, aggregate="identical")
+                for family in FAMILIES:
+                    _run_row(results, missing, (eta, "naive", family),
+                             lambda: _fit_score(_estimator(family), naive[:3], test, naive[3]))
+                    _run_row(results, missing, (eta, "IPS", family),
+                             lambda: _fit_score(_estimator(family), ips[:3], test, ips[3]))
+                swap_log, swap = clicks.simulate_swap_intervention(train[1], train[2], scores,
+                                                                   n_sessions=args.swap_sessions, eta=eta,
+                                                                   top_k=TOP_K, max_rank=TOP_K,
+                                                                   random_state=1000 + seed)
+                p_swap = np.maximum(clicks.propensity_from_swaps(swap_log, swap), 1e-3)
+                estimated = clicks.click_training_data(log, p_swap, X, aggregate="identical")
+                _run_row(results, missing, (eta, "IPS, swap-estimated propensities", "RankSVM"),
+                         lambda: _fit_score(_estimator("RankSVM"), estimated[:3], test, estimated[3]))
+                peers = _session_rows(log)
+                _run_row(results, missing, (eta, "peer", "LightGBM lambdarank, position"),
+                         lambda: _lightgbm(X, *peers, test))
+                _run_row(results, missing, (eta, "peer", "XGBoost rank:ndcg, lambdarank_unbiased"),
+                         lambda: _xgboost(X, *peers, test))
+        _report(name, f"logging RankSVM on {n_logger} training queries, test NDCG@10 {logger_ndcg:.4f}", args,
+                results, missing)
+
+
+def _report(name, logger, args, results, missing):
+    print(f"\n## {name}; {logger}")
+
+    def cell(key):
+        values = np.array(results.get(key, []))
+        if not values.size:
+            return "missing", np.nan, np.nan
+        return f"{values[:, 0].mean():.4f} +- {values[:, 0].std(ddof=1) if len(values) > 1 else 0:.4f}", \
+            values[:, 0].mean(), values[:, 1].mean()
+
+    print(f"{'eta':>4s}  {'row':40s} {'model':40s} {'test NDCG@10 (mean +- sd)':>26s} {'fit s':>7s}")
+    for family in FAMILIES:
+        text, _, sec = cell(("full information", family))
+        print(f"{'-':>4s}  {'full information':40s} {family:40s} {text:>26s} {sec:7.2f}")
+    for eta in args.etas:
+        keys = [k for k in results.keys() | missing.keys() if k[0] == eta]
+        order = {"naive": 0, "IPS": 1, "IPS, swap-estimated propensities": 2, "peer": 3}
+        for key in sorted(keys, key=lambda k: (order[k[1]], k[2])):
+            text, _, sec = cell(key)
+            print(f"{eta:4g}  {key[1]:40s} {key[2]:40s} {text:>26s} {sec:7.2f}")
+    for eta in args.etas:
+        for family in FAMILIES:
+            _, full, _ = cell(("full information", family))
+            _, naive, _ = cell((eta, "naive", family))
+            _, ips, _ = cell((eta, "IPS", family))
+            print(f"eta {eta:g} {family}: IPS recovers {(ips - naive) / (full - naive):.0%} of the naive-to-full gap "
+                  f"(naive {naive:.4f}, IPS {ips:.4f}, full {full:.4f}; target at eta = 1: >= 80%)")
+        _, mart, mart_s = cell((eta, "IPS", "LambdaMART"))
+        _, lgbm, lgbm_s = cell((eta, "peer", "LightGBM lambdarank, position"))
+        _, xgbm, _ = cell((eta, "peer", "XGBoost rank:ndcg, lambdarank_unbiased"))
+        print(f"eta {eta:g} IPS LambdaMART {mart:.4f} vs LightGBM {lgbm:.4f}, XGBoost {xgbm:.4f}; time "
+              f"{mart_s / lgbm_s:.2f}x LightGBM's (target: at least both, <= 1.3x)")
+    for key, why in missing.items():
+        print(f"missing row {key}: {why}")
+
+
+if __name__ == "__main__":
+    main()

@@ -64,6 +64,19 @@ def test_weighted_solve_reaches_the_weighted_cvxpy_optimum(penalty, l1_ratio, so
                                           **params), F_ref) > 1e-4
 
 
+@pytest.mark.parametrize("decomposition", ["zero_one", "disagreement", "dominated"])
+def test_every_decomposition_weighted_against_cvxpy(decomposition):
+    """The other decompositions (domination above): Newton on sparse float32 and boosting, at 1e-6."""
+    X, G, _, w = _data(seed=13)
+    X64 = X.astype(np.float32).astype(np.float64)
+    params = dict(alpha=0.1, decomposition=decomposition)
+    F_ref = ref.objective(X64, G, ref.solve(X64, G, sample_weight=w, **params)["coef"], sample_weight=w, **params)
+    for solver, Xs in (("newton", _store(X, "sparse", np.float32)), ("boost", X64)):
+        res = solve(Xs, G, tol=TOL, solver=solver, max_iter=100000, sample_weight=w, **params)
+        F = ref.objective(X64, G, res.coef, sample_weight=w, **params)
+        assert res.converged and _relative_excess(F, F_ref) <= 1e-6
+
+
 def test_joint_features_weighted_against_cvxpy():
     """Joint features (shared theta): the weighted optimum, Newton and boosting."""
     X, G, J, w = _data(seed=2, joint=True)

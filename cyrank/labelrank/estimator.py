@@ -120,7 +120,8 @@ class LabelRankBoost(SolverEstimator):
         of the objective (class docstring)."""
         if not self._is_class_vector(y):
             return self._fit(X, y, joint=joint, sample_weight=sample_weight)
-        classes, index = check_class_labels(np.ravel(y), np.shape(X)[0] if np.ndim(X) == 2 else None,
+        shape = X.shape if hasattr(X, "shape") else np.asarray(X).shape  # array-likes without numpy's dispatch too
+        classes, index = check_class_labels(np.asarray(y).ravel(), shape[0] if len(shape) == 2 else None,
                                             who="LabelRankBoost")
         self._fit(X, PreferenceGraphs.from_classes(index, classes.size), joint=joint, sample_weight=sample_weight)
         self.classes_ = classes
@@ -129,8 +130,10 @@ class LabelRankBoost(SolverEstimator):
     @staticmethod
     def _is_class_vector(G):
         """1-d labels, or a single column of them (scikit-learn's column-vector y)."""
-        return (not isinstance(G, PreferenceGraphs) and not sp.issparse(G)
-                and (np.ndim(G) == 1 or (np.ndim(G) == 2 and np.shape(G)[1] == 1)))
+        if isinstance(G, PreferenceGraphs) or sp.issparse(G):
+            return False
+        shape = np.asarray(G).shape
+        return len(shape) == 1 or (len(shape) == 2 and shape[1] == 1)
 
     def _graphs(self, G, n):
         """G as graphs for scoring: class labels through ``classes_`` (an unseen class is an error)."""

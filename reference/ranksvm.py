@@ -41,12 +41,16 @@ def preference_pairs(y, qid=None):
     return np.array(I, dtype=np.int64), np.array(J, dtype=np.int64)
 
 
-def resolve_gamma(gamma, X):
+def resolve_gamma(gamma, X, sample_weight=None):
+    """"auto": 1 / n_features; "scale": 1 / (n_features * variance of X's entries), each row counted
+    sample_weight[i] times (None: once); a number: itself."""
     X = _dense(X)
     if gamma == "auto":
         return 1.0 / X.shape[1]
     if gamma == "scale":
-        var = X.var()
+        rows = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        entry_weight = np.repeat(rows, X.shape[1])
+        var = np.cov(X.ravel(), aweights=entry_weight, bias=True) if rows.any() else 0.0
         return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
     return float(gamma)
 
@@ -105,7 +109,8 @@ def objective(X, y, qid=None, w=None, *, beta=None, C=1.0, loss="squared_hinge",
         f = X @ w
         a, b = _weights(penalty, l1_ratio, loss)
         return a * float(np.abs(w).sum()) + b * float(w @ w) + C * _loss(1.0 - (f[I] - f[J]), loss, pw)
-    Q = _dense(X) if kernel == "precomputed" else kernel_matrix(X, X, kernel, resolve_gamma(gamma, X), degree, coef0)
+    Q = _dense(X) if kernel == "precomputed" else kernel_matrix(X, X, kernel, resolve_gamma(gamma, X, sample_weight),
+                                                                degree, coef0)
     f = Q @ beta
     return 0.5 * float(beta @ f) + C * _loss(1.0 - (f[I] - f[J]), loss, pw)
 
@@ -165,7 +170,7 @@ def solve(X, y, qid=None, C=1.0, loss="squared_hinge", kernel="linear", gamma="s
     if kernel == "precomputed":
         Q = _dense(X)
     else:
-        Q = kernel_matrix(X, X, kernel, resolve_gamma(gamma, X), degree, coef0)
+        Q = kernel_matrix(X, X, kernel, resolve_gamma(gamma, X, sample_weight), degree, coef0)
     Q = 0.5 * (Q + Q.T)
     lam, V = np.linalg.eigh(Q)
     keep = lam > 1e-12 * max(lam.max(), 0.0)

@@ -54,6 +54,8 @@ class RankSVM(RankerMixin, SolverEstimator):
         "elasticnet": the share of ||w||_1 in R (0 is "l2", 1 is "l1").
     gamma : "scale", "auto" or float > 0, default="scale"
         rbf/poly coefficient: "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features (as scikit-learn).
+        With ``sample_weight``, "scale" takes the variance with each row counted w_i times (so that a weight
+        stays a number of copies); pass a float to keep gamma independent of the weights.
     degree : int >= 1, default=3
     coef0 : float, default=1.0
     tol : float > 0, default=1e-3

@@ -61,7 +61,8 @@ from .._dense import should_densify
 from .._result import SolveResult
 from .._threads import one_blas_thread, openmp_threads
 from .._validation import (check_coef, check_feature_scale, check_n_jobs, check_option, check_options,
-                           check_param, check_ranking_data, check_verbose, feature_scale_spread, max_abs)
+                           check_param, check_ranking_data, check_sample_weight, check_verbose, feature_scale_spread,
+                           max_abs)
 from ..optim.cutting_plane import cutting_plane_history
 from ..optim.datafit import minimise, solve_result
 from ..optim.path import run_path
@@ -116,14 +117,24 @@ def check_gamma(gamma):
     return check_param("gamma", gamma, low=0.0, low_open=True)
 
 
-def resolve_gamma(gamma, X):
-    """The gamma of rbf/poly: "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features (as scikit-learn)."""
+def resolve_gamma(gamma, X, sample_weight=None):
+    """The gamma of rbf/poly: "scale" = 1 / (n_features * X.var()), "auto" = 1 / n_features (as scikit-learn).
+    With ``sample_weight`` (checked; None: unweighted) X.var() is the variance of X's entries with each row counted
+    w_i times (a weight stands for that many copies, so a query weight equals the query repeated, default gamma
+    included)."""
     if not isinstance(gamma, str):
         return float(gamma)
     d = X.shape[1]
     if gamma == "auto":
         return 1.0 / d
-    if sp.issparse(X):
+    if sample_weight is not None:
+        total = float(sample_weight.sum()) * d
+        mean = float(np.asarray(X.T @ sample_weight).sum()) / total
+        if sp.issparse(X):
+            var = float(np.asarray(X.multiply(X).T @ sample_weight).sum()) / total - mean * mean
+        else:
+            var = float(sample_weight @ np.square(X - np.float64(mean)).sum(axis=1)) / total
+    elif sp.issparse(X):
         mean = X.sum() / (X.shape[0] * d)
         var = float(X.multiply(X).sum() / (X.shape[0] * d) - mean * mean)
     else:
@@ -205,9 +216,10 @@ def solve(X, y, qid=None, *, C=1.0, loss="squared_hinge", kernel="linear", penal
         if kernel != "linear":
             raise ValueError("coef_init (a warm start) is for linear models only")
         start = check_coef(start, X.shape[1], "coef_init")
+    sample_weight = check_sample_weight(sample_weight, X.shape[0])
     fit = _Fit(C=float(C), loss=loss, kernel=kernel, gamma=gamma, degree=degree, coef0=coef0, tol=float(tol),
                max_iter=int(max_iter), kernel_memory_mb=float(kernel_memory_mb), verbose=check_verbose(verbose),
-               options=options, start=start, penalty=pen)
+               options=options, start=start, penalty=pen, sample_weight=sample_weight)
     with openmp_threads(n_jobs):  # the layout fixes the kernels' thread count
         layout, n_pairs = make_layout(y, qid, options.parallel_min_rows, sample_weight)
         if n_pairs == 0:
@@ -361,6 +373,7 @@ class _Fit:
     options: Options
     start: object = None
     penalty: Penalty = field(default_factory=lambda: Penalty(0.0, 0.5))  # R = ||w||^2 / 2
+    sample_weight: object = None  # checked row weights (input order) or None: the default gamma's
 
     def without_pairs(self, X):
         """No preference pair (warned by make_layout): the objective is the regulariser alone, minimised exactly
@@ -372,7 +385,8 @@ class _Fit:
         else:
             values.update(beta=np.zeros(0), support=np.zeros(0, dtype=np.int64), n_kernel_products=0)
             if self.kernel != "precomputed":
-                values.update(support_vectors=np.zeros((0, d)), gamma=resolve_gamma(self.gamma, X))
+                values.update(support_vectors=np.zeros((0, d)),
+                              gamma=resolve_gamma(self.gamma, X, self.sample_weight))
         if self.loss == "hinge":
             values["duality_gap"] = 0.0
         else:
@@ -423,7 +437,7 @@ class _Fit:
                 # kernel_memory_mb: densify only within half of it (Q gets what the rows leave)
                 dense = should_densify(Xk, min_share=0.0, max_bytes=0.5 * self.kernel_memory_mb * _MB)
                 Xk = Xk.toarray() if dense else sp.csr_matrix(Xk)
-            values["gamma"] = gamma = resolve_gamma(self.gamma, X)
+            values["gamma"] = gamma = resolve_gamma(self.gamma, X, self.sample_weight)
             rows_mb = (Xk.nbytes if not sp.issparse(Xk) else
                        Xk.data.nbytes + Xk.indices.nbytes + Xk.indptr.nbytes) / _MB
             Qop = kernel_operator(Xk, self.kernel, gamma, self.degree, self.coef0,

@@ -190,22 +190,21 @@ def test_weighted_loss_object_and_objective_agree_with_the_reference():
 # ---------------------------------------------------------------------------------------------------------
 
 def brute_margin_hessian(u, labels, qid, sw):
-    """Weighted loss, gradient and Hessian in the margins u: sum_i s_i (LSE(u over {i} + D(q, i)) - u_i)."""
+    """Weighted loss, gradient and Hessian in the margins u, as matrices: row t of P is the softmax of u over
+    S_i = {i} + D(q, i) for the t-th dominating row i (0 elsewhere); with s the weights of those rows,
+    loss = s'(LSE_t - u_i), gradient = P's - sum_t s_t e_i, Hessian = diag(P's) - P' diag(s) P."""
     n = u.shape[0]
-    loss_, grad, hess = 0.0, np.zeros(n), np.zeros((n, n))
-    for i in range(n):
-        D = np.flatnonzero((qid == qid[i]) & (labels < labels[i]))
-        if D.size == 0:
-            continue
-        S = np.r_[i, D]
-        z = u[S] - u[S].max()
-        p = np.exp(z) / np.exp(z).sum()
-        loss_ += sw[i] * (u[S].max() + np.log(np.exp(z).sum()) - u[i])
-        gi = p.copy()
-        gi[0] -= 1.0
-        grad[S] += sw[i] * gi
-        hess[np.ix_(S, S)] += sw[i] * (np.diag(p) - np.outer(p, p))
-    return loss_, grad, hess
+    dominating = [i for i in range(n) if np.any((qid == qid[i]) & (labels < labels[i]))]
+    P, lse = np.zeros((len(dominating), n)), np.zeros(len(dominating))
+    for t, i in enumerate(dominating):
+        S = np.flatnonzero((qid == qid[i]) & (labels < labels[i]) | (np.arange(n) == i))
+        top = u[S].max()
+        lse[t] = top + np.log(np.exp(u[S] - top).sum())
+        P[t, S] = np.exp(u[S] - lse[t])
+    s = sw[dominating]
+    grad = P.T @ s
+    np.subtract.at(grad, dominating, s)
+    return float(s @ (lse - u[dominating])), grad, np.diag(P.T @ s) - P.T @ (s[:, None] * P)
 
 
 @pytest.mark.parametrize("fmt", ["dense", "csr"])

@@ -48,7 +48,8 @@ class DominationRank(LinearRankerMixin, SolverEstimator):
     neg_sample : float in (0, 1] or None, default=None
         Keep ceil(neg_sample * n_0) of the n_0 lowest-layer rows of every query (the "Sampled" variant,
         section 8.2), chosen with ``random_state``. The objective minimised and reported is then the objective
-        above on the kept rows (``sample_mask_``).
+        above on the kept rows (``sample_mask_``), with their sample weights (the sampled rows dominate nothing:
+        their weights never enter the objective, and sampling ignores them).
     solver : {"auto", "cd", "newton", "lbfgs", "prox_newton", "owlqn"}, default="auto"
         "cd": coordinate descent (every penalty; the thesis's method). "prox_newton": proximal Newton with working
         sets (every penalty; Yuan, Ho & Lin 2012). "owlqn": orthant-wise L-BFGS (Andrew & Gao 2007; every penalty,
@@ -95,7 +96,8 @@ class DominationRank(LinearRankerMixin, SolverEstimator):
     history_ : dict
         "objective" and "n_nonzero" after each sweep or accepted Newton step.
     kkt_violation_ : float
-        max_r dist(-dL/dw_r, subdifferential of the penalty at w_r), divided by max_r |dL/dw_r| at w = 0.
+        max_r dist(-dL/dw_r, subdifferential of the penalty at w_r), divided by max_r |dL/dw_r| at w = 0 (L the
+        loss with the sample weights of the fit).
     converged_ : bool
         ``kkt_violation_ <= tol`` and ``gap_ <= tol * max(1, |objective_|)`` (solver "cd": the KKT rule).
     gap_, gap_kind_ : float or None, str

@@ -21,7 +21,7 @@ Every fit: default hyper-parameters (cyrank RankSVM C=1, RankNet alpha=1, Lambda
 rounds, XGBoost 100 rounds, learning rate 0.1), one thread. NDCG@10: cyrank.metrics.ndcg_score (gain 2^y - 1,
 pessimistic ties, test queries without a relevant document dropped).
 
-    OMP_NUM_THREADS=1 .venv/bin/python bench/bench_clicks.py [--sessions 20000] [--seeds 5] [--etas 0.5 1 2]
+    OMP_NUM_THREADS=1 .venv/bin/python bench/bench_clicks.py [--sessions 50000] [--seeds 5] [--etas 0.5 1 2]
 """
 import argparse
 import os
@@ -48,9 +48,10 @@ def _datasets(names):
         data = load_lightgbm_rank("both")
         out["lightgbm-rank (201 train / 50 test queries, 300 sparse features)"] = (data["train"], data["test"])
     if "generated" in names:
-        X, y, qid = make_ranking(n_queries=1000, n_docs=[30] * 1000, n_features=20, n_levels=5, random_state=0)
+        X, y, qid = make_ranking(n_queries=1000, n_docs=[30] * 1000, n_features=50, n_levels=5, noise=5.0,
+                                 random_state=0)
         train = qid < 800
-        out["make_ranking (800 train / 200 test queries of 30, 20 features, 5 grades)"] = (
+        out["make_ranking (800 train / 200 test queries of 30, 50 features, 5 grades, noise 5)"] = (
             (X[train], y[train], qid[train]), (X[~train], y[~train], qid[~train]))
     return out
 
@@ -129,7 +130,7 @@ def _run_row(results, missing, key, run):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20_000)
+    parser.add_argument("--sessions", type=int, default=50_000)
     parser.add_argument("--swap-sessions", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--etas", type=float, nargs="+", default=[0.5, 1.0, 2.0])

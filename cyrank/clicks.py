@@ -160,22 +160,17 @@ class _Rankings:
     def __init__(self, qid, scores, top_k):
         self.groups = QueryGroups(qid)
         n = self.groups.n_samples
-        scores = np.asarray(scores, dtype=np.float64) if not isinstance(scores, np.ndarray) else scores
+        scores = np.asarray(scores)
         scores = scores.reshape(1, -1) if scores.ndim == 1 else scores
         if scores.ndim != 2 or scores.shape[1] != n:
             raise ValueError(f"scores must have shape (n,) or (n_rankers, n) with n = {n} (the rows of y and qid), "
                              f"got {np.shape(scores)}")
-        for s in scores:
-            check_y(s, n, name="scores", of="y")
         sizes = self.groups.sizes
         shown_len = sizes if top_k is None else np.minimum(sizes, top_k)
-        qidx = np.repeat(np.arange(self.groups.n_queries, dtype=np.int64), sizes)
-        within = np.arange(n, dtype=np.int64) - np.repeat(self.groups.offsets[:-1], sizes)
-        keep = within < (n if top_k is None else top_k)
         lists = []
         for s in scores:
-            by_rank = np.lexsort((-self.groups.sort(s), qidx))  # stable: ties keep increasing row index
-            lists.append(self.groups.order[by_rank][keep])
+            rows, position = _by_rank(self.groups, check_y(s, n, name="scores", of="y"))
+            lists.append(rows if top_k is None else rows[position < top_k])
         self.n_queries = self.groups.n_queries
         self.n_rankers = scores.shape[0]
         self.shown = np.concatenate(lists)
@@ -464,7 +459,7 @@ def click_training_data(log, propensity, X=None, *, max_weight=None, self_normal
         Strehl, Langford, Li & Kakade, NeurIPS 2010): lower variance, biased towards the top ranks. Default None
         (unbiased): with top_k = 10 and eta <= 2 the largest weight is at most 100.
     self_normalize : bool
-        Divide the weights of the clicked rows by their mean (the self-normalised estimator of Swaminathan &
+        Divide the weights of the clicked rows by their mean over the sessions' clicks (the self-normalised estimator of Swaminathan &
         Joachims, NeurIPS 2015: the IPS sum over the clicks divided by the IPS estimate of the number of relevant
         documents, ``sum_i c_i / p_i``, times the number of clicks). One constant factor: it does not move the
         minimiser of the loss, only its balance with the regulariser, so C / alpha keep the meaning they have on
@@ -494,10 +489,9 @@ def click_training_data(log, propensity, X=None, *, max_weight=None, self_normal
         rows, y, qid = _ips_labels(log, w)
         weight = None
     else:
-        rows, y, qid, weight = _session_pairs(log, w, aggregate == "identical")
+        rows, y, qid, weight, mean_weight = _session_pairs(log, w, aggregate == "identical")
         if self_normalize:
-            clicked = y == 1
-            weight[clicked] /= weight[clicked].mean()
+            weight[y == 1] /= mean_weight
     return (rows if X is None else X[rows]), y, qid, weight
 
 
@@ -514,10 +508,11 @@ def _session_pairs(log, w, merge):
     keep = useful[sessions]
     sessions, row, click, rank, w = sessions[keep], log.row[keep], log.click[keep], log.rank[keep], w[keep]
     weight = np.where(click == 1, w, 1.0)
+    mean_weight = w[click == 1].mean() if row.size else 1.0  # over the sessions' clicks, before any merge
     if merge and row.size:
         sessions, row, click, weight = _merge_identical(sessions, log.query[keep], row, rank, click, weight)
     qid = np.unique(sessions, return_inverse=True)[1].reshape(-1).astype(np.int64)
-    return row, click.astype(np.float64), qid, weight
+    return row, click.astype(np.float64), qid, weight, mean_weight
 
 
 def _merge_identical(sessions, query, row, rank, click, weight):
@@ -559,14 +554,20 @@ def _ips_labels(log, w):
 # ---------------------------------------------------------------------------------------------
 # metrics from clicks
 # ---------------------------------------------------------------------------------------------
+def _by_rank(groups, scores):
+    """``(rows, position)``: the rows of each query by decreasing score (ties: increasing row index), queries in the
+    order of ``groups``, and the 0-based rank of each of them."""
+    sizes = groups.sizes
+    qidx = np.repeat(np.arange(groups.n_queries, dtype=np.int64), sizes)
+    rows = groups.order[np.lexsort((-groups.sort(scores), qidx))]  # stable: ties keep increasing row index
+    return rows, np.arange(rows.shape[0], dtype=np.int64) - np.repeat(groups.offsets[:-1], sizes)
+
+
 def _ranks(scores, qid):
     """The 1-based rank of each row within its query by decreasing score (ties: increasing row index)."""
-    groups = QueryGroups(qid)
-    qidx = np.repeat(np.arange(groups.n_queries, dtype=np.int64), groups.sizes)
-    by_rank = np.lexsort((-groups.sort(scores), qidx))
-    within = np.arange(qidx.shape[0]) - np.repeat(groups.offsets[:-1], groups.sizes)
-    ranks = np.empty(qidx.shape[0], dtype=np.int64)
-    ranks[groups.order[by_rank]] = within + 1
+    rows, position = _by_rank(QueryGroups(qid), scores)
+    ranks = np.empty(rows.shape[0], dtype=np.int64)
+    ranks[rows] = position + 1
     return ranks
 
 

@@ -294,3 +294,19 @@ def test_errors(data):
         clicks.propensity_from_swaps(log, np.ones(3, dtype=int))
     with pytest.raises(ValueError, match="metric"):
         clicks.ips_metric(log, np.ones(5), scores, qid, metric="map")
+
+
+@pytest.mark.parametrize("family", ["RankSVM", "RankNet"])
+def test_merged_sessions_fit_the_same_model(data, family):
+    """aggregate="identical" is the per-session IPS objective on fewer rows: the fitted rankers agree."""
+    import cyrank
+    X, y, qid, scores = data
+    log = clicks.simulate_clicks(y, qid, scores, n_sessions=2000, eta=1.0, top_k=8, random_state=7)
+    p = clicks.position_propensity(8, 1.0)
+    per_session = clicks.click_training_data(log, p, X)
+    merged = clicks.click_training_data(log, p, X, aggregate="identical")
+    assert merged[0].shape[0] < per_session[0].shape[0] / 2
+    coefs = [getattr(cyrank, family)(tol=1e-8).fit(*d[:3], sample_weight=d[3]).coef_ for d in (per_session, merged)]
+    np.testing.assert_allclose(coefs[1], coefs[0], rtol=1e-5, atol=1e-7 * np.abs(coefs[0]).max())
+    naive = getattr(cyrank, family)(tol=1e-8).fit(*per_session[:3]).coef_
+    assert np.max(np.abs(naive - coefs[0])) > 1e-3 * np.abs(coefs[0]).max()  # the weights matter

@@ -109,6 +109,31 @@ cdef enum:
     NX = 14  # per-row scratch doubles of query_pairs (ex; top_pairs' runs)
 
 
+cdef struct Unweighted:
+    char unused
+cdef struct Weighted:
+    const double* w  # the sample weights of the query's rows
+
+
+# The pair loops are compiled twice (Cython fused specialisation): for Unweighted the weight code is not there at
+# all, so the unweighted path runs exactly the loops it ran before weights existed.
+ctypedef fused Weights:
+    Unweighted
+    Weighted
+
+
+cdef inline Unweighted unweighted() noexcept nogil:
+    cdef Unweighted W
+    W.unused = 0
+    return W
+
+
+cdef inline Weighted weighted(const double* w) noexcept nogil:
+    cdef Weighted W
+    W.w = w
+    return W
+
+
 cdef struct QueryRef:
     # One query's ranking (rows 0..n-1 of the query, labels ascending) and what the pair weights need.
     intp_t* pos    # position of row t (0 = top)
@@ -443,7 +468,7 @@ cdef inline intp_t pair_range(const QueryRef* Q, const double* y, intp_t r, intp
     return n - r - 1
 
 
-cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, const double* w, intp_t n, intp_t u,
+cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, Weights W, intp_t n, intp_t u,
                       int metric, double sigma, double top, bint norm, bint with_cost, double* lam, double* hess,
                       double* P, double* total) noexcept nogil:
     """query_pairs for NDCG and RankNet when a cut-off leaves u < n top positions. The rows, in position order,
@@ -454,7 +479,7 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, const
     memory with no branch on the labels (a pair of equal labels adds 0: equal gains for NDCG, a 0/1 factor for
     RankNet). Returns the cost (0 unless ``with_cost``), S = 2 sum |lambda_ij| into total.
 
-    Weights w (NULL: none) do not split the runs: a pair of runs (h preferred, l) weighs W_h m_l in all (W the
+    Weights (Weighted W.w) do not split the runs: a pair of runs (h preferred, l) weighs W_h m_l in all (W the
     sum of a run's weights, m its rows); each row t of l gets the pair term times W_h, each row t of h the term
     times m_l times its own weight w_t, kept per unit of weight (Plw, Phw) and multiplied by w_t at the end."""
     cdef double* Ps = P            # per run: score
@@ -489,14 +514,14 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, const
             Pt[runs] = <double> t
             Pl[runs] = 0.0
             Ph[runs] = 0.0
-            if w != NULL:
+            if Weights is Weighted:
                 Pw[runs] = 0.0
                 Plw[runs] = 0.0
                 Phw[runs] = 0.0
             runs += 1
         Pm[runs - 1] += 1.0
-        if w != NULL:
-            Pw[runs - 1] += w[t]
+        if Weights is Weighted:
+            Pw[runs - 1] += W.w[t]
         Pr[r] = runs - 1
         if r < u:  # u ends a block, so a run
             top_runs = runs
@@ -504,7 +529,7 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, const
         t = <intp_t> Pt[a]
         ya, sa, ea, ga, ba, ma = Py[a], Ps[a], Pe[a], Pg[a], Pb[a], Pm[a]
         fa2, fa3, fa4 = Q.f[NF * t + 2], Q.f[NF * t + 3], Q.f[NF * t + 4]
-        wa = Pw[a] if w != NULL else ma
+        wa = Pw[a] if Weights is Weighted else ma
         lam_a = 0.0
         hess_a = 0.0
         lamw_a = 0.0
@@ -524,7 +549,7 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, const
             el = eb if ya > yb else ea
             x = sigma * (Ps[c] - sa) if ya > yb else sigma * (sa - Ps[c])
             rho = pair_rho(eh, el, x, &rho1)
-            if w == NULL:
+            if Weights is Unweighted:
                 if with_cost:
                     loss = loss + delta * pair_cost(eh, el, x) * (ma * Pm[c])
                 g = sigma * rho * delta
@@ -535,42 +560,46 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, const
                 Pl[c] += g * ma
                 hess_a += h * Pm[c]
                 Ph[c] += h * ma
-                continue
-            g = sigma * rho * delta
-            h = sigma * sigma * rho * rho1 * delta
-            if ya > yb:  # run a preferred: each row of a by its own weight, each row of c by W_a
-                pairs = wa * Pm[c]
-                lamw_a -= g * Pm[c]
-                hessw_a += h * Pm[c]
-                Pl[c] += g * wa
-                Ph[c] += h * wa
-            else:  # run c preferred (equal labels: g = h = 0)
-                pairs = Pw[c] * ma
-                lam_a += g * Pw[c]
-                hess_a += h * Pw[c]
-                Plw[c] -= g * ma
-                Phw[c] += h * ma
-            if with_cost:
-                loss = loss + delta * pair_cost(eh, el, x) * pairs
-            total[0] += 2.0 * g * pairs
+            else:
+                g = sigma * rho * delta
+                h = sigma * sigma * rho * rho1 * delta
+                if ya > yb:  # run a preferred: each row of a by its own weight, each row of c by W_a
+                    pairs = wa * Pm[c]
+                    lamw_a -= g * Pm[c]
+                    hessw_a += h * Pm[c]
+                    Pl[c] += g * wa
+                    Ph[c] += h * wa
+                else:  # run c preferred (equal labels: g = h = 0)
+                    pairs = Pw[c] * ma
+                    lam_a += g * Pw[c]
+                    hess_a += h * Pw[c]
+                    Plw[c] -= g * ma
+                    Phw[c] += h * ma
+                if with_cost:
+                    loss = loss + delta * pair_cost(eh, el, x) * pairs
+                total[0] += 2.0 * g * pairs
         Pl[a] += lam_a
         Ph[a] += hess_a
-        if w != NULL:
+        if Weights is Weighted:
             Plw[a] += lamw_a
             Phw[a] += hessw_a
     for r in range(n):
         t = Q.ord[r]
         c = <intp_t> Pr[r]
-        lam[t] = Pl[c] if w == NULL else Pl[c] + w[t] * Plw[c]
-        hess[t] = Ph[c] if w == NULL else Ph[c] + w[t] * Phw[c]
+        if Weights is Unweighted:
+            lam[t] = Pl[c]
+            hess[t] = Ph[c]
+        else:
+            lam[t] = Pl[c] + W.w[t] * Plw[c]
+            hess[t] = Ph[c] + W.w[t] * Phw[c]
     return loss
 
 
-cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, const double* w, intp_t n, int metric,
+cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, Weights W, intp_t n, int metric,
                         intp_t k, intp_t truncation, double sigma, double threshold, bint norm, bint with_cost,
                         double* lam, double* hess, double* ex) noexcept nogil:
     """Lambdas and weights of one query ranked in Q, at the scores s (which need not be Q's), into lam and hess;
-    returns its cost (0 unless ``with_cost``). w: the rows' sample weights, or NULL (module docstring). ``norm``:
+    returns its cost (0 unless ``with_cost``). W: the rows' sample weights, or none (module docstring). ``norm``:
     LightGBM's lambdarank_norm (lambdas()). Only the pairs with a row among the top positions weighted_top are
     visited: O(k n) with a cut-off k."""
     cdef intp_t t, r, c, a, b, u, lo_end = 0, count, rows
@@ -588,7 +617,7 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, con
         low = min(low, sigma * s[t])
     u = weighted_top(Q, n, metric, k, truncation)
     if u < n and (metric == _NDCG or metric == _RANKNET):
-        loss = top_pairs(Q, s, y, w, n, u, metric, sigma, top, norm and top > low, with_cost, lam, hess, ex, &total)
+        loss = top_pairs(Q, s, y, W, n, u, metric, sigma, top, norm and top > low, with_cost, lam, hess, ex, &total)
         u = 0  # done
     else:
         for t in range(n):
@@ -604,8 +633,8 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, con
         for c in range(count):
             b = cand[c] if cand != NULL else c
             delta = weight_of(Q, y, a, b, metric, k, truncation, threshold)
-            if w != NULL:  # the preferred row's weight
-                delta = delta * (w[a] if ya > y[b] else w[b])
+            if Weights is Weighted:  # the preferred row's weight
+                delta = delta * (W.w[a] if ya > y[b] else W.w[b])
             if delta == 0.0:  # equal labels, or e.g. both beyond k in a block straddling it, or truncated
                 continue
             if norm and top > low:  # LightGBM's lambdarank_norm: the pair's weight over its score distance
@@ -637,12 +666,12 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, con
     return loss
 
 
-cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, const double* wt, intp_t n, int metric,
+cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, Weights W, intp_t n, int metric,
                          intp_t k, intp_t truncation, double sigma, double threshold, const double* v, double* out,
                          double* ex) noexcept nogil:
     """out = H v on one query: each pair adds c_i |dZ_ij| sigma^2 rho (1 - rho) (v_i - v_j) to out_i, subtracts
-    it from out_j (the pairs of query_pairs, O(k n) with a cut-off; c_i the preferred row's weight in wt, 1 when
-    wt is NULL)."""
+    it from out_j (the pairs of query_pairs, O(k n) with a cut-off; c_i the preferred row's weight in W, 1 when
+    unweighted)."""
     cdef intp_t t, r, c, a, b, u, lo_end = 0, count
     cdef const intp_t* cand
     cdef double top = -INFINITY, delta, x, rho, rho1, w, exa, ya, sa, va, out_a
@@ -665,8 +694,8 @@ cdef void query_hess_vec(const QueryRef* Q, const double* s, const double* y, co
         for c in range(count):
             b = cand[c] if cand != NULL else c
             delta = weight_of(Q, y, a, b, metric, k, truncation, threshold)
-            if wt != NULL:
-                delta = delta * (wt[a] if ya > y[b] else wt[b])
+            if Weights is Weighted:
+                delta = delta * (W.w[a] if ya > y[b] else W.w[b])
             if delta == 0.0:
                 continue
             if ya > y[b]:
@@ -706,7 +735,11 @@ cdef double lambdas_query(const double* s, const double* y, const double* w, con
     cdef QueryRef Q
     set_scratch(&Q, ib, fb, m)
     query_reference(s, y, tie, n, metric, k, truncation, max_rel, threshold, ties, rec, &Q)
-    return query_pairs(&Q, s, y, w, n, metric, k, truncation, sigma, threshold, norm, with_cost, lam, hess, ex)
+    if w == NULL:
+        return query_pairs(&Q, s, y, unweighted(), n, metric, k, truncation, sigma, threshold, norm, with_cost, lam,
+                           hess, ex)
+    return query_pairs(&Q, s, y, weighted(w), n, metric, k, truncation, sigma, threshold, norm, with_cost, lam, hess,
+                       ex)
 
 
 def _check_codes(int metric, int ties):
@@ -941,8 +974,11 @@ cdef double _loss_query(const double* s, const double* y, const double* w, intp_
     cdef QueryRef Q
     set_ref(&Q, ib, fb, n_total, off, q)
     Q.norm = qnorm
-    return query_pairs(&Q, s, y + off, w + off if w != NULL else NULL, n, metric, k, truncation, sigma, threshold,
-                       False, with_cost, lam, hess, ex)
+    if w == NULL:
+        return query_pairs(&Q, s, y + off, unweighted(), n, metric, k, truncation, sigma, threshold, False, with_cost,
+                           lam, hess, ex)
+    return query_pairs(&Q, s, y + off, weighted(w + off), n, metric, k, truncation, sigma, threshold, False,
+                       with_cost, lam, hess, ex)
 
 
 cdef void _hess_vec_query(const double* s, const double* y, const double* w, intp_t* ib, double* fb, intp_t n_total,
@@ -951,8 +987,10 @@ cdef void _hess_vec_query(const double* s, const double* y, const double* w, int
     cdef QueryRef Q
     set_ref(&Q, ib, fb, n_total, off, q)
     Q.norm = qnorm
-    query_hess_vec(&Q, s, y + off, w + off if w != NULL else NULL, n, metric, k, truncation, sigma, threshold, v,
-                   out, ex)
+    if w == NULL:
+        query_hess_vec(&Q, s, y + off, unweighted(), n, metric, k, truncation, sigma, threshold, v, out, ex)
+    else:
+        query_hess_vec(&Q, s, y + off, weighted(w + off), n, metric, k, truncation, sigma, threshold, v, out, ex)
 
 
 cdef inline uint64_t _mix(uint64_t h, uint64_t x) noexcept nogil:

@@ -98,7 +98,7 @@ def bench_pairs(quick):
         layout, p = make_layout(y, np.zeros(l, np.int64))
         fs, perm = layout.new_state()
         gf = np.empty(l)
-        t_tree, (loss, n_act) = best_of(lambda: _pairloss.scores_fun_grad(f, layout, True, fs, perm, gf), 5)
+        t_tree, (loss, n_act, _) = best_of(lambda: _pairloss.scores_fun_grad(f, layout, True, fs, perm, gf), 5)
         t_exp, agree = None, ""
         if l in sizes:
             order = np.argsort(y)

@@ -10,9 +10,16 @@ cdef void center_segment(intp_t start, intp_t stop, const intp_t* perm, double* 
 
 # ------------------------------------------------------------------------------------------- Fenwick tree
 # 1-based arrays of n_levels + 1 nodes, each a count and m sums (row k of s: s[k m : (k + 1) m]); label rank r lives
-# at node r + 1. Node 0 is unused by the tree (query_sweep keeps a running total there).
+# at node r + 1. Node 0 is unused by the tree (the second sweep keeps a running total there). The count is an
+# integer (intp_t: unweighted) or a weight (double: with sample weights, the sums then weighted too); each fused
+# specialisation compiles its own loops, so the unweighted one is what it was without weights.
 
-cdef inline void _fen_reset(intp_t n_levels, intp_t m, intp_t* cnt, double* s) noexcept nogil:
+ctypedef fused count_t:
+    intp_t
+    double
+
+
+cdef inline void _fen_reset(intp_t n_levels, intp_t m, count_t* cnt, double* s) noexcept nogil:
     cdef intp_t k
     for k in range(n_levels + 1):
         cnt[k] = 0
@@ -20,22 +27,28 @@ cdef inline void _fen_reset(intp_t n_levels, intp_t m, intp_t* cnt, double* s) n
         s[k] = 0.0
 
 
-cdef inline void _fen_add(intp_t n_levels, intp_t m, intp_t* cnt, double* s, intp_t r, const double* v) noexcept nogil:
-    """Insert one entry of label rank r with the m values v."""
+cdef inline void _fen_add(intp_t n_levels, intp_t m, count_t* cnt, double* s, intp_t r, count_t wt,
+                          const double* v) noexcept nogil:
+    """Insert one entry of label rank r with the m values v and the count wt (1: unweighted; a weight: the values
+    enter times wt)."""
     cdef intp_t k = r + 1, a
     cdef double* node
     while k <= n_levels:
-        cnt[k] += 1
+        cnt[k] += wt
         node = s + k * m
         for a in range(m):
-            node[a] += v[a]
+            if count_t is double:
+                node[a] += wt * v[a]
+            else:
+                node[a] += v[a]
         k += k & (-k)
 
 
-cdef inline intp_t _fen_prefix(intp_t m, const intp_t* cnt, const double* s, intp_t r, double sign,
-                               double* out) noexcept nogil:
+cdef inline count_t _fen_prefix(intp_t m, const count_t* cnt, const double* s, intp_t r, double sign,
+                                double* out) noexcept nogil:
     """Count (returned) of the inserted entries with label rank <= r; out += sign * the sum of their values."""
-    cdef intp_t k = r + 1, c = 0, a
+    cdef intp_t k = r + 1, a
+    cdef count_t c = 0
     cdef const double* node
     while k > 0:
         c += cnt[k]
@@ -46,32 +59,39 @@ cdef inline intp_t _fen_prefix(intp_t m, const intp_t* cnt, const double* s, int
     return c
 
 
-cdef inline void _fen_add_weighted(intp_t n_levels, intp_t m, double* wcnt, double* s, intp_t r, double wt,
-                                  const double* v) noexcept nogil:
-    """Insert one entry of label rank r with weight wt and the m values v: wcnt += wt, sums += wt v."""
-    cdef intp_t k = r + 1, a
-    cdef double* node
-    while k <= n_levels:
-        wcnt[k] += wt
-        node = s + k * m
+cdef inline void _sweep_above(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
+                              const double* vals, intp_t m, intp_t n_levels, count_t* cnt, double* fen_sum,
+                              double* cnt_plus, double* sum_plus, const double* weight) noexcept nogil:
+    """The second sweep of query_sweep: l^+ and gamma^+ (i below j, y_j > y_i): partners j with f_j - f_i < 1, a
+    prefix of the sorted order growing as f_i rises; the ranks above y_i are the total minus the prefix up to y_i.
+    count_t double: each partner j counts weight[j] (weight unused otherwise)."""
+    cdef intp_t l = stop - start, k, p = 0, i, j, a
+    cdef double fi
+    cdef double* row
+    cdef double* total = fen_sum  # node 0: the running total
+    cdef count_t wj = 1
+    _fen_reset(n_levels, m, cnt, fen_sum)
+    for k in range(l):
+        i = perm[start + k]
+        fi = f[i]
+        while p < l:
+            j = perm[start + p]
+            if not (f[j] - fi < 1.0):
+                break
+            if count_t is double:
+                wj = weight[j]
+            _fen_add(n_levels, m, cnt, fen_sum, rank[j], wj, vals + (j - start) * m)
+            cnt[0] += wj
+            for a in range(m):
+                if count_t is double:
+                    total[a] += wj * vals[(j - start) * m + a]
+                else:
+                    total[a] += vals[(j - start) * m + a]
+            p += 1
+        row = sum_plus + (i - start) * m
         for a in range(m):
-            node[a] += wt * v[a]
-        k += k & (-k)
-
-
-cdef inline double _fen_prefix_weighted(intp_t m, const double* wcnt, const double* s, intp_t r, double sign,
-                                        double* out) noexcept nogil:
-    """Weight (returned) of the inserted entries with label rank <= r; out += sign * their weighted sums."""
-    cdef intp_t k = r + 1, a
-    cdef double c = 0.0
-    cdef const double* node
-    while k > 0:
-        c += wcnt[k]
-        node = s + k * m
-        for a in range(m):
-            out[a] += sign * node[a]
-        k -= k & (-k)
-    return c
+            row[a] = total[a]
+        cnt_plus[i - start] = <double>(cnt[0] - _fen_prefix(m, cnt, fen_sum, rank[i], -1.0, row))
 
 
 cdef inline double query_sweep(intp_t start, intp_t stop, const double* f, const intp_t* perm, const intp_t* rank,
@@ -98,8 +118,6 @@ cdef inline double query_sweep(intp_t start, intp_t stop, const double* f, const
     cdef intp_t l = stop - start, k, p, i, j, a, c, active = 0
     cdef double fi, wi
     cdef double* row
-    cdef double* total = fen_sum  # node 0: the running total of the second sweep
-    cdef double* wcnt = fen_sum + (n_levels + 1) * m  # weights only: the tree of weights
     # i above j (y_j < y_i): partners j with f_j - f_i > -1, a suffix of the sorted order growing as f_i falls
     _fen_reset(n_levels, m, fen_cnt, fen_sum)
     p = l
@@ -110,7 +128,7 @@ cdef inline double query_sweep(intp_t start, intp_t stop, const double* f, const
             j = perm[start + p - 1]
             if not (f[j] - fi > -1.0):
                 break
-            _fen_add(n_levels, m, fen_cnt, fen_sum, rank[j], vals + (j - start) * m)
+            _fen_add(n_levels, m, fen_cnt, fen_sum, rank[j], 1, vals + (j - start) * m)
             p -= 1
         row = sum_minus + (i - start) * m
         for a in range(m):
@@ -118,47 +136,11 @@ cdef inline double query_sweep(intp_t start, intp_t stop, const double* f, const
         c = _fen_prefix(m, fen_cnt, fen_sum, rank[i] - 1, 1.0, row)
         cnt_minus[i - start] = <double>c
         active += c
-    # i below j (y_j > y_i): partners j with f_j - f_i < 1, a prefix of the sorted order growing as f_i rises; the
-    # ranks above y_i are the total minus the prefix up to y_i
-    _fen_reset(n_levels, m, fen_cnt, fen_sum)
-    p = 0
     if weight == NULL:
-        for k in range(l):
-            i = perm[start + k]
-            fi = f[i]
-            while p < l:
-                j = perm[start + p]
-                if not (f[j] - fi < 1.0):
-                    break
-                _fen_add(n_levels, m, fen_cnt, fen_sum, rank[j], vals + (j - start) * m)
-                fen_cnt[0] += 1
-                for a in range(m):
-                    total[a] += vals[(j - start) * m + a]
-                p += 1
-            row = sum_plus + (i - start) * m
-            for a in range(m):
-                row[a] = total[a]
-            c = _fen_prefix(m, fen_cnt, fen_sum, rank[i], -1.0, row)
-            cnt_plus[i - start] = <double>(fen_cnt[0] - c)
+        _sweep_above(start, stop, f, perm, rank, vals, m, n_levels, fen_cnt, fen_sum, cnt_plus, sum_plus, NULL)
         return <double>active
-    for k in range(n_levels + 1):
-        wcnt[k] = 0.0
-    for k in range(l):
-        i = perm[start + k]
-        fi = f[i]
-        while p < l:
-            j = perm[start + p]
-            if not (f[j] - fi < 1.0):
-                break
-            _fen_add_weighted(n_levels, m, wcnt, fen_sum, rank[j], weight[j], vals + (j - start) * m)
-            wcnt[0] += weight[j]
-            for a in range(m):
-                total[a] += weight[j] * vals[(j - start) * m + a]
-            p += 1
-        row = sum_plus + (i - start) * m
-        for a in range(m):
-            row[a] = total[a]
-        cnt_plus[i - start] = wcnt[0] - _fen_prefix_weighted(m, wcnt, fen_sum, rank[i], -1.0, row)
+    _sweep_above(start, stop, f, perm, rank, vals, m, n_levels, fen_sum + (n_levels + 1) * m, fen_sum, cnt_plus,
+                 sum_plus, weight)
     for i in range(start, stop):
         wi = weight[i]
         cnt_minus[i - start] *= wi

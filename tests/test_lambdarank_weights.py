@@ -300,3 +300,23 @@ def test_weighted_lambdarank_query_weight_is_the_query_repeated_and_none_is_ones
     perm = np.random.default_rng(2).permutation(y.size)
     moved = clone(est).fit(X[perm], y[perm], qid[perm], sample_weight=c[perm])
     assert np.array_equal(moved.coef_, weighted.coef_)
+
+
+def test_weighted_kernels_give_the_same_bits_on_one_and_on_every_thread():
+    """parallel_min_rows=0 (OpenMP's threads, one query each) against one thread: the weighted lambdas and the
+    weighted RankNet solve are the same bits (queries write their own rows; chunk sums in a fixed order)."""
+    from cyrank.lambdarank.solver import SortedX, _solve_sorted
+
+    X, y, qid, c = make_problem(8, n=300)
+    s = np.random.default_rng(0).normal(size=y.size)
+    out = []
+    for min_rows in (0, 10**9):
+        pairs = _Pairs(y, qid, metric="ndcg@3", X=X, sample_weight=c, parallel_min_rows=min_rows)
+        lam, hess = np.empty(y.size), np.empty(y.size)
+        cost = pairs.lambdas(s[pairs.order], lam, hess)
+        ranknet = pairs.ranknet()
+        res = _solve_sorted(SortedX(X, ranknet), ranknet, 0.0, 0.5, np.zeros(X.shape[1]), tol=1e-8, max_iter=100,
+                            verbose=0)
+        out.append((cost, lam, hess, res.coef))
+    for a, b in zip(*out):
+        assert np.array_equal(a, b)

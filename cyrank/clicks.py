@@ -105,10 +105,18 @@ def _check_log(log, who):
     return log
 
 
+def _dense_index(a):
+    """``(index, n)``: the values of ``a`` renumbered 0 .. n - 1 in increasing order (O(len) when sorted)."""
+    if a.shape[0] and np.all(a[1:] >= a[:-1]):
+        index = np.cumsum(np.r_[False, a[1:] != a[:-1]], dtype=np.int64)
+        return index, int(index[-1]) + 1
+    ids, index = np.unique(a, return_inverse=True)
+    return index.reshape(-1).astype(np.int64), ids.shape[0]
+
+
 def _session_index(log):
     """``(index, n)``: each entry's session renumbered 0 .. n - 1 in increasing session id."""
-    ids, index = np.unique(log.session, return_inverse=True)
-    return index.reshape(-1).astype(np.int64), ids.shape[0]
+    return _dense_index(log.session)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,8 +519,7 @@ def _session_pairs(log, w, merge):
     mean_weight = w[click == 1].mean() if row.size else 1.0  # over the sessions' clicks, before any merge
     if merge and row.size:
         sessions, row, click, weight = _merge_identical(sessions, log.query[keep], row, rank, click, weight)
-    qid = np.unique(sessions, return_inverse=True)[1].reshape(-1).astype(np.int64)
-    return row, click.astype(np.float64), qid, weight, mean_weight
+    return row, click.astype(np.float64), _dense_index(sessions)[0], weight, mean_weight
 
 
 def _merge_identical(sessions, query, row, rank, click, weight):

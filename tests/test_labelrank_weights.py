@@ -273,3 +273,22 @@ def test_weights_zero_on_every_instance_with_preferences_are_refused():
     w = np.r_[np.zeros(5), np.ones(X.shape[0] - 5)]
     with pytest.raises(ValueError, match="0 on every instance with a preference edge"):
         LabelRankBoost(alpha=0.1).fit(X, PreferenceGraphs.from_relevance(R), sample_weight=w)
+
+
+def test_weighted_kernels_give_the_same_bits_on_one_and_two_threads():
+    """The kernels' fixed chunk partition: a weighted fit on 1 and on 2 OpenMP threads (forced parallel) gives the
+    same model bit for bit, with and without joint features (enough rows that the partition has more chunks than
+    threads: on fewer it depends on the thread count, cyrank/_parallel.pxd, weights or not)."""
+    from threadpoolctl import threadpool_limits
+
+    from cyrank.labelrank import Options
+
+    X, G, J, _ = _data(seed=14, n=1500, joint=True)
+    w = np.random.default_rng(5).uniform(0.0, 3.0, size=X.shape[0])
+    fits = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="openmp"):
+            fits.append([solve(X, G, joint=joint, alpha=0.1, tol=TOL, sample_weight=w,
+                               options=Options(parallel_min_rows=1)).coef for joint in (None, J)])
+    for a, b in zip(*fits):
+        np.testing.assert_array_equal(a, b)

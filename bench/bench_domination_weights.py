@@ -1,10 +1,14 @@
 """DominationRank with sample_weight (issue 29): what a weighted fit costs against the unweighted fit on the same
-data (target <= 1.1x), one thread, the contenders alternated, fastest of ``--reps`` fits each.
+data (target <= 1.1x), one thread, the contenders alternated, fastest of ``--reps`` fits each. Times are CPU
+seconds of the process (time.process_time; the kernels': of the thread), not wall time: on a shared machine the
+wall time of a fit was up to 3x its CPU time and swung by 2x between runs, the CPU time by a few percent.
 
     python bench/bench_domination_weights.py                 # 1e5 x 136 float32 dense and 1e5 x 2e4 sparse
     python bench/bench_domination_weights.py --quick         # smaller problems, to check that the script runs
     python bench/bench_domination_weights.py --unweighted    # the unweighted fits only (run it under two builds
                                                              # to compare them: PYTHONPATH=<other tree>)
+    python bench/bench_domination_weights.py --kernels DIR   # the unweighted kernels of this build against those
+                                                             # compiled in DIR (another build's cyrank/domination)
 
 Weights: "ones" is sample_weight=np.ones(n): the weighted code path on the unweighted problem, the same iterates
 bit for bit, so its time ratio is the cost of the weights alone; "ips" is 1 / propensity of a random position
@@ -59,15 +63,15 @@ def ips_weights(qid, seed=0):
 def fit_once(X, y, qid, sw, params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = time.perf_counter()
+        t = time.process_time()
         # (no keyword when unweighted: --unweighted also runs on builds that predate sample_weight)
         est = DominationRank(**params).fit(X, y, qid, **({} if sw is None else {"sample_weight": sw}))
-        return time.perf_counter() - t, est
+        return time.process_time() - t, est
 
 
 def bench_cost(quick, reps):
     print("\n### DominationRank: weighted fit / unweighted fit, same data (one thread, alternated, fastest of "
-          f"{reps})\n")
+          f"{reps}, CPU seconds)\n")
     print("| data | fit | unweighted s (iterations) | ones s (iterations) | ones / unweighted | ips s (iterations) "
           "| ips / unweighted | per iteration |")
     print("|---|---|---|---|---:|---|---:|---:|")
@@ -90,6 +94,72 @@ def bench_cost(quick, reps):
           "evaluations too). `ones`: the same problem through the weighted kernels.")
 
 
+def load_kernel(directory, name):
+    """The compiled module cyrank/domination/<name> found in ``directory``, imported beside this build's (as
+    package "other", so that its init function PyInit_<name> is found and it does not replace ours)."""
+    import glob
+    import importlib.util
+
+    path = glob.glob(os.path.join(directory, f"{name}.cpython-*.so"))[0]
+    spec = importlib.util.spec_from_file_location(f"other.{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def bench_kernels(quick, reps, directory):
+    """Unweighted kernel calls of this build and of the one in ``directory``, alternated, fastest of many: the
+    smooth solvers' fused loss and gradient and Hessian product (_smooth), and 5 CD sweeps with l1 (_cd)."""
+    from cyrank.domination import _cd, _smooth
+    from cyrank.domination.solver import _columns, _layout, _rows_of
+
+    other = {name: load_kernel(directory, name) for name in ("_cd", "_smooth")}
+    ours = {"_cd": _cd, "_smooth": _smooth}
+    print(f"\n### Unweighted kernels: this build / the build in {directory} (one thread, alternated, fastest of "
+          f"{reps * 4}, CPU time of the thread)\n")
+    print("| data | kernel | this build CPU ms | other build CPU ms | ratio |")
+    print("|---|---|---:|---:|---:|")
+    for name, X, y, qid in cases(quick):
+        layout, _ = _layout(y, qid, np.zeros(y.shape[0]), binary=False, group_by_query=True)
+        rows = _rows_of(X)
+        cols = _columns(X, layout.rows)
+        d = X.shape[1]
+        w = np.random.default_rng(0).normal(size=d) * 0.01
+        beta = _cd.hessian_bounds(*cols, layout, _cd.HESSIAN_POPOVICIU)
+        lam1 = 0.03 * float(np.max(np.abs(_cd.gradient(*cols, layout, np.zeros(d)))))
+        psr = 0 if cols[3] else 8
+
+        def smooth_calls(mod):
+            st = mod.State(layout)
+            xg, out = np.zeros(d), np.zeros(d)
+
+            def fun_grad():
+                mod.fun_grad(*rows, d, st, w, xg)
+
+            def hess_vec():
+                mod.hess_vec(*rows, d, st, w, out)
+            fun_grad()
+            return {"_smooth.fun_grad": fun_grad, "_smooth.hess_vec": hess_vec}
+
+        def cd_call(mod):
+            def sweeps():
+                mod.solve(*cols, layout, np.zeros(d), beta, lam1, 0.0, 1e-300, 5, 0, 0, np.zeros(5),
+                          np.zeros(5, np.intp), psr)
+            return {"_cd.solve, 5 sweeps l1": sweeps}
+
+        calls = {"this": {**smooth_calls(ours["_smooth"]), **cd_call(ours["_cd"])},
+                 "other": {**smooth_calls(other["_smooth"]), **cd_call(other["_cd"])}}
+        for kernel in calls["this"]:
+            best = {"this": np.inf, "other": np.inf}
+            for _ in range(reps * 4):
+                for build in ("this", "other"):
+                    t = time.thread_time()
+                    calls[build][kernel]()
+                    best[build] = min(best[build], time.thread_time() - t)
+            print(f"| {name} | {kernel} | {best['this'] * 1e3:.2f} | {best['other'] * 1e3:.2f} | "
+                  f"{best['this'] / best['other']:.3f} |", flush=True)
+
+
 def bench_unweighted(quick, reps):
     for name, X, y, qid in cases(quick):
         for fit_name, params in fits(X, y, qid):
@@ -101,9 +171,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--unweighted", action="store_true")
+    parser.add_argument("--kernels", metavar="DIR", default=None)
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args(argv)
-    (bench_unweighted if args.unweighted else bench_cost)(args.quick, args.reps)
+    if args.kernels:
+        bench_kernels(args.quick, args.reps, args.kernels)
+    else:
+        (bench_unweighted if args.unweighted else bench_cost)(args.quick, args.reps)
 
 
 if __name__ == "__main__":

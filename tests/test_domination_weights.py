@@ -445,3 +445,15 @@ def test_pickle_and_clone_with_weights():
     fresh = clone(est)
     assert not hasattr(fresh, "coef_") and fresh.get_params() == est.get_params()
     np.testing.assert_array_equal(fresh.fit(X, y, qid, o, sample_weight=sw).coef_, est.coef_)
+
+
+@pytest.mark.parametrize("solver", ["cd", "auto", "prox_newton"])
+def test_no_pair_with_weights_warns_and_gives_a_zero_model(solver):
+    # no query with two label levels: nothing to weigh (the CD bounds see no layer at all)
+    from cyrank import RankingDataWarning
+
+    X = np.random.default_rng(29).normal(size=(6, 3))
+    with pytest.warns(RankingDataWarning):
+        est = DominationRank(solver=solver, penalty="l1" if solver == "prox_newton" else "l2").fit(
+            X, np.ones(6), np.arange(6), sample_weight=np.arange(6.0))
+    assert not np.any(est.coef_)

@@ -783,7 +783,8 @@ def hessian_bounds(const floating[::1] data, const index_t[::1] indices, const i
     weights = _row_weights(layout)
     n_layers, n_queries = layout.qk_q.shape[0], layout.q_ptr.shape[0] - 1
     lay_weights = np.add.reduceat(weights, layout.lay_ptr[:n_layers]) if n_layers else np.zeros(0)
-    dom_weights = np.bincount(layout.qk_q, weights=lay_weights, minlength=n_queries)  # dominating rows' weight
+    # the weight of each query's dominating rows (float64 also when there is no row: bincount gives int64 then)
+    dom_weights = np.bincount(layout.qk_q, weights=lay_weights, minlength=n_queries).astype(np.float64)
     dom_weights -= lay_weights[layout.q_ptr[:n_queries]]  # (the bottom layers dominate nothing)
     cdef const double[::1] wt = weights, lay_w = lay_weights, dom_w = dom_weights
     out = np.zeros(d)

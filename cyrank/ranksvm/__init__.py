@@ -2,7 +2,8 @@
 with order-statistic sums, hinge loss by cutting planes; the linear squared-hinge model also with an l1 or
 elastic-net regulariser (proximal Newton). ``solve``, ``objective`` and ``path`` (functional layer, no scikit-learn
 import), ``loss`` (the squared-hinge datafit, for cyrank.optim.datafit.minimise or a distributed sum) and the
-estimator ``RankSVM`` (imported on first use)."""
+estimator ``RankSVM`` (imported on first use). Each takes ``sample_weight``: the pair (i, j), y_i > y_j, weighs
+w_i, its preferred row's weight (Joachims, Swaminathan & Schnabel, WSDM 2017)."""
 from .problems import loss
 from .solver import Options, objective, path, solve
 

@@ -91,18 +91,6 @@ cdef void _query_hess(intp_t start, intp_t stop, const double* f, const intp_t* 
         t[k] = (cp[k] + cm[k]) * t[k] - sp[k] - sm[k]
 
 
-def _rows_below(offsets, rank):
-    """Per position, the number of positions of its query with a lower label rank (its pairs as the preferred
-    row), in O(n): the rank counts of each query, summed before each rank."""
-    offsets, rank = np.asarray(offsets), np.asarray(rank)
-    n = rank.shape[0]
-    start = np.repeat(offsets[:offsets.shape[0] - 1], np.diff(offsets))
-    key = start + rank  # (query, rank) as one index below n: a query of l positions has ranks below l
-    counts = np.bincount(key, minlength=n)
-    before = np.cumsum(counts) - counts
-    return before[key] - start
-
-
 def _check_layout(const intp_t[::1] rows, const intp_t[::1] offsets, const intp_t[::1] rank,
                   const intp_t[::1] n_levels, intp_t n_data_rows):
     cdef intp_t n = rows.shape[0], nq = offsets.shape[0] - 1, q, k, max_lev = 1
@@ -124,7 +112,8 @@ cdef class Layout:
     rows[k]: data row of position k; offsets: positions of each query; rank: label rank of each position;
     n_levels: label levels of each query (>= 2); weight: None (unweighted) or the weight of each position (the
     pair (i, j), i preferred, counts with weight[i]), float64 >= 0. ``pair_weight_sum``: sum over the pairs of
-    the preferred position's weight (their number without weights). Built by cyrank.ranksvm.problems.make_layout.
+    the preferred position's weight (their number without weights), set by cyrank.ranksvm.problems.make_layout,
+    which builds the layout (NaN until then).
     Products run on one thread below ``parallel_min_rows`` positions (-1: the shared default,
     cyrank/_parallel.pxd).
     """
@@ -154,8 +143,7 @@ cdef class Layout:
             if self.n_positions:
                 wv = self.weight
                 self.wt = &wv[0]
-        below = _rows_below(self.offsets, self.rank)
-        self.pair_weight_sum = float(below.sum() if weight is None else below @ self.weight)
+        self.pair_weight_sum = float("nan")
         self.n_threads = product_threads(self.n_positions, self.n_queries, parallel_min_rows)
         # one Fenwick tree per thread, each row on cache lines of its own (padded_width: no false sharing); with
         # weights the sums are followed by a tree of weights (query_sweep)

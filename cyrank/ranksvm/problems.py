@@ -46,7 +46,20 @@ def make_layout(y, qid, parallel_min_rows=-1, sample_weight=None):
     offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     weight = None if sample_weight is None else sample_weight[rows]
     layout = _pairloss.Layout(rows, offsets, rank, groups.n_levels[keep_q], n, parallel_min_rows, weight)
-    return layout, groups.n_pairs_possible
+    n_pairs = groups.n_pairs_possible
+    layout.pair_weight_sum = float(n_pairs) if weight is None else float(_rows_below(offsets, rank) @ weight)
+    return layout, n_pairs
+
+
+def _rows_below(offsets, rank):
+    """Per position of a layout, the number of positions of its query with a lower label rank (its pairs as the
+    preferred row), in O(n): the counts of each (query, rank), summed before each rank."""
+    n = rank.shape[0]
+    start = np.repeat(offsets[:-1], np.diff(offsets))
+    key = start + rank  # (query, rank) as one index below n: a query of l positions has ranks below l
+    counts = np.bincount(key, minlength=n)
+    before = np.cumsum(counts) - counts
+    return before[key] - start
 
 
 def _linear_parts(X):

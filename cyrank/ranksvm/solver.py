@@ -423,6 +423,7 @@ class _Fit:
         n = rows.shape[0]
         klay = _pairloss.Layout(np.arange(n), layout.offsets, layout.rank, layout.n_levels, n,
                                 self.options.parallel_min_rows, layout.weight)
+        klay.pair_weight_sum = layout.pair_weight_sum
         values = {}
         if self.kernel == "precomputed":
             check_symmetric(X)
@@ -455,7 +456,7 @@ class _Fit:
                 model = KernelHinge(Qop, klay)
                 # Kelley's method: the kernel iterate is carried by its training scores, and its regulariser
                 # needs the coefficients of the last restricted solution (KernelHinge), which in-out points lack
-                res = one_slack(model, self.C, layout.pair_weight_sum, self.tol, self.max_iter, self.verbose)
+                res = one_slack(model, self.C, klay.pair_weight_sum, self.tol, self.max_iter, self.verbose)
                 beta = model.beta
             loss, n_active = obj.loss(beta, squared=self.loss == "squared_hinge")
             scores = Qop.matvec(beta)

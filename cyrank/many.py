@@ -83,12 +83,12 @@ def fit_many(estimator, X, Y, qid=None, *, n_jobs=None, sample_weight=None):
         One column of relevance labels per task.
     qid : array-like (n_samples,) or None
         Query ids, shared by every task.
-    sample_weight : array-like (n_samples,) or (n_samples, n_tasks), or None
-        Row weights shared by every task, or one column of weights per task (as the columns of Y).
     n_jobs : int or None, default=None
         joblib's n_jobs (None: 1 unless a ``joblib.parallel_backend`` context says otherwise; -1: every core). The
         backend is joblib's: processes (loky, the default), ``parallel_backend("threading")`` or
         ``parallel_backend("dask")`` with a ``distributed.Client``.
+    sample_weight : array-like (n_samples,) or (n_samples, n_tasks), or None
+        Row weights shared by every task, or one column of weights per task (as the columns of Y).
 
     Returns
     -------

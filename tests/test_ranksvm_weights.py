@@ -308,6 +308,20 @@ def test_general_row_replication_differs_from_its_weight():
         "which replication triples and the preferred-row weight does not touch")
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_default_gamma_counts_rows_by_weight(sparse):
+    """gamma="scale" = 1 / (n_features * variance), the variance with row i counted w_i times (the reference's,
+    written with numpy's weighted covariance); unweighted it is scikit-learn's X.var()."""
+    X, y, qid, sw = make_problem(seed=24)
+    Xv = as_variant(X, sparse, np.float64)
+    Xd = Xv.toarray() if sparse else Xv
+    est = RankSVM(kernel="rbf", tol=1e-4).fit(Xv, y, qid, sample_weight=sw)
+    assert est.gamma_ == pytest.approx(ref.resolve_gamma("scale", Xd, sw), rel=1e-12)
+    assert est.gamma_ != pytest.approx(ref.resolve_gamma("scale", Xd), rel=1e-3)
+    plain = RankSVM(kernel="rbf", tol=1e-4).fit(Xv, y, qid)
+    assert plain.gamma_ == pytest.approx(1.0 / (X.shape[1] * Xd.var()), rel=1e-12)
+
+
 def test_scaling_every_weight_scales_C():
     X, y, qid, sw = make_problem(seed=16)
     a = solve(X, y, qid, C=0.2, sample_weight=5.0 * sw, tol=TIGHT)
@@ -354,8 +368,9 @@ def test_loss_builder_takes_sample_weight():
 # ---------------------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("bad, match", [
     (lambda n: -np.ones(n), "must be >= 0"),
-    (lambda n: np.r_[np.nan, np.ones(n - 1)], "sample_weight"),
-    (lambda n: np.ones(n - 1), "sample_weight"),
+    (lambda n: np.r_[np.nan, np.ones(n - 1)], "sample_weight contains NaN"),
+    (lambda n: np.r_[np.inf, np.ones(n - 1)], "sample_weight contains infinity"),
+    (lambda n: np.ones(n - 1), "sample_weight has .* entries but X has"),
     (lambda n: np.zeros(n), "0 on every row"),
 ])
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])

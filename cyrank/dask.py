@@ -304,7 +304,7 @@ FAMILIES = {
     "DaskRankSVM": Family(
         base=RankSVM, loss=ranksvm.loss, params=lambda est: {"C": float(est.C)}, ridge=lambda est: 0.5,
         check=_ranksvm_check, pairs=_query_pairs, warn_none=_warn_no_pairs, measure="grad_norm",
-        fields=lambda run: {"n_pairs": run.loss.n_pairs,
+        fields=lambda run: {"n_pairs": run.loss.n_pairs, "pair_weight_sum": run.loss.pair_weight_sum,
                             "n_active_pairs": run.loss.state_sum(run.res.x, "n_active")}),
     "DaskDominationRank": Family(
         base=DominationRank, loss=domination.loss, params=lambda est: {"binary": bool(est.binary)},
@@ -375,7 +375,9 @@ class _Shard:
 
     def info(self):
         problem = self.problem
+        layout = getattr(problem, "layout", None)  # RankSVM's: the weighted pair count
         return {"n_features": int(problem.n_features), "n_pairs": self.n_pairs,
+                "pair_weight_sum": float(getattr(layout, "pair_weight_sum", self.n_pairs)),
                 "noise": float(problem.gradient_noise), "n_rows": int(problem.n_rows or 0)}
 
     def column_squares(self):
@@ -443,6 +445,7 @@ class DistributedLoss(Datafit):
         self.n_partitions = len(infos)
         self.n_rows = sum(i["n_rows"] for i in infos)
         self.n_pairs = sum(i["n_pairs"] for i in infos)
+        self.pair_weight_sum = sum(i["pair_weight_sum"] for i in infos)
         self.gradient_noise = float(sum(i["noise"] for i in infos))
         self.n_calls = 0
         self.rows_moved = 0

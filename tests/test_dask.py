@@ -300,6 +300,8 @@ def test_sample_weight_gives_the_single_machine_weighted_model(client, kind):
     assert np.abs(unweighted.coef_ - local.coef_).max() > 1e-3 * np.abs(local.coef_).max()  # the weights matter
     np.testing.assert_allclose(dist.coef_, local.coef_, rtol=1e-6, atol=1e-8 * np.abs(local.coef_).max())
     assert dist.objective_ == pytest.approx(local.objective_, rel=1e-10)
+    if kind == "ranksvm":
+        assert dist.pair_weight_sum_ == pytest.approx(local.pair_weight_sum_, rel=1e-12) and dist.n_pairs_ == local.n_pairs_
     for bad, message in ((-w, "must be >= 0"), (0 * w, "0 on every row"), (w[:-1], "sample_weight has")):
         with pytest.raises(ValueError, match=message):
             type(dist)(**dist.get_params()).fit(*args, client=client, sample_weight=da.from_array(bad, chunks=37))

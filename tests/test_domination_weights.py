@@ -457,3 +457,12 @@ def test_no_pair_with_weights_warns_and_gives_a_zero_model(solver):
         est = DominationRank(solver=solver, penalty="l1" if solver == "prox_newton" else "l2").fit(
             X, np.ones(6), np.arange(6), sample_weight=np.arange(6.0))
     assert not np.any(est.coef_)
+
+
+@pytest.mark.parametrize("solver, penalty", [("newton", "l2"), ("lbfgs", "l2"), ("prox_newton", "l1")])
+def test_weighted_fit_is_the_same_bits_on_one_and_two_threads(solver, penalty):
+    X, y, qid, o, sw = make_problem(seed=30, n=120, offset=True)
+    runs = [solve(sp.csr_matrix(X), y, qid, o, penalty=penalty, alpha=ALPHA[penalty], solver=solver, tol=TOL,
+                  n_jobs=n_jobs, options=Options(parallel_min_rows=0), sample_weight=sw) for n_jobs in (1, 2)]
+    np.testing.assert_array_equal(runs[0].coef, runs[1].coef)
+    assert runs[0].objective == runs[1].objective

@@ -15,11 +15,11 @@ per query-layer k, the two sums of z the Hessian needs (notation of _smooth.pyx)
 
 with the sample weights w_p of the layout (1 unweighted) in S2_k = sum_{p in k} w_p s_p^2 and in
 c_p = w_p s_p (1 - s_p) in place of s_p (1 - s_p) (the weighted Hessian of _smooth.pyx; E, rho, T of its state
-carry the weights already), the coordinate gradient (g + X_W'Hz + c d)_r is a sum over the stored entries of column r, O(1) each, and a step
-in d_r moves a_k and b_k of its rows' layers and V, U of their queries: O(nnz_r + layers of the queries it
-touches) per coordinate, the cost of a CD sweep on a linear model. The exact curvatures (X_W'HX_W)_rr come from
-the same sums with z = x_r (model_diagonal). Queries are contiguous in the sorted rows, so the stored entries of
-a column are grouped by query.
+carry the weights already), the coordinate gradient (g + X_W'Hz + c d)_r is a sum over the stored entries of
+column r, O(1) each, and a step in d_r moves a_k and b_k of its rows' layers and V, U of their queries:
+O(nnz_r + layers of the queries it touches) per coordinate, the cost of a CD sweep on a linear model. The exact
+curvatures (X_W'HX_W)_rr come from the same sums with z = x_r (model_diagonal). Queries are contiguous in the
+sorted rows, so the stored entries of a column are grouped by query.
 """
 import numpy as np
 

@@ -158,11 +158,11 @@ cdef void query_hess(intp_t k0, intp_t k1, const intp_t* lay_ptr, const double* 
 # ------------------------------------------------------------------------------------------ linear model
 cdef class State:
     """Layout arrays (see the module docstring; ``weight``: the sorted sample weights, empty when unweighted),
-    the per-row / per-layer state of the last gradient (E, s; rho,
-    T) and the scratch of hess_vec (V, U per layer). rows[p]: X's row of sorted row p; q_rows[q]: first sorted row
-    of query q (the work measure of the chunk partition); lo, hi: the blocks of X's rows of the queries
-    (layout.query_blocks(), _layout.py); work: one row of buffers per thread (margins / X v, derivatives / H X v,
-    and a block in X's row order), shared with the State ``like`` when given (the trial and current states of one problem). Products run on one thread below
+    the per-row / per-layer state of the last gradient (E, s; rho, T) and the scratch of hess_vec (V, U per
+    layer). rows[p]: X's row of sorted row p; q_rows[q]: first sorted row of query q (the work measure of the chunk
+    partition); lo, hi: the blocks of X's rows of the queries (layout.query_blocks(), _layout.py); work: one row
+    of buffers per thread (margins / X v, derivatives / H X v, and a block in X's row order), shared with the State
+    ``like`` when given (the trial and current states of one problem). Products run on one thread below
     ``parallel_min_rows`` rows (-1: the shared default, cyrank/_parallel.pxd)."""
     cdef public object q_ptr, lay_ptr, offset, weight, q_rows, rows, lo, hi, work
     cdef public intp_t n_rows, n_layers, n_queries, n_threads, max_rows

@@ -120,6 +120,15 @@ def test_weighted_solver_options_match_reference(solver, penalty, options):
     assert res.converged and res.objective == pytest.approx(sol.objective, rel=1e-6)
 
 
+@pytest.mark.parametrize("penalty", ["l2", "elasticnet"])
+def test_weighted_cd_with_the_thesis_bound_matches_reference(penalty):
+    X, y, qid, o, sw = make_problem(seed=13, offset=True)
+    est = fit(sp.csc_matrix(X), y, qid, o, sw, penalty=penalty, alpha=ALPHA[penalty], solver="cd",
+              hessian_bound="max_sq")
+    sol = reference((penalty, "options"), X, y, qid, o, sw, penalty=penalty, alpha=ALPHA[penalty])
+    assert est.converged_ and est.objective_ == pytest.approx(sol.objective, rel=1e-6)
+
+
 @pytest.mark.parametrize("solver", ["cd", "prox_newton"])
 def test_weighted_feature_induction_matches_reference(solver):
     X, y, qid, o, sw = make_problem(seed=14, d=8)

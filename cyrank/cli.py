@@ -144,8 +144,9 @@ WHY_NOT = {
     "relevance": "a relevance matrix given to fit in Python",
     "irrelevant": "an irrelevance matrix given to fit in Python",
     "eval_set": "a validation set is a file: use --valid FILE (lambdarank and lambdamart)",
+    "sample_weight": "weights are a file: use --weights FILE (one weight per line, line k for row k)",
 }
-DATA_ARGUMENTS = ("X", "y", "qid", "G")
+DATA_ARGUMENTS = ("X", "y", "qid", "G", "sample_weight")
 
 
 def accepted_params(spec):
@@ -164,8 +165,8 @@ def check_param_names(spec, params, accepted):
     for name in params:
         if name in accepted:
             continue
-        if name == "eval_set":
-            raise ValueError(f"-p eval_set: {WHY_NOT[name]}")
+        if name in ("eval_set", "sample_weight"):
+            raise ValueError(f"-p {name}: {WHY_NOT[name]}")
         if name in WHY_NOT:
             raise ValueError(f"-p {name}: {WHY_NOT[name]}, not a hyper-parameter, so a model file cannot hold it. "
                              f"-p accepts for {spec.name}: {', '.join(accepted)}")

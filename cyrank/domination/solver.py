@@ -323,7 +323,7 @@ def path(X, y, qid=None, offset=None, *, alphas=None, n_alphas=20, eps=1e-3, pen
     eps : float in (0, 1), default=1e-3
     penalty, l1_ratio, binary, group_by_query, solver, feature_induction, max_iter, tol, n_jobs, verbose, options : any
         As for :func:`solve`.
-    sample_weight : array of shape (n_samples,), number or None, default=None
+    sample_weight : array of shape (n_samples,), float or None, default=None
         The weights s_i of the loss terms, as for :func:`solve` (alpha_max is that of the weighted loss).
 
     Returns

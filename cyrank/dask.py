@@ -216,8 +216,11 @@ def _warn_no_pairs(n_pairs):
 
 
 def _instance_edges(part, params):
-    """Preference edges of a label-ranking partition (X, Y), checked as the single-machine fit checks it."""
+    """Preference edges of a label-ranking partition (X, Y[, sample_weight]), checked as the single-machine fit
+    checks it; 0 when every instance weighs 0."""
     X = check_X(part[0], accept_sparse=("csr", "csc"))
+    if len(part) > 2 and not np.any(part[2]):
+        return 0  # every instance weighs 0 here (the weights were checked on the driver)
     return as_graphs(part[1], X.shape[0]).n_edges
 
 

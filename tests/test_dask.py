@@ -302,6 +302,11 @@ def test_sample_weight_gives_the_single_machine_weighted_model(client, kind):
     assert dist.objective_ == pytest.approx(local.objective_, rel=1e-10)
     if kind == "ranksvm":
         assert dist.pair_weight_sum_ == pytest.approx(local.pair_weight_sum_, rel=1e-12) and dist.n_pairs_ == local.n_pairs_
+    w_first_half = np.where(np.arange(w.size) < w.size // 2, 0.0, w)  # the first partitions weigh 0
+    half = type(dist)(**dist.get_params()).fit(*args, client=client, sample_weight=da.from_array(w_first_half, 37))
+    local_half = type(local)(**local.get_params()).fit(X, y, *(() if qid is None else (qid,)),
+                                                       sample_weight=w_first_half)
+    assert half.objective_ == pytest.approx(local_half.objective_, rel=1e-8)
     for bad, message in ((-w, "must be >= 0"), (0 * w, "0 on every row"), (w[:-1], "sample_weight has")):
         with pytest.raises(ValueError, match=message):
             type(dist)(**dist.get_params()).fit(*args, client=client, sample_weight=da.from_array(bad, chunks=37))

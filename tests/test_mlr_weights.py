@@ -178,3 +178,20 @@ def test_weights_zero_on_every_active_query_are_refused():
     w = np.r_[0.0, np.ones(6)]
     with pytest.raises(ValueError, match="0 on every query with a relevant and an irrelevant point"):
         MLR().fit(X, relevance=rel, sample_weight=w)
+
+
+def test_repeating_a_row_is_not_weighting_its_query():
+    """Why scikit-learn's check_sample_weight_equivalence (which repeats rows) cannot hold for MLR, so nobody
+    "fixes" it: a repeated row is also a second database point, relevant to its copy at distance 0, which every
+    query then ranks too. v_q = 2 repeats query q only (its point stays once): another problem."""
+    X, y, _ = tiny()
+    w = np.ones(7)
+    w[3] = 2.0
+    weighted = rm.solve(X, y, loss="auc", C=C, sample_weight=w).objective
+    rows = np.r_[np.arange(7), 3]
+    repeated_row = rm.solve(X[rows], y[rows], loss="auc", C=C).objective
+    assert abs(weighted - repeated_row) > 1e-2 * weighted, (
+        f"weight 2 on query 3: optimum {weighted:.6f}; row 3 repeated (query and database point): "
+        f"{repeated_row:.6f}")
+    m = MLR(loss="auc", C=C, tol=EPS).fit(X, y, sample_weight=w)
+    assert_near_optimum(m, weighted)

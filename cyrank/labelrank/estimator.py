@@ -22,8 +22,9 @@ class LabelRankBoost(SolverEstimator):
 
     over the subgraphs E_i1 .. E_is_i of each instance's preference graph under ``decomposition``, w every
     parameter (coef and theta), w_i the instance weights of ``fit(..., sample_weight=)`` (1 without them; an
-    integer w_i counts instance i exactly w_i times, 0 leaves it out). penalty: alpha ||w||_2^2 ("l2", not halved), alpha ||w||_1 ("l1") or
-    alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"), as every cyrank estimator's.
+    integer w_i counts instance i exactly w_i times, 0 leaves it out). penalty: alpha ||w||_2^2 ("l2", not
+    halved), alpha ||w||_1 ("l1") or alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||_2^2) ("elasticnet"), as every
+    cyrank estimator's.
 
     Parameters
     ----------

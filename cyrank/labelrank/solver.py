@@ -12,17 +12,18 @@ and the subgraphs G_i1 .. G_is_i of each instance's preference graph under the c
     F = L(w) + penalty(w),
     L(w) = sum_i (w_i/s_i) sum_k log(1 + sum_{e in E_ik} exp(f(x_i, term e) - f(x_i, init e)))
 
-(natural log) over every parameter w = (coef, theta), with the instance weights w_i = ``sample_weight`` (None:
-every w_i = 1, the paper's loss; checked by cyrank._validation.check_sample_weight). A weight counts its
-instance that many times: an integer w_i is exactly instance i repeated w_i times (0: left out), in the loss,
-its derivatives, the whitening and preconditioning scales and the stopping rules (all sums over instances). with ``penalty`` as every objective of the package
-(cyrank.optim.penalties): "l2" (the default) alpha (||coef||^2 + ||theta||^2), "l1" alpha (||coef||_1 +
-||theta||_1), "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2). alpha = 0 is the paper's loss;
-with alpha > 0 the optimum is finite on every data set (either term is coercive). Loss, gradient and Hessian
+(natural log) over every parameter w = (coef, theta), with the instance weights w_i = ``sample_weight`` (None: every
+w_i = 1, the paper's loss; checked by cyrank._validation.check_sample_weight). A weight counts its instance that
+many times: an integer w_i is exactly instance i repeated w_i times (0: left out), in the loss, its derivatives, the
+whitening and preconditioning scales and the stopping rules (all sums over instances). ``penalty`` is that of every
+objective of the package (cyrank.optim.penalties): "l2" (the default) alpha (||coef||^2 + ||theta||^2), "l1" alpha
+(||coef||_1 + ||theta||_1), "elasticnet" alpha (l1_ratio ||w||_1 + (1 - l1_ratio) ||w||^2). alpha = 0 is the paper's
+loss; with alpha > 0 the optimum is finite on every data set (either term is coercive). Loss, gradient and Hessian
 products are the Cython kernels of _loss.pyx: without joint features one pass over X in blocks of rows
-(_loss.fused_pass: S_b = X_b W, the per-instance kernel, X_b' G_b; X read in its own precision, float32
-included, with float64 sums; no n x L array), O(nnz L + memberships) each. :func:`loss` is L alone as a public datafit (cyrank.optim.datafit) over
-the parameter vector (:class:`LabelRankLoss`: its layout, and the way back to coef and joint_coef).
+(_loss.fused_pass: S_b = X_b W, the per-instance kernel, X_b' G_b; X read in its own precision, float32 included,
+with float64 sums; no n x L array), O(nnz L + memberships) each. :func:`loss` is L alone as a public datafit
+(cyrank.optim.datafit) over the parameter vector (:class:`LabelRankLoss`: its layout, and the way back to coef and
+joint_coef).
 
 Solvers:
 - "boost": the parallel update of Fig. 3 exactly, over the base functions x_j [y' = y] (label-specific) and

@@ -1,19 +1,18 @@
 """LabelRankBoost's Newton in whitened variables: the feature part of the Hessian made close to a multiple of I.
 
-The Hessian of the loss L (solver.py) in W (d x L) is sum_i (x_i x_i') (x) H_i, H_i the L x L Hessian of
-instance i's loss in its scores (its weight w_i included). With H_i replaced by c w_i I (c = the weighted mean
-of trace(H_i) / (w_i L)) it is the Kronecker product (c X'DX + 2 ridge I) (x) I_L, D = diag(w) (I without
-weights, as every X'X below), X'DX uncentred, so an instance of weight k is k repeated instances here too:
-columns that share a large mean (count features) or scale make it ill-conditioned, and CG pays for it. But
-H_i 1 = 0 (a constant added to every label's score changes no margin), so along W 11' only the ridge curves F: the label factor is the
-projector P = I - 11'/L, and the model (c X'X + 2 ridge I) (x) P + 2 ridge I (x) 11'/L. In the variables
-U = R W P + s W 11'/L, with R'R = (c X'X + 2 ridge I) / lambda (Cholesky) and s^2 = 2 ridge / lambda, that model
-is the identity, so CG runs preconditioned by it: the Kronecker-factored curvature of Martens & Grosse
-("Optimizing Neural Networks with Kronecker-factored Approximate Curvature", ICML 2015, section 4) with the
-centring projector as its label factor (with the identity instead, CG needed 3,843 products where plain
-Newton needed 686, on positive features of a large common mean). Each product costs two
-triangular solves with R (O(d^2 L)) on top of the loss's own O(nnz L + memberships). theta (joint features)
-is left as it is.
+The Hessian of the loss L (solver.py) in W (d x L) is sum_i (x_i x_i') (x) H_i, H_i the L x L Hessian of instance
+i's loss in its scores (its weight w_i included). With H_i replaced by c w_i I (c = the weighted mean of trace(H_i)
+/ (w_i L)) it is the Kronecker product (c X'DX + 2 ridge I) (x) I_L, D = diag(w) (I without weights, as every X'X
+below), X'DX uncentred, so an instance of weight k is k repeated instances here too: columns that share a large mean
+(count features) or scale make it ill-conditioned, and CG pays for it. But H_i 1 = 0 (a constant added to every
+label's score changes no margin), so along W 11' only the ridge curves F: the label factor is the projector P = I -
+11'/L, and the model (c X'X + 2 ridge I) (x) P + 2 ridge I (x) 11'/L. In the variables U = R W P + s W 11'/L, with
+R'R = (c X'X + 2 ridge I) / lambda (Cholesky) and s^2 = 2 ridge / lambda, that model is the identity, so CG runs
+preconditioned by it: the Kronecker-factored curvature of Martens & Grosse ("Optimizing Neural Networks with
+Kronecker-factored Approximate Curvature", ICML 2015, section 4) with the centring projector as its label factor
+(with the identity instead, CG needed 3,843 products where plain Newton needed 686, on positive features of a large
+common mean). Each product costs two triangular solves with R (O(d^2 L)) on top of the loss's own O(nnz L +
+memberships). theta (joint features) is left as it is.
 
 Certificates stay valid: sigma_max(R), s <= 1, so ||T^-1 U|| >= ||U|| and F(T^-1 U) is still 2 ridge-strongly
 convex in U (cyrank.optim.datafit.minimise's bound); the gap ||g_W||^2 / (4 ridge) in W, never larger than the

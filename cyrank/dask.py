@@ -381,7 +381,8 @@ class _Shard:
         layout = getattr(problem, "layout", None)  # RankSVM's: the weighted pair count
         return {"n_features": int(problem.n_features), "n_pairs": self.n_pairs,
                 "pair_weight_sum": float(getattr(layout, "pair_weight_sum", self.n_pairs)),
-                "noise": float(problem.gradient_noise), "n_rows": int(problem.n_rows or 0)}
+                "noise": float(problem.gradient_noise),
+                "n_rows": float(problem.n_rows or 0)}  # label ranking: the instances' weight sum when weighted
 
     def column_squares(self):
         return self.problem.column_squares()

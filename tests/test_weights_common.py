@@ -99,8 +99,9 @@ def test_unit_weights_equal_no_weights(est):
     args, n = _fit_args(est, seed=2)
     plain = quiet_fit(sklearn.base.clone(est), *args)
     ones = quiet_fit(sklearn.base.clone(est), *args, sample_weight=np.ones(n))
-    scale = np.abs(plain.predict(args[0])).max()
-    np.testing.assert_allclose(ones.predict(args[0]), plain.predict(args[0]), rtol=1e-7, atol=1e-9 * scale)
+    f = (lambda m: m.transform(args[0])) if isinstance(est, MLR) else (lambda m: m.predict(args[0]))
+    scale = np.abs(f(plain)).max()
+    np.testing.assert_allclose(f(ones), f(plain), rtol=1e-7, atol=1e-9 * scale)
 
 
 @pytest.mark.parametrize("est", [e for e in RANKERS if not isinstance(e, LambdaRank)], ids=repr)
@@ -134,16 +135,21 @@ def test_label_rank_boost_integer_weights_equal_repeated_instances():
 
 
 def test_metadata_routing_passes_sample_weight_to_fit():
-    """GridSearchCV with metadata routing hands each fold's qid and sample_weight to fit: the best model refitted
-    by the search equals a direct weighted fit."""
+    """GridSearchCV with metadata routing hands each fold's qid and sample_weight to fit and score: the best model
+    refitted by the search equals a direct weighted fit, and the fold scores are the weighted scores."""
     X, y, qid = ranking(5, n_queries=8)
     w = np.random.default_rng(5).integers(1, 4, size=y.shape[0]).astype(float)
     with sklearn.config_context(enable_metadata_routing=True):
-        est = RankSVM(tol=1e-10).set_fit_request(qid=True, sample_weight=True).set_score_request(qid=True)
+        est = RankSVM(tol=1e-10).set_fit_request(qid=True, sample_weight=True)
+        est.set_score_request(qid=True, sample_weight=True)
         search = GridSearchCV(est, {"C": [0.1, 1.0]}, cv=QueryKFold(n_splits=2))
         search.fit(X, y, qid=qid, sample_weight=w)
     direct = RankSVM(C=search.best_params_["C"], tol=1e-10).fit(X, y, qid, sample_weight=w)
     np.testing.assert_allclose(search.best_estimator_.coef_, direct.coef_, rtol=1e-10)
+    train, test = next(QueryKFold(n_splits=2).split(X, y, qid=qid))
+    fold = RankSVM(C=0.1, tol=1e-10).fit(X[train], y[train], qid[train], sample_weight=w[train])
+    assert search.cv_results_["split0_test_score"][0] == pytest.approx(
+        fold.score(X[test], y[test], qid[test], sample_weight=w[test]), rel=1e-10)
 
 
 @pytest.mark.parametrize("solver, params", [("ranksvm", {"C": 0.5}), ("ranknet", {"alpha": 0.5}),

@@ -88,11 +88,13 @@ class EstimatorSpec:
     def make(self, **params):
         return self.estimator_class(**params)
 
-    def solve_reference(self, estimator, X, y, qid):
+    def solve_reference(self, estimator, X, y, qid, **data):
+        """The reference's exact solution of ``estimator``'s objective on (X, y, qid) and the ``data`` keyword
+        arrays (sample_weight)."""
         if not self.reference:
             raise ValueError(f"solver {self.name!r} has no convex reference objective")
         params = estimator.get_params()
-        return self.reference_function(X, y, qid, **{p: params[p] for p in self.reference_params})
+        return self.reference_function(X, y, qid, **data, **{p: params[p] for p in self.reference_params})
 
 
 TABLE = (

@@ -234,17 +234,21 @@ def print_gap(name, objective, t_fast, detail, sol, t_ref, out, note=""):
     return gap
 
 
-def verify_solver(spec, X, y, qid, params, out=None):
-    """Fit ``spec``'s estimator and the reference on the same problem; print both objectives; return the gap."""
+def verify_solver(spec, X, y, qid, params, out=None, sample_weight=None):
+    """Fit ``spec``'s estimator and the reference on the same problem (weighted by ``sample_weight``, if given);
+    print both objectives; return the gap."""
     out = out or sys.stdout
+    weights = {} if sample_weight is None else {"sample_weight": sample_weight}
     est = spec.make(**params)
     t0 = time.perf_counter()
-    est.fit(X, y, qid=qid)
+    est.fit(X, y, qid=qid, **weights)
     t_fast = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sol = spec.solve_reference(est, X, y, qid)
+    sol = spec.solve_reference(est, X, y, qid, **weights)
     t_ref = time.perf_counter() - t0
-    print(f"problem: {X.shape[0]} rows, {X.shape[1]} features, {np.unique(qid).size} queries; params {params}", file=out)
+    weighted = "" if sample_weight is None else ", weighted"
+    print(f"problem: {X.shape[0]} rows, {X.shape[1]} features, {np.unique(qid).size} queries{weighted}; params "
+          f"{params}", file=out)
     return print_gap(spec.name, est.objective_, t_fast, f"n_iter={est.n_iter_}", sol, t_ref, out)
 
 
@@ -443,14 +447,17 @@ def report_fit(name, result, elapsed):
         print(f"{name}: warning: {result.message}", file=sys.stderr)
 
 
-def load_train_weights(args, n_rows):
-    """The ``--weights`` file's weights for the ``n_rows`` rows of the training file (None without it): the
-    keyword arguments of the fit, ``{"sample_weight": w}`` or ``{}``."""
-    if not args.weights:
-        return {}
+def load_weights_of(path, n_rows, data):
+    """The weights of weight file ``path`` for the ``n_rows`` rows of the data file ``data``."""
     from .io import load_weights
 
-    return {"sample_weight": load_weights(args.weights, n_rows, data=f"the training file {args.train}")}
+    return load_weights(path, n_rows, data=f"the data file {data}")
+
+
+def load_train_weights(args, n_rows):
+    """The ``--weights`` file's weights for the ``n_rows`` rows of the training file: the keyword arguments of the
+    fit, ``{"sample_weight": w}``, or ``{}`` without the option."""
+    return {"sample_weight": load_weights_of(args.weights, n_rows, args.train)} if args.weights else {}
 
 
 def load_valid(args, X):
@@ -602,6 +609,8 @@ def cmd_verify(args):
         raise ValueError(f"verify does not support {spec.name}: it checks {supported} (the solvers whose objective "
                          "it can hand to cvxpy from a ranking file); "
                          + why.get(spec.name, f"{spec.name}'s objective is not convex, so it has no exact optimum"))
+    if args.weights and not args.data:
+        raise ValueError("--weights needs a DATA file: the weight file has one weight per row of it")
     if args.data:
         X, y, qid = load_data(args.data)
         X = X.toarray() if hasattr(X, "toarray") and X.shape[0] * X.shape[1] <= 10**6 else X
@@ -617,7 +626,8 @@ def cmd_verify(args):
     accepted = sorted(spec.estimator_class().get_params())
     check_param_names(spec, params, accepted)
     params["verbose"] = args.verbose
-    gap = verify_solver(spec, X, y, qid, params)
+    weights = load_weights_of(args.weights, X.shape[0], args.data) if args.weights else None
+    gap = verify_solver(spec, X, y, qid, params, sample_weight=weights)
     return 0 if gap <= args.max_gap else 1
 
 
@@ -683,6 +693,8 @@ def build_parser():
     v.add_argument("--seed", type=int, default=0)
     v.add_argument("-p", "--param", action="append", metavar="NAME=VALUE")
     v.add_argument("--max-gap", type=float, default=1e-6, help="exit status 1 above this relative gap")
+    v.add_argument("--weights", metavar="FILE", help="sample weights of DATA's rows, one per line (as fit's "
+                   "--weights): both solvers minimise the weighted objective")
     return p
 
 

@@ -169,7 +169,7 @@ def test_cli_fit_with_a_weight_file(tmp_path, capsys, solver, params):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("1\n2\n", "has 2 weights but the training file .* has 90 rows"),
+    ("1\n2\n", "has 2 weights but the data file .* has 90 rows"),
     ("1\n\n" + "1\n" * 88, "line 2: a blank line"),
     ("1\nabc\n" + "1\n" * 88, "line 2: 'abc' is not a number"),
     ("-1\n" + "1\n" * 89, "must be >= 0"),
@@ -226,3 +226,17 @@ def test_validation_path_fits_and_scores_with_the_weights():
     qw = np.array([w[qid == q].mean() for q in np.unique(qid)])
     kept = ~np.isnan(per_query)
     assert model.score(X, y, qid, sample_weight=w) == pytest.approx(np.average(per_query[kept], weights=qw[kept]))
+
+
+@pytest.mark.parametrize("solver", ["ranksvm", "ranknet", "domination"])
+def test_cli_verify_with_a_weight_file(tmp_path, capsys, solver):
+    """cyrank verify --weights: the fast solver and the cvxpy reference on the same weighted objective."""
+    X, y, qid = ranking(10, n_queries=3)
+    w = np.random.default_rng(10).integers(0, 4, size=y.shape[0]).astype(float)
+    dump_svmlight(X, y, tmp_path / "small.svm", qid=qid)
+    np.savetxt(tmp_path / "small.weight", w)
+    assert main(["verify", solver, str(tmp_path / "small.svm"), "--weights", str(tmp_path / "small.weight")]) == 0
+    out = capsys.readouterr().out
+    assert "weighted" in out
+    est = _registry.get(solver).make(**_registry.get(solver).small_params).fit(X, y, qid, sample_weight=w)
+    assert f"{est.objective_:.10g}"[:8] in out

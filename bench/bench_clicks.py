@@ -37,7 +37,6 @@ from cyrank import clicks  # noqa: E402
 from cyrank.datasets import load_lightgbm_rank, make_ranking  # noqa: E402
 from cyrank.metrics import ndcg_score  # noqa: E402
 
-TOP_K = 10
 FAMILIES = ("RankSVM", "RankNet", "LambdaMART")
 
 
@@ -121,6 +120,15 @@ def _xgboost(X, rows, click, session, rank, test):
     return ndcg_score(yt, model.predict(Xt), qt, k=10), seconds
 
 
+def _swap_estimated(train, test, scores, log, eta, top_k, n_sessions, seed):
+    """RankSVM on the IPS data with the propensities of a separate swap experiment (ranks 1 .. top_k)."""
+    swap_log, swap = clicks.simulate_swap_intervention(train[1], train[2], scores, n_sessions=n_sessions, eta=eta,
+                                                       top_k=top_k, max_rank=top_k, random_state=1000 + seed)
+    p_swap = np.maximum(clicks.propensity_from_swaps(swap_log, swap), 1e-3)
+    estimated = clicks.click_training_data(log, p_swap, train[0], aggregate="identical")
+    return _fit_score(_estimator("RankSVM"), estimated[:3], test, estimated[3])
+
+
 def _run_row(results, missing, key, run):
     try:
         results.setdefault(key, []).append(run())
@@ -135,9 +143,12 @@ def main():
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--etas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--datasets", nargs="+", default=["lightgbm", "generated"])
+    parser.add_argument("--top-k", type=int, default=10, help="documents shown per session (30: every document "
+                        "of the generated queries, so no document has propensity 0)")
     args = parser.parse_args()
+    top_k = args.top_k
     print(__doc__.split("\n\n")[0])
-    print(f"sessions {args.sessions}, seeds {args.seeds}, etas {args.etas}, top {TOP_K} shown; one thread, machine "
+    print(f"sessions {args.sessions}, seeds {args.seeds}, etas {args.etas}, top {top_k} shown; one thread, machine "
           "shared with other jobs")
     for name, (train, test) in _datasets(args.datasets).items():
         X = train[0]
@@ -145,28 +156,23 @@ def main():
         scores = logger.decision_function(X)
         results, missing = {}, {}
         for family in FAMILIES:
-            _run_row(results, missing, ("full information", family), lambda: _fit_score(_estimator(family), train, test))
+            _run_row(results, missing, ("full information", family),
+                     lambda: _fit_score(_estimator(family), train, test))
         logger_ndcg = ndcg_score(test[1], logger.decision_function(test[0]), test[2], k=10)
         for eta in args.etas:
-            p = clicks.position_propensity(TOP_K, eta)
+            p = clicks.position_propensity(top_k, eta)
             for seed in range(args.seeds):
-                log = clicks.simulate_clicks(train[1], train[2], scores, n_sessions=args.sessions, eta=eta, top_k=TOP_K,
-                                             random_state=seed)
-                naive = clicks.click_training_data(log, np.ones(TOP_K), X, aggregate="identical")
+                log = clicks.simulate_clicks(train[1], train[2], scores, n_sessions=args.sessions, eta=eta,
+                                             top_k=top_k, random_state=seed)
+                naive = clicks.click_training_data(log, np.ones(top_k), X, aggregate="identical")
                 ips = clicks.click_training_data(log, p, X, aggregate="identical")
                 for family in FAMILIES:
                     _run_row(results, missing, (eta, "naive", family),
                              lambda: _fit_score(_estimator(family), naive[:3], test, naive[3]))
                     _run_row(results, missing, (eta, "IPS", family),
                              lambda: _fit_score(_estimator(family), ips[:3], test, ips[3]))
-                swap_log, swap = clicks.simulate_swap_intervention(train[1], train[2], scores,
-                                                                   n_sessions=args.swap_sessions, eta=eta,
-                                                                   top_k=TOP_K, max_rank=TOP_K,
-                                                                   random_state=1000 + seed)
-                p_swap = np.maximum(clicks.propensity_from_swaps(swap_log, swap), 1e-3)
-                estimated = clicks.click_training_data(log, p_swap, X, aggregate="identical")
                 _run_row(results, missing, (eta, "IPS, swap-estimated propensities", "RankSVM"),
-                         lambda: _fit_score(_estimator("RankSVM"), estimated[:3], test, estimated[3]))
+                         lambda: _swap_estimated(train, test, scores, log, eta, top_k, args.swap_sessions, seed))
                 peers = _session_rows(log)
                 _run_row(results, missing, (eta, "peer", "LightGBM lambdarank, position"),
                          lambda: _lightgbm(X, *peers, test))

@@ -452,7 +452,9 @@ def click_training_data(log, propensity, X=None, *, max_weight=None, self_normal
     (i, j), y_i > y_j, counts with w_i). A ranker fitted on it minimises the IPS estimate of its pairwise loss over
     the relevant documents (Joachims, Swaminathan & Schnabel, WSDM 2017, eq. 9 with the shown documents as
     candidates): ``sum_sessions sum_{i clicked} (1 / p_i) sum_{j shown, not clicked} loss(f_i - f_j)``.
-    Sessions with no click or no unclicked row hold no pair and are left out.
+    Sessions with no click or no unclicked row hold no pair and are left out. Documents never shown (below the
+    logging cut-off) have propensity 0: no weight corrects for them (item-selection bias); in bench/bench_clicks.py
+    this is the gap IPS leaves when 10 of 30 documents are shown.
 
     Parameters
     ----------
@@ -467,9 +469,10 @@ def click_training_data(log, propensity, X=None, *, max_weight=None, self_normal
         Strehl, Langford, Li & Kakade, NeurIPS 2010): lower variance, biased towards the top ranks. Default None
         (unbiased): with top_k = 10 and eta <= 2 the largest weight is at most 100.
     self_normalize : bool
-        Divide the weights of the clicked rows by their mean over the sessions' clicks (the self-normalised estimator of Swaminathan &
-        Joachims, NeurIPS 2015: the IPS sum over the clicks divided by the IPS estimate of the number of relevant
-        documents, ``sum_i c_i / p_i``, times the number of clicks). One constant factor: it does not move the
+        Divide the weights of the clicked rows by their mean over the sessions' clicks (the self-normalised
+        estimator of Swaminathan & Joachims, NeurIPS 2015: the IPS sum over the clicks divided by the IPS estimate
+        of the number of relevant documents, ``sum_i c_i / p_i``, times the number of clicks). One constant factor:
+        it does not move the
         minimiser of the loss, only its balance with the regulariser, so C / alpha keep the meaning they have on
         unweighted data (weights averaging 1). Default True for that reason.
     aggregate : None, "identical" or "query"

@@ -244,7 +244,7 @@ _SIMULATION_PARAMETERS = """
         Severity of the position bias of the position-based model (ignored by the cascade model).
     top_k : int or None
         The number of documents shown (the rest have propensity 0); None shows every row of the query.
-    relevance : "graded" or a number
+    relevance : {"graded"} or float
         How a label sets the click probability of an examined document (:func:`click_probability`).
     epsilon_plus, epsilon_minus : float in [0, 1]
         Click probability of an examined relevant (top-grade) and irrelevant (grade 0) document.
@@ -265,6 +265,8 @@ def simulate_clicks(y, qid, scores, *, n_sessions=10_000, model="position", eta=
     ClickLog
         Entries in session order and, within a session, rank order; ``session`` 0 .. n_sessions - 1.
 
+    Notes
+    -----
     Cost: O(n log n) to rank the rows once, then O(n_sessions * top_k) vectorised (no Python loop over sessions).
     """
     rankings, eps, propensity, n_sessions, model, rng = _prepare(
@@ -485,7 +487,13 @@ def click_training_data(log, propensity, X=None, *, max_weight=None, self_normal
 
     Returns
     -------
-    rows_or_X, y (float64), qid (int64), sample_weight (float64, or None for aggregate="query")
+    rows_or_X : int64 array, ndarray or sparse matrix
+        The rows of the training data: indices into the data of the log, or X[rows] when X is given.
+    y, qid : float64 and int64 arrays
+        The click (1/0) of each row and its query (a session, or merged sessions).
+    sample_weight : float64 array or None
+        1 / propensity (self-normalised, clipped at max_weight) on clicked rows, 1 elsewhere; None with
+        aggregate="query".
     """
     log = _check_log(log, "click_training_data")
     aggregate = check_option("aggregate", aggregate, AGGREGATES)

@@ -15,6 +15,7 @@ import pytest
 API = Path(__file__).resolve().parent.parent / "docs" / "api.rst"
 PUBLIC = ["cyrank", "cyrank.domination", "cyrank.ranksvm", "cyrank.mlr", "cyrank.labelrank", "cyrank.lambdarank",
           "cyrank.metrics", "cyrank.io", "cyrank.datasets", "cyrank.model_selection", "cyrank.many", "cyrank.dask",
+          "cyrank.clicks",
           "reference"]
 REFERENCE = ["reference.domination", "reference.ranksvm", "reference.mlr", "reference.labelrank",
              "reference.ranknet"]

@@ -81,6 +81,22 @@ for shown in (10, 20):
 print(f"logging ranker: {test_ndcg(logger):.4f}")
 
 # %%
+# Evaluating a ranker from clicks
+# -------------------------------
+# Clicks also estimate a ranker's quality without labels: ``ips_metric`` weighs each click by 1 / p of the rank it
+# was shown at and credits it with the discount of the rank the evaluated ranker gives it (Joachims et al. 2017,
+# section 4; Agarwal et al., SIGIR 2019). ``expected_click_metric`` is the value it estimates, computed from the
+# true labels; the naive estimate (p = 1) is biased. All 20 documents are shown here: with the top 10 only, the
+# estimate (and the value it targets) would count only the documents the logging ranker showed.
+log = clicks.simulate_clicks(y, qid, logging_scores, n_sessions=20_000, eta=eta, top_k=None, random_state=5)
+full_scores = RankSVM().fit(X, y, qid).decision_function(X)
+for name, scores in (("logging ranker", logging_scores), ("full-information RankSVM", full_scores)):
+    estimate, se = clicks.ips_metric(log, clicks.position_propensity(20, eta), scores, qid, k=10)
+    naive_estimate, _ = clicks.ips_metric(log, np.ones(20), scores, qid, k=10)
+    truth = clicks.expected_click_metric(y, qid, scores, top_k=None, k=10)
+    print(f"{name:26s} click DCG@10: IPS {estimate:.3f} +- {se:.3f}, naive {naive_estimate:.3f}, true {truth:.3f}")
+
+# %%
 # Estimating the propensities
 # ---------------------------
 # The true curve is rarely known. A randomised experiment that swaps the documents at ranks 1 and k measures

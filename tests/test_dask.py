@@ -301,7 +301,8 @@ def test_sample_weight_gives_the_single_machine_weighted_model(client, kind):
     np.testing.assert_allclose(dist.coef_, local.coef_, rtol=1e-6, atol=1e-8 * np.abs(local.coef_).max())
     assert dist.objective_ == pytest.approx(local.objective_, rel=1e-10)
     if kind == "ranksvm":
-        assert dist.pair_weight_sum_ == pytest.approx(local.pair_weight_sum_, rel=1e-12) and dist.n_pairs_ == local.n_pairs_
+        assert dist.pair_weight_sum_ == pytest.approx(local.pair_weight_sum_, rel=1e-12)
+        assert dist.n_pairs_ == local.n_pairs_
     w_first_half = np.where(np.arange(w.size) < w.size // 2, 0.0, w)  # the first partitions weigh 0
     half = type(dist)(**dist.get_params()).fit(*args, client=client, sample_weight=da.from_array(w_first_half, 37))
     local_half = type(local)(**local.get_params()).fit(X, y, *(() if qid is None else (qid,)),

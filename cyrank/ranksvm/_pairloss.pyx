@@ -112,8 +112,7 @@ cdef class Layout:
     rows[k]: data row of position k; offsets: positions of each query; rank: label rank of each position;
     n_levels: label levels of each query (>= 2); weight: None (unweighted) or the weight of each position (the
     pair (i, j), i preferred, counts with weight[i]), float64 >= 0. ``pair_weight_sum``: sum over the pairs of
-    the preferred position's weight (their number without weights), set by cyrank.ranksvm.problems.make_layout,
-    which builds the layout (NaN until then).
+    the preferred position's weight (their number without weights).
     Products run on one thread below ``parallel_min_rows`` positions (-1: the shared default,
     cyrank/_parallel.pxd).
     """
@@ -143,7 +142,8 @@ cdef class Layout:
             if self.n_positions:
                 wv = self.weight
                 self.wt = &wv[0]
-        self.pair_weight_sum = float("nan")
+        below = _positions_below(self.offsets, self.rank)
+        self.pair_weight_sum = float(below.sum() if self.weight is None else below @ self.weight)
         self.n_threads = product_threads(self.n_positions, self.n_queries, parallel_min_rows)
         # one Fenwick tree per thread, each row on cache lines of its own (padded_width: no false sharing); with
         # weights the sums are followed by a tree of weights (query_sweep)
@@ -156,6 +156,17 @@ cdef class Layout:
     def new_state(self):
         """(f, perm): centered scores and per-query sort order of a point, for hess_vec."""
         return np.zeros(self.n_positions, dtype=np.float64), np.arange(self.n_positions, dtype=np.int64)
+
+
+def _positions_below(offsets, rank):
+    """Per position of a layout, the number of positions of its query with a lower label rank (its pairs as the
+    preferred position), in O(n): the counts of each (query, rank), summed before each rank."""
+    n = rank.shape[0]
+    start = np.repeat(offsets[:offsets.shape[0] - 1], np.diff(offsets))  # no negative index: wraparound is off
+    key = start + rank  # (query, rank) as one index below n: a query of l positions has ranks below l
+    counts = np.bincount(key, minlength=n)
+    before = np.cumsum(counts) - counts
+    return before[key] - start
 
 
 # --------------------------------------------------------------------------------------------- linear model

@@ -29,8 +29,8 @@ def make_layout(y, qid, parallel_min_rows=-1, sample_weight=None):
     gets the dense rank of its label inside its query. ``qid=None``: one query. A RankingDataWarning when no
     query has two label levels (the layout is then empty and there is no pair). ``parallel_min_rows``: see
     _pairloss.Layout. ``sample_weight`` (None, a number or one weight per row, in the rows' order; checked by
-    cyrank._validation, refused when every pair would weigh 0) follows the rows into the layout's ``weight``;
-    ``layout.pair_weight_sum`` is then sum_P w_i.
+    cyrank._validation, refused when every pair would weigh 0) follows the rows into the layout's ``weight``
+    (``layout.pair_weight_sum`` is sum_P w_i).
     """
     y = np.asarray(y, dtype=np.float64)
     sample_weight = check_sample_weight(sample_weight, y.shape[0])
@@ -46,20 +46,7 @@ def make_layout(y, qid, parallel_min_rows=-1, sample_weight=None):
     offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     weight = None if sample_weight is None else sample_weight[rows]
     layout = _pairloss.Layout(rows, offsets, rank, groups.n_levels[keep_q], n, parallel_min_rows, weight)
-    n_pairs = groups.n_pairs_possible
-    layout.pair_weight_sum = float(n_pairs) if weight is None else float(_rows_below(offsets, rank) @ weight)
-    return layout, n_pairs
-
-
-def _rows_below(offsets, rank):
-    """Per position of a layout, the number of positions of its query with a lower label rank (its pairs as the
-    preferred row), in O(n): the counts of each (query, rank), summed before each rank."""
-    n = rank.shape[0]
-    start = np.repeat(offsets[:-1], np.diff(offsets))
-    key = start + rank  # (query, rank) as one index below n: a query of l positions has ranks below l
-    counts = np.bincount(key, minlength=n)
-    before = np.cumsum(counts) - counts
-    return before[key] - start
+    return layout, groups.n_pairs_possible
 
 
 def _linear_parts(X):

@@ -397,8 +397,8 @@ class _Fit:
         obj = LinearSquaredHinge(X, layout, self.C)
         if self.loss == "squared_hinge":
             return self.linear_datafit(obj)
-        res = one_slack(LinearHinge(obj.parts, layout), self.C, layout.pair_weight_sum, self.tol, self.max_iter, self.verbose,
-                        w0=self.start, stabilize=self.options.stabilization)
+        res = one_slack(LinearHinge(obj.parts, layout), self.C, layout.pair_weight_sum, self.tol, self.max_iter,
+                        self.verbose, w0=self.start, stabilize=self.options.stabilization)
         w = res.x
         loss, n_active = obj.loss(w, squared=False)
         objective = 0.5 * float(w @ w) + self.C * loss
@@ -423,7 +423,6 @@ class _Fit:
         n = rows.shape[0]
         klay = _pairloss.Layout(np.arange(n), layout.offsets, layout.rank, layout.n_levels, n,
                                 self.options.parallel_min_rows, layout.weight)
-        klay.pair_weight_sum = layout.pair_weight_sum
         values = {}
         if self.kernel == "precomputed":
             check_symmetric(X)

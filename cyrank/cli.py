@@ -431,13 +431,12 @@ def fit_params(args, spec):
     return params
 
 
-def fit_takes(spec, argument):
-    """Whether a family's solve (or its estimator's fit, without a functional layer) takes ``argument``:
-    "eval_set" (a validation set scored during the fit) or "sample_weight"."""
+def takes_valid(spec):
+    """Whether a family scores a validation set during its fit (its solve or fit has ``eval_set``)."""
     import inspect
 
     fit = spec.solve_function if spec.solve else spec.estimator_class.fit
-    return argument in inspect.signature(fit).parameters
+    return "eval_set" in inspect.signature(fit).parameters
 
 
 def report_fit(name, result, elapsed):
@@ -512,12 +511,10 @@ def cmd_fit(args):
         raise ValueError(f"--max-features must be a number of features >= 1, got {args.max_features}")
     spec = _registry.get(args.solver)
     params = fit_params(args, spec)
-    if args.valid and not fit_takes(spec, "eval_set"):
-        users = ", ".join(n for n, s in _registry.SOLVERS.items() if s.data == "ranking" and fit_takes(s, "eval_set"))
+    if args.valid and not takes_valid(spec):
+        users = ", ".join(n for n, s in _registry.SOLVERS.items() if s.data == "ranking" and takes_valid(s))
         raise ValueError(f"--valid: {spec.name} does not use a validation set (its fit stops on its own optimality "
                          f"test); --valid is for the solvers with early stopping: {users}")
-    if args.weights and not fit_takes(spec, "sample_weight"):
-        raise ValueError(f"--weights: {spec.name} does not take sample weights")
     if not args.output:
         print(f"cyrank fit: warning: no -o/--output given, so the trained {spec.name} model will not be saved "
               "(add -o MODEL.npz to keep it)", file=sys.stderr)

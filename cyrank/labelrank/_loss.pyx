@@ -391,8 +391,8 @@ def fused_pass(const floating[::1] data, const index_t[::1] indices, const index
     cdef const intp_t* mem = _members(members)
     cdef const double* wt = _weights(weight, n)
     if (V.shape[0] != d or out.shape[0] != width or sub_ptr.shape[0] != n + 1
-            or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0]) or edge_ptr.shape[0] != n + 1 or (dense and data.shape[0] != n * d)
-            or (not dense and indptr.shape[0] != n + 1)):
+            or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0]) or edge_ptr.shape[0] != n + 1
+            or (dense and data.shape[0] != n * d) or (not dense and indptr.shape[0] != n + 1)):
         raise ValueError("fused_pass: wrong array sizes")
     if n == 0 or width == 0:
         out[:] = 0.0

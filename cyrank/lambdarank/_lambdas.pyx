@@ -970,7 +970,8 @@ cdef double _reference_query(const double* s, const double* y, const intp_t* tie
 
 cdef double _loss_query(const double* s, const double* y, const double* w, intp_t* ib, double* fb, intp_t n_total,
                         intp_t off, intp_t q, intp_t n, double qnorm, int metric, intp_t k, intp_t truncation,
-                        double sigma, double threshold, bint with_cost, double* lam, double* hess, double* ex) noexcept nogil:
+                        double sigma, double threshold, bint with_cost, double* lam, double* hess,
+                        double* ex) noexcept nogil:
     cdef QueryRef Q
     set_ref(&Q, ib, fb, n_total, off, q)
     Q.norm = qnorm

@@ -98,8 +98,9 @@ class LambdaRank(LinearRankerMixin, SolverEstimator):
 
         C(w) = sum_{(i, j): same query, y_i > y_j} c_i |dZ_ij| log(1 + exp(-sigma (f_i - f_j))) + alpha ||w||^2
 
-    with c_i = 1, or the ``sample_weight`` of the preferred row i given to ``fit`` (as RankNet's), and |dZ_ij| the change of the metric when i and j swap places in the ranking by f. C is not convex (not even
-    continuous where the ranking changes). From the RankNet solution (same alpha and sigma; at w = 0 every score
+    with c_i = 1, or the ``sample_weight`` of the preferred row i given to ``fit`` (as RankNet's), and |dZ_ij| the
+    change of the metric when i and j swap places in the ranking by f. C is not convex (not even continuous where
+    the ranking changes). From the RankNet solution (same alpha and sigma; at w = 0 every score
     ties), each outer step fixes the weights |dZ_ij| at the current ranking and minimises the convex weighted
     RankNet loss exactly by trust-region Newton (warm-started); the step to that minimiser is halved until C,
     with the weights of the new ranking, decreases. The loop stops when the ranking (hence every weight) no

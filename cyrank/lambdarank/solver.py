@@ -366,8 +366,8 @@ def loss(X, y, qid=None, *, sigma=1.0, sample_weight=None):
 
         L(w) = sum_{(i, j): same query, y_i > y_j} c_i log(1 + exp(-sigma (x_i - x_j) . w)),
 
-    (c_i = ``sample_weight`` of row i, 1 without), its gradient X' lambda and Hessian products (+ ridge ||w||^2 when :func:`cyrank.optim.datafit.minimise` sets a
-    ridge), with ``n_features``, ``n_rows``, ``column_squares()`` (within-query centred squares of X's columns) and
+    (c_i = ``sample_weight`` of row i, 1 without), its gradient X' lambda and Hessian products (+ ridge ||w||^2
+    when :func:`cyrank.optim.datafit.minimise` sets a ridge), with ``n_features``, ``n_rows``, ``column_squares()`` (within-query centred squares of X's columns) and
     ``gradient_noise`` (0). The data are checked as :func:`solve` checks them, and a RankingDataWarning is given
     when no query has a pair. Rows are sorted by (query, label) inside the object (by content inside a run, as
     :func:`solve` sorts them); w is in X's column order, so ``loss(X, y, qid).fun(w) ==

@@ -72,58 +72,60 @@ def scale_vector(factors):
     return s
 
 
-# family -> (data, reference solve(X64, target, s) -> Solution, name of the solution's coefficients,
-#            reference objective(X64, target, coef), estimator objective(est, X, target) or None)
+# family -> (data, reference solve(X64, target, s, **options) -> Solution, name of the solution's coefficients,
+#            reference objective(X64, target, coef, **options), estimator objective(est, X, target, **options) or
+#            None); options: sample_weight, and the reference's solver settings
 FAMILIES = {
     "domination-l2": (
         ranking_data,
         lambda X, t, s, **o: ref_dom.solve(X, *t, penalty="l2", alpha=1.0, feature_scale=s, **o),
         "w",
-        lambda X, t, w: ref_dom.objective(X, *t, None, w, penalty="l2", alpha=1.0),
-        lambda est, X, t: est.objective(X, *t),
+        lambda X, t, w, **o: ref_dom.objective(X, *t, None, w, penalty="l2", alpha=1.0, **o),
+        lambda est, X, t, **o: est.objective(X, *t, **o),
     ),
     "domination-l1": (
         ranking_data,
         lambda X, t, s, **o: ref_dom.solve(X, *t, penalty="l1", alpha=1.0, feature_scale=s, **o),
         "w",
-        lambda X, t, w: ref_dom.objective(X, *t, None, w, penalty="l1", alpha=1.0),
-        lambda est, X, t: est.objective(X, *t),
+        lambda X, t, w, **o: ref_dom.objective(X, *t, None, w, penalty="l1", alpha=1.0, **o),
+        lambda est, X, t, **o: est.objective(X, *t, **o),
     ),
     "domination-elasticnet": (
         ranking_data,
         lambda X, t, s, **o: ref_dom.solve(X, *t, penalty="elasticnet", alpha=1.0, l1_ratio=0.5, feature_scale=s,
                                            **o),
         "w",
-        lambda X, t, w: ref_dom.objective(X, *t, None, w, penalty="elasticnet", alpha=1.0, l1_ratio=0.5),
-        lambda est, X, t: est.objective(X, *t),
+        lambda X, t, w, **o: ref_dom.objective(X, *t, None, w, penalty="elasticnet", alpha=1.0, l1_ratio=0.5,
+                                             **o),
+        lambda est, X, t, **o: est.objective(X, *t, **o),
     ),
     "ranksvm-squared_hinge": (
         ranking_data,
         lambda X, t, s, **o: ref_svm.solve(X, *t, C=1.0, loss="squared_hinge", feature_scale=s, **o),
         "w",
-        lambda X, t, w: ref_svm.objective(X, *t, w, C=1.0, loss="squared_hinge"),
+        lambda X, t, w, **o: ref_svm.objective(X, *t, w, C=1.0, loss="squared_hinge", **o),
         None,                                   # RankSVM has no public objective recomputation
     ),
     "ranksvm-hinge": (
         ranking_data,
         lambda X, t, s, **o: ref_svm.solve(X, *t, C=1.0, loss="hinge", feature_scale=s, **o),
         "w",
-        lambda X, t, w: ref_svm.objective(X, *t, w, C=1.0, loss="hinge"),
+        lambda X, t, w, **o: ref_svm.objective(X, *t, w, C=1.0, loss="hinge", **o),
         None,
     ),
     "ranknet": (
         ranking_data,
         lambda X, t, s, **o: ref_net.solve(X, *t, alpha=0.1, feature_scale=s, **o),
         "w",
-        lambda X, t, w: ref_net.objective(X, *t, w, alpha=0.1),
-        lambda est, X, t: est.objective(X, *t),
+        lambda X, t, w, **o: ref_net.objective(X, *t, w, alpha=0.1, **o),
+        lambda est, X, t, **o: est.objective(X, *t, **o),
     ),
     "labelrank": (
         label_data,
         lambda X, t, s, **o: ref_lab.solve(X, *t, "domination", 0.1, feature_scale=s, **o),
         "coef",
-        lambda X, t, coef: ref_lab.objective(X, *t, coef, decomposition="domination", alpha=0.1),
-        lambda est, X, t: est.objective(X, *t),
+        lambda X, t, coef, **o: ref_lab.objective(X, *t, coef, decomposition="domination", alpha=0.1, **o),
+        lambda est, X, t, **o: est.objective(X, *t, **o),
     ),
 }
 
@@ -310,6 +312,50 @@ def test_converged_means_near_the_optimum_with_scaled_columns(solver, scaling, f
     caught = fit_recording(est, X, target)
     recomputed = objective(X64, target, est.coef_)
     own = None if own_objective is None else own_objective(est, X, target)
+    check_contract(est, caught, fstar, recomputed, own)
+
+
+def row_weights(n, seed=29):
+    """Inverse-propensity-like weights: 1 / propensity (1 / rank) for ranks 1..10, a fifth of the rows at 0."""
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(n) < 0.2, 0.0, rng.integers(1, 11, size=n).astype(np.float64))
+
+
+@functools.lru_cache(maxsize=None)
+def weighted_reference_optimum(family, factors, dtype):
+    """reference_optimum with the loss weighted by :func:`row_weights` (one per row or instance)."""
+    data, solve, name, objective, _ = FAMILIES[family]
+    _, X64, s, target = scaled(data, factors, dtype)
+    weights = row_weights(X64.shape[0])
+    sol = certified(lambda **options: solve(X64, target, s, sample_weight=weights, **options))
+    assert sol.status == "optimal" and sol.solver == "CLARABEL", (family, factors, sol.solver, sol.status)
+    at = objective(X64, target, sol[name], sample_weight=weights)
+    assert abs(at - sol.objective) <= REF_ACCURACY * max(1.0, abs(sol.objective)), \
+        f"reference {family}: weighted optimum {sol.objective!r} but objective {at!r} at its solution"
+    return sol.objective
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["dense-float64", "csr-float32"])
+@pytest.mark.parametrize("solver", list(SOLVERS))
+def test_weighted_fits_keep_the_contract_with_a_timestamp_column(solver, fmt):
+    """The same contract with sample_weight (a fifth of the weights 0, the others 1..10) and a column x 1.7e9
+    beside one x 1e-3: the weighted objective against the weighted reference optimum."""
+    family, make = SOLVERS[solver]
+    data, _, _, objective, own_objective = FAMILIES[family]
+    factors = tuple(sorted(SCALINGS["timestamp+small"].items()))
+    layout, dtype = fmt.split("-")
+    Xd, X64, _, target = scaled(data, factors, np.dtype(dtype))
+    weights = row_weights(X64.shape[0])
+    fstar = weighted_reference_optimum(family, factors, np.dtype(dtype))
+    X = Xd if layout == "dense" else sp.csr_matrix(Xd)
+    est = make()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, *target, sample_weight=weights)
+    caught = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    recomputed = objective(X64, target, est.coef_, sample_weight=weights)
+    own = None if own_objective is None else own_objective(est, X, target, sample_weight=weights)
     check_contract(est, caught, fstar, recomputed, own)
 
 

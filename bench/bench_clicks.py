@@ -22,6 +22,7 @@ rounds, XGBoost 100 rounds, learning rate 0.1), one thread. NDCG@10: cyrank.metr
 pessimistic ties, test queries without a relevant document dropped).
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/bench_clicks.py [--sessions 50000] [--seeds 5] [--etas 0.5 1 2]
+        [--datasets lightgbm generated interactions] [--top-k 10] [--mart-variants]
 """
 import argparse
 import os
@@ -151,6 +152,19 @@ def _swap_estimated(train, test, scores, log, eta, top_k, n_sessions, seed):
     return _fit_score(_estimator("RankSVM"), estimated[:3], test, estimated[3])
 
 
+def _mart_variants(results, missing, eta, log, p, X, naive, ips, test):
+    """LambdaMART rows beyond naive / IPS: the IPS weights clipped (max_weight 5 and 2), norm=True and
+    metric="ranknet", each on the naive and / or IPS data of the same sessions."""
+    for clip in (5.0, 2.0):
+        clipped = clicks.click_training_data(log, p, X, aggregate="identical", max_weight=clip)
+        _run_row(results, missing, (eta, "LambdaMART variant", f"IPS, max_weight={clip:g}"),
+                 lambda: _fit_score(cyrank.LambdaMART(n_jobs=1), clipped[:3], test, clipped[3]))
+    for option, value in (("norm", True), ("metric", "ranknet")):
+        for label, data in (("naive", naive), ("IPS", ips)):
+            _run_row(results, missing, (eta, "LambdaMART variant", f"{label}, {option}={value!r}"),
+                     lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **{option: value}), data[:3], test, data[3]))
+
+
 def _run_row(results, missing, key, run):
     try:
         results.setdefault(key, []).append(run())
@@ -168,6 +182,9 @@ def main():
                         help="lightgbm (embedded), generated (make_ranking: linear), interactions (non-linear)")
     parser.add_argument("--top-k", type=int, default=10, help="documents shown per session (30: every document "
                         "of the generated queries, so no document has propensity 0)")
+    parser.add_argument("--mart-variants", action="store_true", help="also LambdaMART on the sessions with the "
+                        "IPS weights clipped at 5 and 2 (max_weight), with norm=True (naive and IPS), and with "
+                        "metric='ranknet' (naive and IPS)")
     args = parser.parse_args()
     top_k = args.top_k
     print(__doc__.split("\n\n")[0])
@@ -194,6 +211,8 @@ def main():
                              lambda: _fit_score(_estimator(family), naive[:3], test, naive[3]))
                     _run_row(results, missing, (eta, "IPS", family),
                              lambda: _fit_score(_estimator(family), ips[:3], test, ips[3]))
+                if args.mart_variants:
+                    _mart_variants(results, missing, eta, log, p, X, naive, ips, test)
                 _run_row(results, missing, (eta, "IPS, swap-estimated propensities", "RankSVM"),
                          lambda: _swap_estimated(train, test, scores, log, eta, top_k, args.swap_sessions, seed))
                 peers = _session_rows(log)
@@ -221,7 +240,7 @@ def _report(name, logger, args, results, missing):
         print(f"{'-':>4s}  {'full information':40s} {family:40s} {text:>26s} {sec:7.2f}")
     for eta in args.etas:
         keys = [k for k in results.keys() | missing.keys() if k[0] == eta]
-        order = {"naive": 0, "IPS": 1, "IPS, swap-estimated propensities": 2, "peer": 3}
+        order = {"naive": 0, "IPS": 1, "IPS, swap-estimated propensities": 2, "peer": 3, "LambdaMART variant": 4}
         for key in sorted(keys, key=lambda k: (order[k[1]], k[2])):
             text, _, sec = cell(key)
             print(f"{eta:4g}  {key[1]:40s} {key[2]:40s} {text:>26s} {sec:7.2f}")

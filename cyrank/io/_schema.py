@@ -17,12 +17,15 @@ from .._validation import check_sparse_structure
 #   "float[d]", "int[m, d]", "bool[*]", "any[c]": arrays (float arrays float64 and finite; any = numbers or
 #       strings); each
 #       dimension is a number, "*", or a symbol bound on first use and equal everywhere after it ("d" is
-#       n_features_in_); "or csr" also admits a CSR matrix (structure checked); "in [0, d)" bounds the values
+#       n_features_in_; "str[d]" is an array of strings); "or csr" also admits a CSR matrix (structure checked); "in [0, d)" bounds the values
 #   "dict": str keys, 1-d numeric arrays as values;  "...|None": None is also allowed
 _SPEC = re.compile(r"(?P<kind>float|int|bool|str|any|dict)(?:\[(?P<dims>[^\]]*)\])?(?P<csr> or csr)?"
                    r"(?: *(?P<op>>=|>) *(?P<low>[-+.\de]+))?(?: in \[0, (?P<high>\w+)\))?"
                    r"(?P<none>\|None)?(?P<optional>\?)?$")
-_ARRAY_KIND = {"float": "f", "int": "iu", "bool": "b", "any": "biufU"}
+_ARRAY_KIND = {"float": "f", "int": "iu", "bool": "b", "any": "biufU", "str": "U"}
+# attributes every class's model file may hold without declaring them: the column names of a DataFrame fit
+# (cyrank._base.remember_feature_names)
+_COMMON_SCHEMA = {"feature_names_in_": "str[d]?"}
 
 
 def _schema_rules(cls, params):
@@ -31,7 +34,7 @@ def _schema_rules(cls, params):
     if schema is None:
         return None
     rules = {}
-    for name, rule in schema.items():
+    for name, rule in {**_COMMON_SCHEMA, **schema}.items():
         spec = rule(params) if callable(rule) else rule
         if spec is not None:
             m = _SPEC.match(spec)

@@ -1,7 +1,7 @@
 """Behaviour shared by every cyrank estimator: the estimator base :class:`SolverEstimator` (parameters checked and
 passed to the functional layer, fitted values from its result, with sklearn's ConvergenceWarning when a solver
-stopped short), prediction = scores, score = mean NDCG@10, feature-count check, and a MissingQidWarning when a
-ranker's fit or score gets no qid."""
+stopped short), prediction = scores, score = mean NDCG@10, feature-count and feature-name checks
+(``feature_names_in_``), and a MissingQidWarning when a ranker's fit or score gets no qid."""
 import functools
 import inspect
 import threading
@@ -31,9 +31,72 @@ def set_fitted(estimator, result, stale=(), stacklevel=3):
     return estimator
 
 
+def feature_names(X):
+    """The column names of a DataFrame ``X`` (pandas, polars, Dask: anything with ``columns``) as an object array,
+    or None when X has no column names or they are not all strings (scikit-learn's rule: integer column labels,
+    as in ``pd.DataFrame(array)``, are no names). Names of mixed kinds are a TypeError, as in scikit-learn."""
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "shape") or len(X.shape) != 2:
+        return None
+    names = np.asarray(list(columns), dtype=object)
+    is_str = np.array([isinstance(n, str) for n in names], dtype=bool)
+    if names.size == 0 or not is_str.any():
+        return None
+    if not is_str.all():
+        kinds = sorted({type(n).__name__ for n in names})
+        raise TypeError(f"X's column names are of mixed types {kinds}: name every column with a string (e.g. "
+                        "X.columns = X.columns.astype(str)), or pass X.to_numpy() to fit without names")
+    return names
+
+
+def remember_feature_names(estimator, X):
+    """Set ``feature_names_in_`` from a DataFrame ``X`` fitted on (removed when X has no column names)."""
+    names = feature_names(X)
+    if names is None:
+        estimator.__dict__.pop("feature_names_in_", None)
+    else:
+        estimator.feature_names_in_ = names
+
+
+def _listed(names, limit=5):
+    shown = "".join(f"- {n}\n" for n in names[:limit])
+    return shown + ("- ...\n" if len(names) > limit else "")
+
+
+def check_feature_names(estimator, X):
+    """Compare the column names of ``X`` with those ``estimator`` was fitted with (scikit-learn's convention and
+    messages): other or reordered names are a ValueError saying how they differ; names on one side only warn."""
+    fitted = getattr(estimator, "feature_names_in_", None)
+    names = feature_names(X)
+    name = type(estimator).__name__
+    if fitted is None and names is None:
+        return
+    if fitted is None:
+        warnings.warn(f"X has feature names, but {name} was fitted without feature names", UserWarning, stacklevel=4)
+        return
+    if names is None:
+        warnings.warn(f"X does not have valid feature names, but {name} was fitted with feature names",
+                      UserWarning, stacklevel=4)
+        return
+    if len(names) == len(fitted) and np.array_equal(names, fitted):
+        return
+    message = "The feature names should match those that were passed during fit.\n"
+    unseen = sorted(set(names) - set(fitted))
+    missing = sorted(set(fitted) - set(names))
+    if unseen:
+        message += "Feature names unseen at fit time:\n" + _listed(unseen)
+    if missing:
+        message += "Feature names seen at fit time, yet now missing:\n" + _listed(missing)
+    if not unseen and not missing:
+        message += "Feature names must be in the same order as they were in fit.\n"
+    raise ValueError(message + f"Select the fitted columns in their order: X[est.feature_names_in_], est the fitted {name}")
+
+
 def check_predict_X(estimator, X, *, accept_sparse=("csr", "csc")):
-    """X checked like training data, with the number of features ``estimator`` saw in ``fit``."""
+    """X checked like training data, with the number of features ``estimator`` saw in ``fit`` and, for a
+    DataFrame, its column names (:func:`check_feature_names`)."""
     check_is_fitted(estimator)
+    check_feature_names(estimator, X)
     X = check_X(X, accept_sparse=accept_sparse, dtype=FLOAT_DTYPES)
     if X.shape[1] != estimator.n_features_in_:
         raise ValueError(
@@ -92,6 +155,21 @@ def weighted_query_mean(per_query, qid, sample_weight, n):
         raise ValueError("sample_weight is 0 on every scored query (queries with a relevant row); give some of "
                          "them a positive weight")
     return float(np.dot(w[kept], per_query[kept]) / w[kept].sum())
+
+
+def remembering_feature_names(fit):
+    """``fit`` that sets ``feature_names_in_`` from its X after it succeeded (:func:`remember_feature_names`); the
+    outermost of nested fits (a subclass's fit calling its parent's with converted arrays) has the last word."""
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        X = args[0] if args else kwargs.get("X")
+        feature_names(X)  # mixed-type column names are refused before any work
+        out = fit(self, *args, **kwargs)
+        remember_feature_names(self, X)
+        return out
+
+    wrapper._remembers_feature_names = True
+    return wrapper
 
 
 class RankerMixin:
@@ -215,6 +293,9 @@ class SolverEstimator(BaseEstimator):
             value = cls.__dict__.get(name)
             if isinstance(value, types.FunctionType):
                 setattr(cls, name, staticmethod(value))
+        fit = cls.__dict__.get("fit")
+        if callable(fit) and not getattr(fit, "_remembers_feature_names", False):
+            cls.fit = remembering_feature_names(fit)
         super().__init_subclass__(**kwargs)
 
     def _solver_params(self):

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import domination, labelrank, lambdarank, ranksvm
-from ._base import set_fitted
+from ._base import remember_feature_names, set_fitted
 from ._queries import QueryGroups
 from ._validation import (check_qid, check_ranking_data, check_sample_weight, check_X, has_weighted_pairs,
                           warn_if_no_pairs, warn_no_preferences)
@@ -567,6 +567,7 @@ class DaskFitMixin:
         self.n_partitions_ = loss.n_partitions
         self.rows_moved_ = loss.rows_moved
         self.n_distributed_calls_ = loss.n_calls
+        remember_feature_names(self, X)
         return set_fitted(self, result)
 
 

@@ -22,7 +22,7 @@ from .._validation import check_sparse_structure
 _SPEC = re.compile(r"(?P<kind>float|int|bool|str|any|dict)(?:\[(?P<dims>[^\]]*)\])?(?P<csr> or csr)?"
                    r"(?: *(?P<op>>=|>) *(?P<low>[-+.\de]+))?(?: in \[0, (?P<high>\w+)\))?"
                    r"(?P<none>\|None)?(?P<optional>\?)?$")
-_ARRAY_KIND = {"float": "f", "int": "iu", "bool": "b", "any": "biufU", "str": "U"}
+_ARRAY_KIND = {"float": "f", "int": "iu", "bool": "b", "any": "biufU", "str": "UO"}
 # attributes every class's model file may hold without declaring them: the column names of a DataFrame fit
 # (cyrank._base.remember_feature_names)
 _COMMON_SCHEMA = {"feature_names_in_": "str[d]?"}
@@ -78,6 +78,8 @@ def _check_attribute(name, value, m, dims, bad):
             if value.dtype.kind not in _ARRAY_KIND[kind] or (kind == "float" and value.dtype != np.float64):
                 raise bad(f"attribute {name} has dtype {value.dtype}; expected {kind}"
                           f"{'64' if kind == 'float' else ''} values")
+            if kind == "str" and not all(isinstance(v, str) for v in value.flat):
+                raise bad(f"attribute {name} holds values that are not strings")
             values = value
         else:
             raise bad(f"attribute {name} is a {type(value).__name__}; expected an array")

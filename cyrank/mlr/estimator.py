@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import SolverEstimator
+from .._base import SolverEstimator, check_feature_names
 from .._validation import check_param, check_X
 from . import solver
 from .solver import STABILIZATION
@@ -170,7 +170,9 @@ class MLR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, SolverEstimator):
 
     def transform(self, X):
         """Embed X in the learned space: X L' (n_samples, rank), so that Euclidean distances there are
-        ||x - x'||_W."""
+        ||x - x'||_W. A DataFrame's columns must be those of fit, in that order (``feature_names_in_``)."""
+        check_is_fitted(self)
+        check_feature_names(self, X)
         return self._check_X(X) @ self.components_.T
 
     def get_mahalanobis_matrix(self):

@@ -4,7 +4,7 @@ RankSVM", SDM 2014). The objective and the solvers are in solver.py, the functio
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import LinearRankerMixin, RankerMixin, SolverEstimator
+from .._base import LinearRankerMixin, RankerMixin, SolverEstimator, check_feature_names
 from .._validation import check_X
 from . import solver
 from .kernels import MB, kernel_matrix, row_sqnorm
@@ -203,6 +203,7 @@ class RankSVM(RankerMixin, SolverEstimator):
         if self.kernel == "linear":
             return LinearRankerMixin.decision_function(self, X)
         if self.kernel == "precomputed":
+            check_feature_names(self, X)
             X = check_X(X, accept_sparse=False)
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(f"X has {X.shape[1]} features, but RankSVM is expecting {self.n_features_in_} "

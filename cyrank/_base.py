@@ -89,7 +89,8 @@ def check_feature_names(estimator, X):
         message += "Feature names seen at fit time, yet now missing:\n" + _listed(missing)
     if not unseen and not missing:
         message += "Feature names must be in the same order as they were in fit.\n"
-    raise ValueError(message + f"Select the fitted columns in their order: X[est.feature_names_in_], est the fitted {name}")
+    raise ValueError(message + f"Select the fitted columns in their order: X[est.feature_names_in_], est the "
+                     f"fitted {name}")
 
 
 def check_predict_X(estimator, X, *, accept_sparse=("csr", "csc")):

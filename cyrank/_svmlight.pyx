@@ -17,7 +17,7 @@ and raises ``ValueError`` naming the line of the first malformed token.
 from libc.math cimport INFINITY, NAN
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc, strtod
-from libc.string cimport memchr, memcpy, strlen
+from libc.string cimport memchr, memcmp, memcpy, strlen
 
 import numpy as np
 
@@ -35,6 +35,7 @@ cdef enum:
     C_DOT = 46
     C_ZERO = 48
     C_COLON = 58
+    C_EQUALS = 61
 
 # Error codes of parse_buffer.
 cdef enum:
@@ -79,6 +80,7 @@ cdef struct Parsed:
     int64_t err_line
     int64_t err_pos      # byte offset of the offending token
     int64_t err_aux      # previous index (E_ORDER), offending index (E_INDEX_INVALID)
+    int64_t *row_end     # NULL, or where each row's data ends (its '#' comment, newline or the end of the text)
 
 
 cdef inline bint is_blank(unsigned char c) noexcept nogil:
@@ -386,6 +388,8 @@ cdef int parse_buffer(const unsigned char *buf, int64_t n, bint want32, bint all
             return fail(P, E_QID_MIXED, line, row_start, buf, P.qid_line)
         P.labels[P.rows] = label
         P.qids[P.rows] = qid
+        if P.row_end != NULL:
+            P.row_end[P.rows] = p - buf
         P.rows += 1
         P.indptr[P.rows] = P.nnz
     return E_OK
@@ -465,12 +469,15 @@ cdef object _to_numpy(void *src, Py_ssize_t count, dtype):
     return arr
 
 
-def parse_svmlight(bytes data, bint float32=False, bint allow_zero=True, bytes decimal_point=b"."):
+def parse_svmlight(bytes data, bint float32=False, bint allow_zero=True, bytes decimal_point=b".",
+                   bint row_ends=False):
     """Parse LETOR/SVMlight ``data`` (module docstring) into CSR pieces, without the GIL.
 
-    Returns ``(values, indices, indptr, labels, qid, min_index, max_index)``: values float64 (float32 if
+    Returns ``(values, indices, indptr, labels, qid, min_index, max_index, row_end)``: values float64 (float32 if
     ``float32``), int64 indices as written in the file (not shifted), int64 indptr, float64 labels, int64 qid
-    (None when no line has a qid); min/max index over all features (-1, -1 without any feature).
+    (None when no line has a qid); min/max index over all features (-1, -1 without any feature); with
+    ``row_ends``, the int64 byte offset where each row's data ends (at its ``#`` when it has a comment: the input
+    of :func:`comment_pairs`), else None.
     ``allow_zero=False`` rejects index 0 (one-based files). ``decimal_point`` is the C locale's decimal point
     (a single byte), used only by the strtod fallback. Raises ValueError("line N: ...") on malformed input.
     """
@@ -500,6 +507,7 @@ def parse_svmlight(bytes data, bint float32=False, bint allow_zero=True, bytes d
     P.err_line = 0
     P.err_pos = 0
     P.err_aux = 0
+    P.row_end = NULL
     try:
         with nogil:
             rows_cap = count_lines(buf, n)
@@ -507,7 +515,9 @@ def parse_svmlight(bytes data, bint float32=False, bint allow_zero=True, bytes d
             P.indptr = <int64_t *> malloc((rows_cap + 1) * sizeof(int64_t))
             P.labels = <double *> malloc(rows_cap * sizeof(double))
             P.qids = <int64_t *> malloc(rows_cap * sizeof(int64_t))
-            if P.indptr == NULL or P.labels == NULL or P.qids == NULL:
+            if row_ends:
+                P.row_end = <int64_t *> malloc(rows_cap * sizeof(int64_t))
+            if P.indptr == NULL or P.labels == NULL or P.qids == NULL or (row_ends and P.row_end == NULL):
                 code = E_NOMEM
             else:
                 P.cap_nnz = n // 8 + 64      # a feature token takes >= 4 bytes; grown by doubling if needed
@@ -527,7 +537,9 @@ def parse_svmlight(bytes data, bint float32=False, bint allow_zero=True, bytes d
         indptr = _to_numpy(P.indptr, P.rows + 1, np.int64)
         labels = _to_numpy(P.labels, P.rows, np.float64)
         qid = _to_numpy(P.qids, P.rows, np.int64) if P.has_qid == 1 else None
+        row_end = _to_numpy(P.row_end, P.rows, np.int64) if row_ends else None
     finally:
+        free(P.row_end)
         free(P.data64)
         free(P.data32)
         free(P.indices)
@@ -535,7 +547,7 @@ def parse_svmlight(bytes data, bint float32=False, bint allow_zero=True, bytes d
         free(P.labels)
         free(P.qids)
     min_index = P.min_index if P.nnz > 0 else -1
-    return values, indices, indptr, labels, qid, min_index, P.max_index
+    return values, indices, indptr, labels, qid, min_index, P.max_index, row_end
 
 
 def _parse_float(bytes token, bytes decimal_point=b"."):
@@ -547,6 +559,252 @@ def _parse_float(bytes token, bytes decimal_point=b"."):
     if q == NULL or q != buf + len(token):
         raise ValueError(f"not a number: {token!r}")
     return v
+
+
+# ------------------------------------------------------------------------------------- comment key = value pairs
+cdef enum:
+    MAX_COMMENT_KEYS = 64
+
+
+cdef struct Pair:
+    int64_t row
+    int64_t key
+    int64_t start
+    int64_t stop
+
+
+cdef inline const unsigned char *skip_blanks(const unsigned char *p, const unsigned char *end) noexcept nogil:
+    while p < end and is_blank(p[0]):
+        p += 1
+    return p
+
+
+cdef int64_t find_key(const unsigned char *buf, const unsigned char *k, int64_t klen, int64_t *key_start,
+                      int64_t *key_len, int64_t *n_keys) noexcept nogil:
+    """Index of the key buf... ``k[0:klen]`` among the keys seen so far (added when new); -1 past the cap."""
+    cdef int64_t j
+    for j in range(n_keys[0]):
+        if key_len[j] == klen and memcmp(buf + key_start[j], k, klen) == 0:
+            return j
+    if n_keys[0] == MAX_COMMENT_KEYS:
+        return -1
+    key_start[n_keys[0]] = k - buf
+    key_len[n_keys[0]] = klen
+    n_keys[0] += 1
+    return n_keys[0] - 1
+
+
+def comment_pairs(bytes data, const int64_t[::1] row_end):
+    """The ``key = value`` pairs of each row's comment (LETOR's ``#docid = GX000-00-0000000 inc = 1 prob = 0.0``).
+
+    ``row_end``: :func:`parse_svmlight`'s offsets (a row has a comment when ``data[row_end[i]]`` is ``#``). A pair
+    is a key (bytes other than whitespace and ``=``), ``=`` with optional blanks around it, and a value (bytes other
+    than whitespace); a row's pairs stop at the first text that is not one (free text ends them). The first
+    occurrence of a key on a row counts. Returns ``(keys, start, stop)``: the distinct keys (bytes) in order of
+    first appearance, and int64 arrays of shape (n_keys, n_rows) with the value's byte span, -1 where a row lacks
+    the key. At most 64 distinct keys (ValueError beyond).
+    """
+    cdef const unsigned char *buf = <const unsigned char *> (<const char *> data)
+    cdef const unsigned char *end = buf + len(data)
+    cdef const unsigned char *p
+    cdef const unsigned char *k
+    cdef const unsigned char *v
+    cdef int64_t n_rows = row_end.shape[0]
+    cdef int64_t key_start[MAX_COMMENT_KEYS]
+    cdef int64_t key_len[MAX_COMMENT_KEYS]
+    cdef int64_t n_keys = 0
+    cdef int64_t n_pairs = 0
+    cdef int64_t cap = 0
+    cdef int64_t i, j, klen
+    cdef Pair *pairs = NULL
+    cdef void *grown
+    cdef int status = 0                     # 1: out of memory, 2: too many keys
+    cdef int64_t bad_row = -1
+    try:
+        with nogil:
+            for i in range(n_rows):
+                p = buf + row_end[i]
+                if p >= end or p[0] != C_HASH:
+                    continue
+                p += 1
+                while True:
+                    p = skip_blanks(p, end)
+                    k = p
+                    while p < end and p[0] != C_LF and p[0] != C_EQUALS and not is_blank(p[0]):
+                        p += 1
+                    klen = p - k
+                    p = skip_blanks(p, end)
+                    if klen == 0 or p >= end or p[0] != C_EQUALS:
+                        break
+                    p = skip_blanks(p + 1, end)
+                    v = p
+                    while p < end and p[0] != C_LF and not is_blank(p[0]):
+                        p += 1
+                    if p == v:
+                        break
+                    j = find_key(buf, k, klen, key_start, key_len, &n_keys)
+                    if j < 0:
+                        status = 2
+                        bad_row = i
+                        break
+                    if n_pairs == cap:
+                        cap = 2 * cap + 1024
+                        grown = realloc(pairs, cap * sizeof(Pair))
+                        if grown == NULL:
+                            status = 1
+                            break
+                        pairs = <Pair *> grown
+                    pairs[n_pairs].row = i
+                    pairs[n_pairs].key = j
+                    pairs[n_pairs].start = v - buf
+                    pairs[n_pairs].stop = p - buf
+                    n_pairs += 1
+                if status != 0:
+                    break
+        if status == 1:
+            raise MemoryError("not enough memory for the comments' key = value pairs")
+        if status == 2:
+            raise ValueError(f"row {bad_row}: more than {MAX_COMMENT_KEYS} distinct comment keys; the comments are "
+                             "not LETOR's 'key = value' pairs")
+        keys = [data[key_start[j]:key_start[j] + key_len[j]] for j in range(n_keys)]
+        start = np.full((n_keys, n_rows), -1, dtype=np.int64)
+        stop = np.full((n_keys, n_rows), -1, dtype=np.int64)
+        scatter_pairs(pairs, n_pairs, start, stop)
+    finally:
+        free(pairs)
+    return keys, start, stop
+
+
+cdef void scatter_pairs(const Pair *pairs, int64_t n_pairs, int64_t[:, ::1] start, int64_t[:, ::1] stop) noexcept:
+    cdef int64_t t
+    with nogil:
+        for t in range(n_pairs):
+            if start[pairs[t].key, pairs[t].row] < 0:        # the first occurrence on the row counts
+                start[pairs[t].key, pairs[t].row] = pairs[t].start
+                stop[pairs[t].key, pairs[t].row] = pairs[t].stop
+
+
+def span_strings(bytes data, const int64_t[::1] start, const int64_t[::1] stop):
+    """``data[start[i]:stop[i]]`` for every i as a numpy str array (UTF-8; "" where ``start[i] < 0``)."""
+    cdef const unsigned char *buf = <const unsigned char *> (<const char *> data)
+    cdef int64_t n = start.shape[0]
+    cdef int64_t width = 1
+    cdef int64_t i, k
+    cdef bint ascii = True
+    cdef unsigned char[:, ::1] out
+    with nogil:
+        for i in range(n):
+            if start[i] >= 0 and stop[i] - start[i] > width:
+                width = stop[i] - start[i]
+    strings = np.zeros(n, dtype=f"S{width}")
+    if n == 0:
+        return strings.astype(str)
+    out = strings.view(np.uint8).reshape(n, width)
+    with nogil:
+        for i in range(n):
+            if start[i] < 0:
+                continue
+            for k in range(stop[i] - start[i]):
+                out[i, k] = buf[start[i] + k]
+                ascii = ascii and buf[start[i] + k] < 128
+    return strings.astype(str) if ascii else np.char.decode(strings, "utf-8")
+
+
+# ------------------------------------------------------------------------------------------ TREC run and qrels
+cdef inline const unsigned char *token_end(const unsigned char *p, const unsigned char *end) noexcept nogil:
+    while p < end and p[0] != C_LF and not is_blank(p[0]):
+        p += 1
+    return p
+
+
+cdef str _text(const unsigned char *a, const unsigned char *b):
+    """The bytes [a, b) (at most 60) as text, for error messages."""
+    return (<const char *> a)[:min(b - a, 60)].decode("utf-8", "backslashreplace")
+
+
+def parse_trec(bytes data, bint run):
+    """A TREC run (``run=True``: ``qid Q0 docid rank score tag`` lines) or qrels file (``qid iter docid rel``) as
+    nested dicts, in one pass over the bytes.
+
+    Fields are separated by ASCII whitespace; blank lines are skipped. Run: ``{qid: {docid: score}}`` (score a
+    finite float, read as the SVMlight reader reads numbers; the Q0 and rank fields are not read: trec_eval orders
+    by score); qrels: ``{qid: {docid: rel}}`` (rel an int64; the iter field is not read). Query and document ids
+    are UTF-8 text. Returns ``(dict, tag of the first line or None, number of lines read)``; raises
+    ``ValueError("line N: ...")`` for a line with another number of fields, a score that is not a finite number, a
+    relevance that is not an integer, a document twice in one query, or an id that is not UTF-8.
+    """
+    cdef const unsigned char *buf = <const unsigned char *> (<const char *> data)
+    cdef const unsigned char *end = buf + len(data)
+    cdef const unsigned char *p = buf
+    cdef const unsigned char *tok[7]
+    cdef const unsigned char *tok_end[7]
+    cdef const unsigned char *q
+    cdef const unsigned char *prev_qid = NULL
+    cdef int64_t prev_qid_len = -1
+    cdef int n_fields = 6 if run else 4
+    cdef int value_field = 4 if run else 3
+    cdef int count
+    cdef int64_t line = 0
+    cdef int64_t rel = 0
+    cdef double score = 0.0
+    cdef bint overflow
+    cdef Py_ssize_t before
+    cdef dict result = {}
+    cdef dict inner = None
+    cdef object value, qid, doc
+    tag = None
+    while p < end:
+        line += 1
+        count = 0
+        while True:
+            p = skip_blanks(p, end)
+            if p >= end or p[0] == C_LF:
+                break
+            if count < 7:
+                tok[count] = p
+                p = token_end(p, end)
+                tok_end[count] = p
+            else:
+                p = token_end(p, end)
+            count += 1
+        p += 1                                # past the newline
+        if count == 0:
+            continue
+        if count != n_fields:
+            what = "qid Q0 docid rank score tag" if run else "qid iter docid rel"
+            raise ValueError(f"line {line}: {count} fields, expected {n_fields} ({what})")
+        try:
+            if tok_end[0] - tok[0] != prev_qid_len or memcmp(tok[0], prev_qid, prev_qid_len) != 0:
+                qid = (<const char *> tok[0])[:tok_end[0] - tok[0]].decode("utf-8")
+                inner = result.get(qid)
+                if inner is None:
+                    inner = {}
+                    result[qid] = inner
+                prev_qid, prev_qid_len = tok[0], tok_end[0] - tok[0]
+            doc = (<const char *> tok[2])[:tok_end[2] - tok[2]].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"line {line}: the query or document id is not UTF-8 text") from None
+        if run:
+            q = parse_double(tok[4], &score, C_DOT)
+            if q != tok_end[4]:
+                raise ValueError(f"line {line}: score {_text(tok[4], tok_end[4])!r} is not a number")
+            if score != score or score - score != 0.0:
+                raise ValueError(f"line {line}: score {_text(tok[4], tok_end[4])!r} is not finite")
+            value = score
+            if tag is None:
+                tag = _text(tok[5], tok_end[5])
+        else:
+            q = parse_int(tok[3], &rel, &overflow)
+            if q != tok_end[3] or overflow:
+                raise ValueError(f"line {line}: relevance {_text(tok[3], tok_end[3])!r} is not an integer "
+                                 "(trec_eval reads integer relevance levels)")
+            value = rel
+        before = len(inner)
+        inner[doc] = value
+        if len(inner) == before:
+            raise ValueError(f"line {line}: document {doc!r} appears twice for query "
+                             f"{_text(tok[0], tok_end[0])!r}")
+    return result, tag, line
 
 
 # ---------------------------------------------------------------------------------------------- writer

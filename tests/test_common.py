@@ -3,10 +3,11 @@ import contextlib
 import importlib.util
 import warnings
 
+import pytest
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils.estimator_checks import check_dataframe_column_names_consistency, parametrize_with_checks
 
-from cyrank import RankingDataWarning
+from cyrank import MissingQidWarning, RankingDataWarning
 from cyrank.domination import DominationRank
 from cyrank.labelrank import LabelRankBoost
 from cyrank.lambdarank import LambdaRank, RankNet
@@ -75,3 +76,14 @@ def test_sklearn_compatible(estimator, check):
         if isinstance(estimator, DominationRank):
             warnings.simplefilter("ignore", RankingDataWarning)
         check(estimator)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=repr)
+def test_dataframe_column_names(estimator):
+    """scikit-learn's check of feature_names_in_ (not among parametrize_with_checks' checks in 1.9): set by a
+    DataFrame fit, and predict / transform / score refuse other, missing or reordered columns in its words."""
+    with one_openmp_thread(estimator), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", RankingDataWarning)
+        warnings.simplefilter("ignore", MissingQidWarning)
+        check_dataframe_column_names_consistency(type(estimator).__name__, estimator)

@@ -102,12 +102,18 @@ def test_a_dataframe_and_a_plain_fitted_model(client, tmp_path):
     dd = pytest.importorskip("dask.dataframe")
     pd = pytest.importorskip("pandas")
     X, y, qid = data(False, seed=2)
-    frame = dd.from_pandas(pd.DataFrame(X), npartitions=4)
+    names = [f"f{j}" for j in range(X.shape[1])]
+    frame = dd.from_pandas(pd.DataFrame(X, columns=names), npartitions=4)
     model = DaskRankSVM(C=0.2).fit(frame, dd.from_pandas(pd.Series(y), npartitions=4),
                                    dd.from_pandas(pd.Series(qid), npartitions=4), client=client)
     np.testing.assert_allclose(model.coef_, RankSVM(C=0.2).fit(X, y, qid).coef_, rtol=1e-8)
+    assert list(model.feature_names_in_) == names               # the dask DataFrame's column names
     save_model(model, tmp_path / "m.npz")
     loaded = load_model(tmp_path / "m.npz")                   # no cluster needed from here on
+    assert list(loaded.feature_names_in_) == names
+    with pytest.raises(ValueError, match="same order"):
+        loaded.predict(pd.DataFrame(X, columns=names)[names[::-1]])
+    X = pd.DataFrame(X, columns=names)
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).coef_, model.coef_)
     assert loaded.score(X, y, qid) == model.score(X, y, qid)

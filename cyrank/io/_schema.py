@@ -18,8 +18,9 @@ from .._validation import check_sparse_structure
 #       strings); each
 #       dimension is a number, "*", or a symbol bound on first use and equal everywhere after it ("d" is
 #       n_features_in_; "str[d]" is an array of strings); "or csr" also admits a CSR matrix (structure checked); "in [0, d)" bounds the values
-#   "dict": str keys, 1-d numeric arrays as values;  "...|None": None is also allowed
-_SPEC = re.compile(r"(?P<kind>float|int|bool|str|any|dict)(?:\[(?P<dims>[^\]]*)\])?(?P<csr> or csr)?"
+#   "dict": str keys, 1-d numeric arrays as values;  "dicts": str keys, "dict"s as values (LightGBM's evals_result_:
+#       data set -> metric -> value per round);  "...|None": None is also allowed
+_SPEC = re.compile(r"(?P<kind>float|int|bool|str|any|dicts|dict)(?:\[(?P<dims>[^\]]*)\])?(?P<csr> or csr)?"
                    r"(?: *(?P<op>>=|>) *(?P<low>[-+.\de]+))?(?: in \[0, (?P<high>\w+)\))?"
                    r"(?P<none>\|None)?(?P<optional>\?)?$")
 _ARRAY_KIND = {"float": "f", "int": "iu", "bool": "b", "any": "biufU", "str": "UO"}
@@ -51,10 +52,13 @@ def _check_attribute(name, value, m, dims, bad):
         if m["none"]:
             return
         raise bad(f"attribute {name} is None")
-    if kind == "dict":
-        if not (isinstance(value, dict) and all(isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "biuf"
-                                                for v in value.values())):
-            raise bad(f"attribute {name} must be a dict of 1-d numeric arrays")
+    if kind in ("dict", "dicts"):
+        inner = list(value.values()) if kind == "dicts" and isinstance(value, dict) else [value]
+        if not (isinstance(value, dict) and all(isinstance(d, dict) and all(
+                isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "biuf" for v in d.values())
+                for d in inner)):
+            raise bad(f"attribute {name} must be a dict of {'dicts of ' if kind == 'dicts' else ''}1-d numeric "
+                      "arrays")
         return
     if m["dims"] is None:  # scalar
         ok = {"float": lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))

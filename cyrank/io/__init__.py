@@ -2,7 +2,8 @@
 
 One concern per module: ``_svmlight.py`` (LETOR/SVMlight and multilabel text), ``_atomic.py`` (atomic writes),
 ``_model.py`` (model files, and the classes they may hold), ``_schema.py`` (the schema language of model files),
-``_weights.py`` (weight files: one weight per line, line k for row k, as LightGBM's ``.weight`` files).
+``_weights.py`` (weight files: one weight per line, line k for row k, as LightGBM's ``.weight`` files),
+``_trec.py`` (TREC run and qrels files, and the ``{query id: {document id: value}}`` dicts of pytrec_eval/ranx).
 The limits below are read from this package when used, so setting e.g. ``cyrank.io.DECOMPRESS_MIN`` changes them.
 
 SVMlight/LETOR text, one example per line (blank and comment-only lines are skipped)::
@@ -15,7 +16,13 @@ SVMlight/LETOR text, one example per line (blank and comment-only lines are skip
   scikit-learn's on a 132 MB LETOR file, bench/RESULTS.md);
   ``engine="sklearn"`` uses scikit-learn's ``load_svmlight_file(..., query_id=True)``. Both give the same
   arrays, bit for bit; ours also names the line of the first malformed token.
-* :func:`dump_svmlight` writes a file that :func:`load_svmlight` reads back exactly (shortest round-trip floats).
+* ``load_svmlight(..., return_doc_ids=True)`` also returns the document ids of LETOR's ``#docid = ...`` comments,
+  ``return_comments=True`` every ``key = value`` pair of the comments (LETOR 4.0: docid, inc, prob).
+* :func:`dump_svmlight` writes a file that :func:`load_svmlight` reads back exactly (shortest round-trip floats),
+  with the doc ids (and other comment pairs) when given.
+
+TREC files: :func:`read_run` / :func:`write_run` (``qid Q0 docid rank score tag``), :func:`read_qrels` /
+:func:`write_qrels` (``qid iter docid rel``), and :func:`run_from_scores` / :func:`qrels_from_labels` from arrays.
 
 Model files (:func:`save_model` / :func:`load_model`) are ``.npz`` archives holding a JSON header and plain
 numeric arrays: no pickle anywhere, so opening a model file never runs code. Only cyrank's own estimators and
@@ -28,6 +35,7 @@ from ._model import (FORMAT_NAME, FORMAT_VERSION, MODEL_SIZE_MIN, MODEL_SIZE_RAT
                      register_model, registered_models, save_model)
 from ._svmlight import (DECOMPRESS_MIN, DECOMPRESS_RATIO, MAX_FEATURES, MAX_LABELS, dump_svmlight,
                         dump_svmlight_multilabel, feature_beyond, load_svmlight, load_svmlight_multilabel)
+from ._trec import qrels_from_labels, read_qrels, read_run, run_from_scores, write_qrels, write_run
 from ._weights import load_weights
 
 # private names that the tests use (kept here so that they keep working)
@@ -36,4 +44,5 @@ from ._schema import _schema_rules  # noqa: F401
 from ._svmlight import _cython_reader, _decimal_point, _format_rows_py  # noqa: F401
 
 __all__ = ["load_svmlight", "dump_svmlight", "load_svmlight_multilabel", "dump_svmlight_multilabel",
-           "feature_beyond", "load_weights", "save_model", "load_model", "ModelRecord", "register_model"]
+           "feature_beyond", "load_weights", "save_model", "load_model", "ModelRecord", "register_model",
+           "read_qrels", "write_qrels", "read_run", "write_run", "run_from_scores", "qrels_from_labels"]

@@ -10,6 +10,7 @@ LightGBM's model-text parser trusts its input (a wrong array length or child ind
 inside its parallel tree parser aborts the process), so no model text reaches it unchecked:
 :func:`check_model_string` verifies the whole structure first, and a model file is checked when it is loaded.
 """
+import difflib
 import functools
 import numbers
 import re
@@ -232,11 +233,150 @@ def _select_columns(X, used):
     return sp.csr_matrix((X.data[keep], pos[keep], indptr), shape=(X.shape[0], used.size))
 
 
+# ------------------------------------------------------------------------------------ LightGBM's parameters
+# LightGBM's main name of each of LambdaMART's own parameters: a LightGBM alias of one of them is refused (the named
+# parameter is the one way to set it, so no two values can disagree)
+OWN_PARAMS = {"num_iterations": "n_estimators", "learning_rate": "learning_rate", "num_leaves": "num_leaves",
+              "min_data_in_leaf": "min_child_samples", "feature_fraction": "colsample_bytree",
+              "num_threads": "n_jobs", "seed": "random_state", "early_stopping_round": "early_stopping_rounds",
+              "lambdarank_truncation_level": "truncation", "lambdarank_norm": "norm", "sigmoid": "sigma",
+              "verbosity": "verbose"}
+_BUILTIN_ONLY = ("it configures LightGBM's built-in objectives or metrics, which LambdaMART does not use (its "
+                 "gradients are cyrank's lambdas of `metric`), so it would be ignored")
+_EARLY_STOP = ("early_stopping_rounds watches the first metric of the first eval set; for LightGBM's other rules pass "
+               "fit(..., callbacks=[lightgbm.early_stopping(n, first_metric_only=..., min_delta=...)])")
+_PREDICT = "it is a prediction setting: predict scores with every kept tree (n_iter_ = best_iteration_)"
+_FILES = "it is a setting of LightGBM's command line (files, tasks), not of a fit from Python"
+# Other LightGBM parameters refused (main names; their aliases too): why, and what to use instead
+REFUSED_PARAMS = {
+    "objective": "LambdaMART's objective is cyrank's lambdas: choose them with metric='ndcg@10', 'err@5', 'map' or "
+                 "'ranknet'",
+    "metric": "the evaluation metrics are cyrank's: fit(..., eval_metric=['ndcg@5', 'map'], eval_at=(1, 3, 5))",
+    "eval_at": "pass the cut-offs to fit(..., eval_at=(1, 3, 5))",
+    "is_provide_training_metric": "put the training set in eval_set (LightGBM's 'training' entry of evals_result_)",
+    "first_metric_only": _EARLY_STOP, "early_stopping_min_delta": _EARLY_STOP,
+    "label_gain": "cyrank's lambdas and metrics use the gain 2**y - 1; " + _BUILTIN_ONLY,
+    "lambdarank_position_bias_regularization": "weigh clicked rows by 1 / propensity with fit(..., sample_weight=)"
+                                               " (Unbiased LambdaMART, class docstring); " + _BUILTIN_ONLY,
+    **dict.fromkeys(("alpha", "fair_c", "poisson_max_delta_step", "tweedie_variance_power", "is_unbalance",
+                     "scale_pos_weight", "reg_sqrt", "multi_error_top_k", "auc_mu_weights", "objective_seed",
+                     "num_class", "boost_from_average", "pos_bagging_fraction", "neg_bagging_fraction"), _BUILTIN_ONLY),
+    **dict.fromkeys(("linear_tree", "linear_lambda"), "LambdaMART's trees have constant leaves (a model file "
+                                                      "refuses linear ones)"),
+    **dict.fromkeys(("categorical_feature", "max_cat_threshold", "cat_l2", "cat_smooth", "max_cat_to_onehot",
+                     "min_data_per_group"), "LambdaMART treats every column of X as numeric (no categorical "
+                                            "splits; one-hot encode a categorical column)"),
+    "zero_as_missing": "X is finite and its zeros are values (LambdaMART's trees have no missing-value rule)",
+    **dict.fromkeys(("num_iteration_predict", "start_iteration_predict", "predict_raw_score", "predict_leaf_index",
+                     "predict_contrib", "predict_disable_shape_check", "pred_early_stop", "pred_early_stop_freq",
+                     "pred_early_stop_margin"), _PREDICT),
+    **dict.fromkeys(("task", "config", "data", "valid", "input_model", "output_model", "output_result",
+                     "convert_model", "convert_model_language", "save_binary", "snapshot_freq", "header",
+                     "label_column", "weight_column", "group_column", "ignore_column", "two_round",
+                     "parser_config_file", "precise_float_parser", "saved_feature_importance_type", "metric_freq"),
+                    _FILES),
+    **dict.fromkeys(("machines", "num_machines", "local_listen_port", "machine_list_filename", "time_out",
+                     "pre_partition"), "LambdaMART trains on one machine (LightGBM's network settings)"),
+    "class_weight": "it weighs classes of a classifier; weigh rows with fit(..., sample_weight=)",
+    "importance_type": None,  # a named parameter of LambdaMART (as of LGBMRanker), never in **kwargs
+}
+# LightGBM's parameters that hold one value per column of X (or lists of columns): renumbered when a sparse X's empty
+# columns are left out (features_used_)
+PER_COLUMN_PARAMS = ("monotone_constraints", "feature_contri", "max_bin_by_feature", "cegb_penalty_feature_lazy",
+                     "cegb_penalty_feature_coupled")
+IMPORTANCE_TYPES = ("split", "gain")
+# what LambdaMART sets unless a passed parameter says otherwise (force_col_wise=True drops force_row_wise)
+DEFAULT_LIGHTGBM = {"deterministic": True, "force_row_wise": True,
+                    # features that min_data_in_leaf makes unsplittable are kept: with none left LightGBM would stop
+                    # ("num_features() > 0") instead of growing a one-leaf tree
+                    "feature_pre_filter": False}
+
+
+@functools.lru_cache(maxsize=1)
+def lightgbm_aliases():
+    """{name or alias: LightGBM's main name} for every parameter of the installed LightGBM (its own table,
+    LGBM_DumpParamAliases, read through lightgbm.basic._ConfigAliases), with scikit-learn's ``class_weight`` and
+    ``importance_type``."""
+    table = _lightgbm().basic._ConfigAliases._get_all_param_aliases()
+    names = {alias: main for main, aliases in table.items() for alias in aliases}
+    return {**names, "class_weight": "class_weight", "importance_type": "importance_type"}
+
+
+def _check_value(name, value):
+    """``value`` if LightGBM can take it and a model file can hold it: None, a bool, a finite number, a str, or a
+    (nested) list or tuple of them. TypeError otherwise."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_value(name, item)
+        return value
+    if value is None or isinstance(value, (str, bool, np.bool_, numbers.Integral)):
+        return value
+    if isinstance(value, numbers.Real) and np.isfinite(value):
+        return value
+    raise TypeError(f"LightGBM parameter {name}={value!r:.60}: give None, a bool, a finite number, a str, or a "
+                    f"list of them (what LightGBM reads and a model file holds), not a {type(value).__name__}")
+
+
+def check_lightgbm_params(params):
+    """The LightGBM parameters passed to LambdaMART through ``**kwargs``, checked by name against the installed
+    LightGBM's table (aliases included): a name LightGBM does not know is refused (LightGBM would only log a
+    warning, which LambdaMART silences, and ignore it: a misspelt name would train another model unnoticed), as are
+    LightGBM's names of LambdaMART's own parameters (:data:`OWN_PARAMS`), those that would be ignored or would
+    break LambdaMART (:data:`REFUSED_PARAMS`) and two names of one parameter. The values are LightGBM's to check
+    (at fit: a ValueError with LightGBM's message). Returns the dict."""
+    if not params:
+        return {}
+    aliases = lightgbm_aliases()
+    seen = {}
+    for name, value in params.items():
+        main = aliases.get(name)
+        if main is None:
+            close = difflib.get_close_matches(name, list(aliases), n=3)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise ValueError(f"{name!r} is not a LightGBM parameter (LightGBM {_lightgbm().__version__} would "
+                             f"ignore it){hint} LambdaMART passes every parameter LightGBM knows (its names and "
+                             "aliases: https://lightgbm.readthedocs.io/en/latest/Parameters.html)")
+        if main in OWN_PARAMS:
+            raise ValueError(f"{name}={value!r:.40} is LightGBM's name of LambdaMART's parameter "
+                             f"{OWN_PARAMS[main]!r}: pass {OWN_PARAMS[main]}= instead (one name per setting)")
+        if REFUSED_PARAMS.get(main):
+            raise ValueError(f"LightGBM parameter {name!r} is refused: {REFUSED_PARAMS[main]}")
+        if main in seen:
+            raise ValueError(f"{seen[main]!r} and {name!r} are two names of LightGBM's {main!r}: pass one")
+        seen[main] = name
+        _check_value(name, value)
+    return dict(params)
+
+
+def _per_column(params, n_features, used):
+    """The per-column LightGBM parameters checked against the n_features columns of X and, when a sparse X's empty
+    columns are left out (``used``), renumbered to the columns LightGBM sees."""
+    aliases = lightgbm_aliases() if params else {}
+    out = {}
+    for name, value in params.items():
+        main = aliases[name]
+        if main in PER_COLUMN_PARAMS and value is not None:
+            values = list(value) if isinstance(value, (list, tuple)) else [value]
+            if len(values) != n_features:
+                raise ValueError(f"LightGBM parameter {name} has {len(values)} values: give one per column of X "
+                                 f"({n_features})")
+            value = values if used is None else [values[j] for j in used]
+        elif main == "interaction_constraints" and value is not None and used is not None:
+            kept = {int(j): new for new, j in enumerate(used)}
+            value = [[kept[j] for j in group if j in kept] for group in value]
+        out[name] = value
+    return out
+
+
 def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree, sigma,
-                 ties, early_stopping_rounds, n_jobs, random_state, verbose):
+                 ties, early_stopping_rounds, n_jobs, random_state, verbose, truncation=None, norm=False,
+                 importance_type="split", **lightgbm_params):
     """LambdaMART's parameters checked (a ValueError naming the first bad one): (n_estimators, learning_rate,
-    num_leaves, min_child_samples ("auto" or an int), colsample_bytree, sigma, early_stopping_rounds, n_jobs).
-    ``truncation`` and ``norm`` are checked with the lambdas, at fit."""
+    num_leaves, min_child_samples ("auto" or an int), colsample_bytree, sigma, early_stopping_rounds, n_jobs, the
+    LightGBM parameters passed by name (:func:`check_lightgbm_params`)). ``truncation`` and ``norm`` are checked
+    with the lambdas, at fit."""
+    lightgbm_params = check_lightgbm_params(lightgbm_params)
+    check_option("importance_type", importance_type, IMPORTANCE_TYPES)
     parse_metric(metric)
     check_option("ties", ties, TIES)
     resolve_ties(ties, metric)
@@ -262,7 +402,8 @@ def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_s
             check_param("sigma", sigma, low=0.0, low_open=True),
             None if early_stopping_rounds is None else check_param(
                 "early_stopping_rounds", early_stopping_rounds, low=1, integer=True),
-            check_n_jobs(n_jobs))
+            check_n_jobs(n_jobs),
+            lightgbm_params)
 
 
 class LambdaMART(RankerMixin, SolverEstimator):

@@ -602,7 +602,7 @@ def comment_pairs(bytes data, const int64_t[::1] row_end):
     than whitespace); a row's pairs stop at the first text that is not one (free text ends them). The first
     occurrence of a key on a row counts. Returns ``(keys, start, stop)``: the distinct keys (bytes) in order of
     first appearance, and int64 arrays of shape (n_keys, n_rows) with the value's byte span, -1 where a row lacks
-    the key. At most 64 distinct keys (ValueError beyond).
+    the key. At most 64 distinct keys (ValueError naming the line beyond).
     """
     cdef const unsigned char *buf = <const unsigned char *> (<const char *> data)
     cdef const unsigned char *end = buf + len(data)
@@ -664,8 +664,9 @@ def comment_pairs(bytes data, const int64_t[::1] row_end):
         if status == 1:
             raise MemoryError("not enough memory for the comments' key = value pairs")
         if status == 2:
-            raise ValueError(f"row {bad_row}: more than {MAX_COMMENT_KEYS} distinct comment keys; the comments are "
-                             "not LETOR's 'key = value' pairs")
+            line = data.count(b"\n", 0, row_end[bad_row]) + 1
+            raise ValueError(f"line {line}: more than {MAX_COMMENT_KEYS} "
+                             "distinct comment keys; the comments are not LETOR's 'key = value' pairs")
         keys = [data[key_start[j]:key_start[j] + key_len[j]] for j in range(n_keys)]
         start = np.full((n_keys, n_rows), -1, dtype=np.int64)
         stop = np.full((n_keys, n_rows), -1, dtype=np.int64)

@@ -181,10 +181,10 @@ def _make_csr(values, indices, indptr, n_features):
     return X
 
 
-def _load_cyrank(raw, name, n_features, dtype, zero_based, reader, dp):
+def _load_cyrank(raw, name, n_features, dtype, zero_based, reader, dp, row_ends=False):
     try:
-        values, indices, indptr, labels, qid, lo, hi = reader.parse_svmlight(
-            raw, dtype == np.float32, zero_based is not False, dp
+        values, indices, indptr, labels, qid, lo, hi, row_end = reader.parse_svmlight(
+            raw, dtype == np.float32, zero_based is not False, dp, row_ends
         )
     except ValueError as exc:
         raise ValueError(f"{name}, {exc}") from None
@@ -201,7 +201,7 @@ def _load_cyrank(raw, name, n_features, dtype, zero_based, reader, dp):
     X.has_canonical_format = True  # indices strictly increase along each row
     if qid is None:
         qid = np.zeros(labels.shape[0], dtype=np.int64)
-    return X, labels, qid
+    return X, labels, qid, row_end
 
 
 def _load_sklearn(raw, name, n_features, dtype, zero_based):
@@ -227,8 +227,9 @@ def _load_sklearn(raw, name, n_features, dtype, zero_based):
 
 
 def _load_bytes(raw, name, *, n_features=None, dtype=np.float64, zero_based="auto", engine="auto",
-                max_features=MAX_FEATURES):
-    """:func:`load_svmlight` on text already in memory (``name`` prefixes error messages)."""
+                max_features=MAX_FEATURES, row_ends=False):
+    """:func:`load_svmlight` on text already in memory (``name`` prefixes error messages): ``(X, y, qid)``, and
+    with ``row_ends`` the byte offset where each row's data ends (its comment's ``#``; cyrank's reader only)."""
     dtype = _check_dtype(dtype)
     zero_based = _check_zero_based(zero_based)
     engine = check_option("engine", engine, ("auto", "cyrank", "sklearn"))
@@ -239,21 +240,27 @@ def _load_bytes(raw, name, *, n_features=None, dtype=np.float64, zero_based="aut
     if engine != "sklearn":
         reader, dp = _cython_reader(), _decimal_point()
         if reader is not None and dp is not None:
-            X, y, qid = _load_cyrank(raw, name, n_features, dtype, zero_based, reader, dp)
+            X, y, qid, row_end = _load_cyrank(raw, name, n_features, dtype, zero_based, reader, dp, row_ends)
             _check_feature_count(X, raw, name, max_features)
-            return X, y, qid
-        if engine == "cyrank":
+            return (X, y, qid, row_end) if row_ends else (X, y, qid)
+        if engine == "cyrank" or row_ends:
             why = ("the compiled extension cyrank._svmlight is missing (build it: python setup.py build_ext "
                    "--inplace)" if reader is None else "the C locale's decimal point is not a single byte")
+            if row_ends:
+                raise RuntimeError(f"reading the comments (return_doc_ids, return_comments) needs cyrank's reader, "
+                                   f"which is unavailable: {why}")
             raise RuntimeError(f"engine='cyrank' is unavailable: {why}; use engine='sklearn'")
+    if row_ends:
+        raise ValueError("return_doc_ids and return_comments read the comments with cyrank's reader: use "
+                         "engine='auto' or 'cyrank'")
     X, y, qid = _load_sklearn(raw, name, n_features, dtype, zero_based)
     _check_feature_count(X, raw, name, max_features)
     return X, y, qid
 
 
 def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto", engine="auto",
-                  max_features=MAX_FEATURES, max_bytes=None):
-    """Read a LETOR/SVMlight file into ``(X, y, qid)``.
+                  max_features=MAX_FEATURES, max_bytes=None, return_doc_ids=False, return_comments=False):
+    """Read a LETOR/SVMlight file into ``(X, y, qid)`` (and the document ids and comments, when asked).
 
     Format (one example per line; ``#`` starts a comment; blank lines are skipped)::
 
@@ -281,6 +288,14 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
     max_bytes : int, optional
         The most bytes a .gz/.bz2 file may expand to, checked while it is decompressed chunk by chunk; default
         64 times the compressed size and at least 1 GiB.
+    return_doc_ids : bool, default=False
+        Also return the document ids of the ``#docid = X`` comments (LETOR 3.0 and 4.0 write
+        ``#docid = GX029-35-5894638 inc = 0.0119881192468859 prob = 0.139842``; OHSUMED ``#docid = 244338``).
+        Every row must have one: a row without is a ValueError naming its line (MSLR-WEB, Yahoo! LTR and Istella
+        files carry no comments, hence no document ids).
+    return_comments : bool, default=False
+        Also return every ``key = value`` pair of the comments (:func:`_comment_columns`): a dict from key to a str
+        array with one value per row ("" where a row lacks the key); ``docid`` included.
 
     Returns
     -------
@@ -290,6 +305,8 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
         float64 labels.
     qid : ndarray of shape (n,)
         int64 query ids; all zeros when the file has no qid. A file where only some lines have a qid is refused.
+    doc_ids : ndarray of str, shape (n,), only if ``return_doc_ids``
+    comments : dict of str to ndarray of str, only if ``return_comments`` (after doc_ids when both are asked)
 
     Raises
     ------
@@ -307,8 +324,50 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
     if max_bytes is not None:
         max_bytes = check_param("max_bytes", max_bytes, low=1, integer=True)
     raw, name = _read_bytes(path, max_bytes)
-    return _load_bytes(raw, name, n_features=n_features, dtype=dtype, zero_based=zero_based, engine=engine,
-                       max_features=max_features)
+    with_comments = bool(return_doc_ids) or bool(return_comments)
+    loaded = _load_bytes(raw, name, n_features=n_features, dtype=dtype, zero_based=zero_based, engine=engine,
+                         max_features=max_features, row_ends=with_comments)
+    if not with_comments:
+        return loaded
+    X, y, qid, row_end = loaded
+    columns = _comment_columns(raw, row_end, name)
+    extra = ()
+    if return_doc_ids:
+        extra += (_doc_ids(columns, raw, row_end, name),)
+    if return_comments:
+        extra += (columns,)
+    return (X, y, qid, *extra)
+
+
+# ----------------------------------------------------------------------------------------------- comments
+def _comment_columns(raw, row_end, name="<data>"):
+    """Every ``key = value`` pair of the rows' comments as columns: ``{key: str array, one value per row}`` ("" where
+    a row lacks the key), keys in order of first appearance. ``row_end``: where each row's data ends (from the
+    reader). Parsed in C (:func:`cyrank._svmlight.comment_pairs`): a pair is ``key = value`` (blanks around ``=``
+    optional), pairs are separated by whitespace, and free text ends a row's pairs."""
+    reader = _cython_reader()
+    try:
+        keys, start, stop = reader.comment_pairs(raw, row_end)
+    except ValueError as exc:
+        raise ValueError(f"{name}, {exc}") from None
+    return {key.decode("utf-8", "backslashreplace"): reader.span_strings(raw, start[j], stop[j])
+            for j, key in enumerate(keys)}
+
+
+def _line_of(raw, row_end, row):
+    """The 1-based line of data row ``row`` (from where its data ends)."""
+    return raw.count(b"\n", 0, int(row_end[row])) + 1
+
+
+def _doc_ids(columns, raw, row_end, name):
+    """The ``docid`` column; ValueError naming the first line without one."""
+    ids = columns.get("docid")
+    missing = np.flatnonzero(ids == "") if ids is not None else np.arange(min(1, row_end.shape[0]))
+    if missing.size:
+        raise ValueError(f"{name}, line {_line_of(raw, row_end, missing[0])}: no '#docid = ...' comment; "
+                         "return_doc_ids=True needs one on every line (LETOR 4.0: '#docid = GX029-35-5894638 inc = "
+                         "... prob = ...'); MSLR-WEB, Yahoo! and Istella files have no document ids")
+    return ids if ids is not None else np.zeros(0, dtype=str)
 
 
 # ------------------------------------------------------------------------------------------------ writing
@@ -339,7 +398,37 @@ def _compressor(name, fh):
     return None
 
 
-def dump_svmlight(X, y, path, qid=None, zero_based=False):
+def _comment_suffixes(n, doc_ids, comments):
+    """Each row's `` #docid = X key = value ...`` comment as UTF-8 bytes (b"" for a row without any pair; an empty
+    value leaves its pair out, as the reader returns "" for a missing key)."""
+    from ._trec import _check_ids
+
+    columns = [] if doc_ids is None else [("docid", doc_ids)]
+    if comments is not None:
+        if not isinstance(comments, dict):
+            raise TypeError(f"comments must be a dict {{key: one value per row}}, got {type(comments).__name__}")
+        if doc_ids is not None and "docid" in comments:
+            raise ValueError("give the document ids once: doc_ids=... or comments['docid'], not both")
+        columns += comments.items()
+    pieces = []
+    for key, values in columns:
+        values = np.asarray(values).astype(str)
+        if values.shape != (n,):
+            raise ValueError(f"{key}: {values.shape[0] if values.ndim == 1 else values.shape} values for {n} rows; "
+                             "give one per row")
+        _check_ids([key], "comment key", "comments")
+        if "=" in key:
+            raise ValueError(f"comment key {key!r} holds '='")
+        present = values != ""
+        if key == "docid" and not present.all():
+            raise ValueError(f"doc_ids: row {int(np.argmin(present))} has an empty document id")
+        _check_ids(np.unique(values[present]).tolist(), key, "doc_ids" if key == "docid" else "comments")
+        pieces.append(np.where(present, np.char.add(f"{key} = ", values), ""))
+    rows = zip(*(p.tolist() for p in pieces))
+    return [(" #" + " ".join(filter(None, row))).encode("utf-8") if any(row) else b"" for row in rows]
+
+
+def dump_svmlight(X, y, path, qid=None, zero_based=False, *, doc_ids=None, comments=None):
     """Write ``X, y[, qid]`` as LETOR/SVMlight text: ``label [qid:q] index:value ...`` per row.
 
     Only the stored entries of sparse X are written (explicit zeros included); dense X writes its non-zeros.
@@ -349,6 +438,11 @@ def dump_svmlight(X, y, path, qid=None, zero_based=False):
     ``n_features`` when the last columns are all zero. ``path``: str/PathLike (``.gz``/``.bz2`` compress) or a
     binary file object. ``qid=None`` writes no qid. A path is written atomically (:func:`atomic_write`): an
     existing file is replaced only once the new one is complete.
+
+    ``doc_ids`` (one str per row) writes LETOR's ``#docid = X`` comment, and ``comments`` (``{key: one value per
+    row}``, as ``load_svmlight(..., return_comments=True)`` returns) the other ``key = value`` pairs after it, so
+    ``load_svmlight(..., return_doc_ids=True, return_comments=True)`` reads them back. Ids, keys and values hold no
+    whitespace; an empty value leaves its pair out of that row.
     """
     has_qid = qid is not None
     X, y, qid = check_ranking_data(X, y, qid)
@@ -366,11 +460,18 @@ def dump_svmlight(X, y, path, qid=None, zero_based=False):
     reader = _cython_reader()
     fmt = reader.format_rows if reader is not None else _format_rows_py
     offset = 0 if zero_based else 1
+    suffixes = (None if doc_ids is None and comments is None
+                else _comment_suffixes(X.shape[0], doc_ids, comments))
 
     def write(fh):
         n, chunk = X.shape[0], 4096
         for start in range(0, n, chunk):
-            fh.write(fmt(values, indices, indptr, y, qid, has_qid, offset, start, min(n, start + chunk)))
+            stop = min(n, start + chunk)
+            text = fmt(values, indices, indptr, y, qid, has_qid, offset, start, stop)
+            if suffixes is not None:
+                text = b"".join(line + tail + b"\n"
+                                for line, tail in zip(text.split(b"\n"), suffixes[start:stop]))
+            fh.write(text)
 
     if hasattr(path, "write"):
         write(path)

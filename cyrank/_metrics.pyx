@@ -13,6 +13,10 @@ Conventions shared by every kernel (the Python side establishes them once):
 * ``out[q]`` is NaN where the metric is undefined for query q (no relevant item, no preference
   pair); the Python side then applies its ``empty=`` rule.
 * ``k <= 0`` means "all documents".
+* A query may have no row (a TREC query that retrieved nothing); every kernel handles it.
+* ``n_rel[q]`` (binary metrics, ERR): the number of relevant documents of query q, from the judgements: the
+  retrieved rows for array input, the qrels for TREC dicts (where relevant documents may be unretrieved).
+  ``n_rel[q] == 0`` makes the query undefined (NaN).
 
 Every loop runs without the GIL; counts are int64.
 """
@@ -93,26 +97,191 @@ cdef int64_t sort_count(double* a, double* w, intp_t n) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------------
+# rank order: each query's rows sorted once (the Python side then gathers values in this order)
+# ---------------------------------------------------------------------------------------------
+cdef inline bint ranks_before(const double* score, const double* key, intp_t i, intp_t j) noexcept nogil:
+    """Row i goes strictly before row j: higher score, or equal score and lower tie key."""
+    return score[i] > score[j] or (score[i] == score[j] and key[i] < key[j])
+
+
+cdef void merge_sort_rows(const double* score, const double* key, intp_t* rows, intp_t* tmp,
+                          intp_t n) noexcept nogil:
+    """Stable sort of ``rows[0:n]`` by ``ranks_before``: insertion sort of runs of 16, then bottom-up merges
+    (``tmp``: scratch of n)."""
+    cdef intp_t run = 16, lo, hi, i, j, o, mid, v, width
+    cdef intp_t* src = rows
+    cdef intp_t* dst = tmp
+    cdef intp_t* t
+    lo = 0
+    while lo < n:
+        hi = imin(lo + run, n)
+        for i in range(lo + 1, hi):
+            v = src[i]
+            j = i
+            while j > lo and ranks_before(score, key, v, src[j - 1]):
+                src[j] = src[j - 1]
+                j -= 1
+            src[j] = v
+        lo = hi
+    width = run
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = imin(lo + width, n)
+            hi = imin(lo + 2 * width, n)
+            i = lo
+            j = mid
+            o = lo
+            while i < mid and j < hi:
+                if ranks_before(score, key, src[j], src[i]):   # only a strictly better right row passes first
+                    dst[o] = src[j]
+                    j += 1
+                else:
+                    dst[o] = src[i]
+                    i += 1
+                o += 1
+            while i < mid:
+                dst[o] = src[i]
+                i += 1
+                o += 1
+            while j < hi:
+                dst[o] = src[j]
+                j += 1
+                o += 1
+            lo = hi
+        t = src
+        src = dst
+        dst = t
+        width *= 2
+    if src != rows:
+        for i in range(n):
+            rows[i] = src[i]
+
+
+def rank_order(const double[::1] score, const double[::1] key, const intp_t[::1] offsets, intp_t[::1] order,
+               intp_t[::1] scratch):
+    """``order[offsets[q]:offsets[q + 1]]``: query q's rows by decreasing score, then increasing ``key``, then
+    input order (a stable merge sort, O(m log m) per query of m rows; ``scratch``: at least the largest query)."""
+    cdef intp_t q, start, m, i
+    with nogil:
+        for q in range(offsets.shape[0] - 1):
+            start = offsets[q]
+            m = offsets[q + 1] - start
+            for i in range(m):
+                order[start + i] = start + i
+            merge_sort_rows(&score[0], &key[0], &order[start], &scratch[0], m)
+
+
+cdef enum:
+    QUICKSORT_SMALL = 15      # numba's SMALL_QUICKSORT: shorter ranges go to insertion sort
+    QUICKSORT_STACK = 100     # numba's MAX_STACK
+
+
+cdef void quicksort_rows(const double* a, intp_t* r, intp_t n, intp_t* stack_lo, intp_t* stack_hi) noexcept nogil:
+    """Sort ``r[0:n]`` (row numbers) by increasing ``a[r]`` with the permutation numba's ``np.argsort`` (its
+    default, kind="quicksort"; numba/misc/quicksort.py) gives, ties included: ranges of 16 or more are split by
+    a median-of-three partition (the pivot parked at the range's end during the scan), the larger part pushed,
+    the smaller iterated; shorter ranges are insertion-sorted. Equal keys end up in an order that depends on
+    these moves, which is what ranx's Run keeps as its ranking."""
+    cdef intp_t sp = 1, low, high, mid, i, j, k, t
+    cdef double pivot, v
+    if n < 2:
+        return
+    stack_lo[0] = 0
+    stack_hi[0] = n - 1
+    while sp > 0:
+        sp -= 1
+        low = stack_lo[sp]
+        high = stack_hi[sp]
+        while high - low >= QUICKSORT_SMALL:
+            mid = (low + high) >> 1
+            if a[r[mid]] < a[r[low]]:
+                r[low], r[mid] = r[mid], r[low]
+            if a[r[high]] < a[r[mid]]:
+                r[high], r[mid] = r[mid], r[high]
+            if a[r[mid]] < a[r[low]]:
+                r[low], r[mid] = r[mid], r[low]
+            pivot = a[r[mid]]
+            r[high], r[mid] = r[mid], r[high]
+            i = low
+            j = high - 1
+            while True:
+                while i < high and a[r[i]] < pivot:
+                    i += 1
+                while j >= low and pivot < a[r[j]]:
+                    j -= 1
+                if i >= j:
+                    break
+                r[i], r[j] = r[j], r[i]
+                i += 1
+                j -= 1
+            r[i], r[high] = r[high], r[i]
+            if high - i > i - low:
+                if high > i:
+                    stack_lo[sp] = i + 1
+                    stack_hi[sp] = high
+                    sp += 1
+                high = i - 1
+            else:
+                if i > low:
+                    stack_lo[sp] = low
+                    stack_hi[sp] = i - 1
+                    sp += 1
+                low = i + 1
+        for i in range(low + 1, high + 1):
+            k = r[i]
+            v = a[k]
+            j = i
+            while j > low and v < a[r[j - 1]]:
+                r[j] = r[j - 1]
+                j -= 1
+            r[j] = k
+
+
+def ranx_order(const double[::1] neg_score, const intp_t[::1] offsets, intp_t[::1] order):
+    """``order[offsets[q]:offsets[q + 1]]``: query q's rows in the order ranx's ``Run`` ranks them: numba's
+    quicksort argsort of the negated scores in input order (``neg_score`` = -score)."""
+    cdef intp_t q, start, m, i
+    cdef intp_t stack_lo[QUICKSORT_STACK]
+    cdef intp_t stack_hi[QUICKSORT_STACK]
+    with nogil:
+        for q in range(offsets.shape[0] - 1):
+            start = offsets[q]
+            m = offsets[q + 1] - start
+            for i in range(m):
+                order[start + i] = i
+            quicksort_rows(&neg_score[start], &order[start], m, stack_lo, stack_hi)
+            for i in range(m):
+                order[start + i] += start
+
+
+# ---------------------------------------------------------------------------------------------
 # DCG family: NDCG@k (standard or LETOR 4.0 discount), LETOR "MeanNDCG", precision@k
 # ---------------------------------------------------------------------------------------------
 def ndcg_kernel(const double[::1] gain, const double[::1] ideal, const double[::1] score,
-                const intp_t[::1] offsets, intp_t k, bint letor, bint mean_over_k, bint average,
-                double[::1] out):
-    """NDCG per query. ``gain``: gains in rank order; ``ideal``: the same gains sorted decreasingly
-    per query. A tie group's positions all get its mean gain (DCG is linear in the gains, so this
-    is the exact expectation). ``letor``: LETOR 4.0 discount, and NDCG@k = 0 for a query with
-    fewer than k documents. ``mean_over_k``: the mean of NDCG@j over j = 1..n (k is ignored)."""
-    cdef intp_t q, start, end, n, top, a, b, r
+                const intp_t[::1] offsets, const intp_t[::1] ideal_offsets, intp_t k, bint letor, bint mean_over_k,
+                bint average, double[::1] out):
+    """NDCG per query. ``gain``: gains in rank order; ``ideal[ideal_offsets[q]:ideal_offsets[q + 1]]``: the gains
+    of query q's judged documents sorted decreasingly (for array input the same rows as ``gain``; for TREC dicts
+    the qrels, retrieved or not). A tie group's positions all get its mean gain (DCG is linear in the gains, so
+    this is the exact expectation). ``letor``: LETOR 4.0 discount, and NDCG@k = 0 for a query with fewer than k
+    documents. ``mean_over_k``: the mean of NDCG@j over j = 1..n (k is ignored)."""
+    cdef intp_t q, start, end, n, top, a, b, r, i0, n_ideal
     cdef double dcg, idcg, g, d, total
     with nogil:
         for q in range(offsets.shape[0] - 1):
             start = offsets[q]
             end = offsets[q + 1]
             n = end - start
-            if ideal[start] <= 0.0:                     # ideal DCG = 0: no relevant document
+            i0 = ideal_offsets[q]
+            n_ideal = ideal_offsets[q + 1] - i0
+            if n_ideal == 0 or ideal[i0] <= 0.0:        # ideal DCG = 0: no relevant document
                 out[q] = NAN
                 continue
             if mean_over_k:
+                if n == 0:
+                    out[q] = 0.0
+                    continue
                 dcg = 0.0
                 idcg = 0.0
                 total = 0.0
@@ -123,7 +292,8 @@ def ndcg_kernel(const double[::1] gain, const double[::1] ideal, const double[::
                     for r in range(a, b):
                         d = discount(r - start + 1, letor)
                         dcg += g * d
-                        idcg += ideal[r] * d
+                        if r - start < n_ideal:
+                            idcg += ideal[i0 + r - start] * d
                         total += dcg / idcg
                     a = b
                 out[q] = total / n
@@ -141,13 +311,15 @@ def ndcg_kernel(const double[::1] gain, const double[::1] ideal, const double[::
                 for r in range(a, imin(b, top)):
                     dcg += g * discount(r - start + 1, letor)
                 a = b
-            for r in range(start, top):
-                idcg += ideal[r] * discount(r - start + 1, letor)
+            # the ideal ranking's cut-off: k, or (k = all) as many places as the ranking has (array input: the
+            # same rows; TREC dicts: every judged document, as trec_eval's ndcg and ranx's ndcg without @k)
+            for r in range(n_ideal if k <= 0 else imin(k, n_ideal)):
+                idcg += ideal[i0 + r] * discount(r + 1, letor)
             out[q] = dcg / idcg
 
 
 def precision_kernel(const double[::1] rel, const double[::1] score, const intp_t[::1] offsets,
-                     intp_t k, bint average, double[::1] out):
+                     const double[::1] n_rel, intp_t k, bint average, double[::1] out):
     """P@k = (number of relevant documents in the first k) / k; ``rel`` is 0/1 in rank order.
     A tie group cut by the k-th position contributes its fraction of relevant documents per place."""
     cdef intp_t q, start, end, n, kk, top, a, b
@@ -157,10 +329,13 @@ def precision_kernel(const double[::1] rel, const double[::1] score, const intp_
             start = offsets[q]
             end = offsets[q + 1]
             n = end - start
-            if group_sum(rel, start, end) == 0.0:
+            if n_rel[q] == 0.0:
                 out[q] = NAN
                 continue
             kk = n if k <= 0 else k
+            if kk == 0:                                   # k = all rows of a query that retrieved nothing
+                out[q] = 0.0
+                continue
             top = start + imin(kk, n)
             hits = 0.0
             a = start
@@ -175,25 +350,25 @@ def precision_kernel(const double[::1] rel, const double[::1] score, const intp_
 # binary relevance: average precision, reciprocal rank
 # ---------------------------------------------------------------------------------------------
 def average_precision_kernel(const double[::1] rel, const double[::1] score, const intp_t[::1] offsets,
-                             bint average, double[::1] out):
-    """AP = (1/R) sum_{r relevant} P@r. In a tie group of m rows holding p relevant ones, with
+                             const double[::1] n_rel, bint average, double[::1] out):
+    """AP = (1/R) sum_{r relevant} P@r, R = ``n_rel[q]`` (relevant documents, retrieved or not). In a tie
+    group of m rows holding p relevant ones, with
     `before` relevant rows ranked above the group, the row at place t of the group (rank a + t)
     contributes E[rel * (number relevant up to it)] / (a + t)
     = ((p/m) (1 + before) + (t - 1) p (p - 1) / (m (m - 1))) / (a + t)   (McSherry & Najork 2008)."""
     cdef intp_t q, start, end, a, b, m, t
-    cdef double n_rel, before, p, e1, e2, s
+    cdef double before, p, e1, e2, s
     with nogil:
         for q in range(offsets.shape[0] - 1):
             start = offsets[q]
             end = offsets[q + 1]
-            n_rel = group_sum(rel, start, end)
-            if n_rel == 0.0:
+            if n_rel[q] == 0.0:
                 out[q] = NAN
                 continue
             s = 0.0
             before = 0.0
             a = start
-            while a < end and before < n_rel:
+            while a < end and before < n_rel[q]:
                 b = group_end(score, a, end, average)
                 m = b - a
                 p = group_sum(rel, a, b)
@@ -204,12 +379,12 @@ def average_precision_kernel(const double[::1] rel, const double[::1] score, con
                         s += (e1 + (t - 1) * e2) / (a - start + t)
                 before += p
                 a = b
-            out[q] = s / n_rel
+            out[q] = s / n_rel[q]
 
 
 def reciprocal_rank_kernel(const double[::1] rel, const double[::1] score, const intp_t[::1] offsets,
-                           bint average, double[::1] out):
-    """RR = 1 / rank of the first relevant row. If it lies in a tie group of m rows with p relevant
+                           const double[::1] n_rel, bint average, double[::1] out):
+    """RR = 1 / rank of the first relevant row (0 if no relevant document is retrieved). If it lies in a tie group of m rows with p relevant
     ones after a rows, its place T in the group has P(T = t) = C(m - t, p - 1) / C(m, p), and
     RR = sum_t P(T = t) / (a + t)."""
     cdef intp_t q, start, end, a, b, m, t, p
@@ -218,7 +393,7 @@ def reciprocal_rank_kernel(const double[::1] rel, const double[::1] score, const
         for q in range(offsets.shape[0] - 1):
             start = offsets[q]
             end = offsets[q + 1]
-            out[q] = NAN
+            out[q] = NAN if n_rel[q] == 0.0 else 0.0
             a = start
             while a < end:
                 b = group_end(score, a, end, average)
@@ -239,8 +414,8 @@ def reciprocal_rank_kernel(const double[::1] rel, const double[::1] score, const
 # ---------------------------------------------------------------------------------------------
 # cascade: expected reciprocal rank
 # ---------------------------------------------------------------------------------------------
-def err_kernel(const double[::1] R, const double[::1] score, const intp_t[::1] offsets, intp_t k,
-               bint average, double[::1] out, double[::1] mu):
+def err_kernel(const double[::1] R, const double[::1] score, const intp_t[::1] offsets, const double[::1] n_rel,
+               intp_t k, bint average, double[::1] out, double[::1] mu):
     """ERR@k = sum_{r <= k} (1/r) R_r prod_{i<r} (1 - R_i); ``R`` in rank order.
 
     Ties: the product over a whole tie group does not depend on its order, so groups are independent.
@@ -256,7 +431,7 @@ def err_kernel(const double[::1] R, const double[::1] score, const intp_t[::1] o
             start = offsets[q]
             end = offsets[q + 1]
             n = end - start
-            if group_sum(R, start, end) <= 0.0:          # no relevant document
+            if n_rel[q] == 0.0:                          # no relevant document
                 out[q] = NAN
                 continue
             top = start + (n if k <= 0 or k > n else k)
@@ -375,7 +550,7 @@ def label_ranking_kernel(const double[::1] lab, const double[::1] score, const i
                     lo = lab[i]
                 if lab[i] > hi:
                     hi = lab[i]
-            if lo == hi:                                  # no edge
+            if n == 0 or lo == hi:                        # no edge
                 out[q] = NAN
                 continue
             if kind == KIND_DOMINATED:

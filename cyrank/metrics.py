@@ -36,6 +36,9 @@ the GIL. Cost: O(n log n) for the sort; the kernels are O(n) per query, except p
 (merge sort, O(n log n)) and ERR under ``ties="average"`` (O(m min(m, k)) per tie group of m rows).
 """
 import warnings
+from collections.abc import Mapping
+from itertools import chain, repeat
+from typing import NamedTuple
 
 import numpy as np
 
@@ -61,12 +64,37 @@ __all__ = [
     "dominated_error",
 ]
 
-TIES = ("pessimistic", "optimistic", "input", "average")
+TIES = ("pessimistic", "optimistic", "input", "average", "doc_id", "ranx")
 EMPTY = ("drop", "zero", "one")
 GAINS = ("exponential", "linear")
-CONVENTIONS = (None, "lightgbm", "letor4")
-# (ties, empty) each named convention uses when the caller does not choose
-_CONVENTION_DEFAULTS = {None: ("pessimistic", "drop"), "lightgbm": ("input", "one"), "letor4": ("input", "zero")}
+
+
+class Preset(NamedTuple):
+    """What a named ``convention`` fixes when the caller does not choose: the tie rule, the score of an undefined
+    query, the NDCG gain, which queries of TREC dicts are evaluated ("qrels": every query of the qrels, a missing
+    run being an empty ranking; "both": those of the qrels and the run), and whether labels <= 0 are gain 0."""
+    ties: str
+    empty: str
+    gain: str
+    queries: str
+    clip_labels: bool
+
+
+PRESETS = {
+    None: Preset("pessimistic", "drop", "exponential", "qrels", False),
+    "trec_eval": Preset("doc_id", "zero", "linear", "both", True),
+    "ranx": Preset("ranx", "zero", "linear", "qrels", True),
+    "ranx_burges": Preset("ranx", "zero", "exponential", "qrels", True),
+    "lightgbm": Preset("input", "one", "exponential", "qrels", False),
+    "letor4": Preset("input", "zero", "exponential", "qrels", False),
+}
+CONVENTIONS = tuple(PRESETS)
+
+
+def _preset(convention):
+    check_option("convention", convention, CONVENTIONS)
+    return PRESETS[convention]
+
 
 _COMMON_DOC = {
     "{params}": """y_true : array-like of shape (n_samples,)
@@ -104,7 +132,13 @@ def _fill_doc(func):
 # shared plumbing
 # ---------------------------------------------------------------------------------------------
 class _Queries:
-    """Checked inputs grouped by query (rows of each query contiguous, queries in increasing qid)."""
+    """Checked array inputs grouped by query (rows of each query contiguous, queries in increasing qid).
+
+    What the metrics read, the same for :class:`_TrecQueries`: ``y`` / ``s`` (labels and scores of the ranked
+    rows), ``offsets``, ``n_queries``, ``max_size``, ``ids`` (the query ids, in order), ``judged`` /
+    ``judged_offsets`` (the labels that define the ideal ranking and the relevant count: here the rows' own)."""
+
+    doc_ids = None  # the tie rule "doc_id" needs them (TREC dicts)
 
     def __init__(self, y_true, y_score, qid):
         y, s, q = check_scores(y_true, y_score, qid)
@@ -112,44 +146,184 @@ class _Queries:
         self.y = self.groups.sort(y)
         self.s = self.groups.sort(s)
         self.offsets = np.ascontiguousarray(self.groups.offsets, dtype=np.int64)
-        self.qidx = np.repeat(np.arange(self.groups.n_queries, dtype=np.int64), self.groups.sizes)
-        self.max_size = int(self.groups.sizes.max())
+        self.ids = self.groups.ids
+        self.judged, self.judged_offsets = self.y, self.offsets
+
+    @property
+    def n_queries(self):
+        return self.offsets.shape[0] - 1
+
+    @property
+    def max_size(self):
+        return max(int(np.diff(self.offsets).max(initial=0)), 1)
 
     def ranked(self, values, ties):
         """``values`` and the scores in rank order within each query, under the tie rule ``ties``."""
-        if ties == "input":
-            order = np.lexsort((-self.s, self.qidx))  # stable: equal scores keep input order
-        elif ties == "optimistic":
-            order = np.lexsort((-values, -self.s, self.qidx))
-        else:  # pessimistic; average also needs the rows of a tie group by increasing label
-            order = np.lexsort((values, -self.s, self.qidx))
+        order = np.empty(self.s.shape[0], dtype=np.int64)
+        if ties == "ranx":
+            _metrics.ranx_order(-self.s, self.offsets, order)
+        else:
+            if ties == "input":
+                key = np.zeros_like(self.s)
+            elif ties == "optimistic":
+                key = -values
+            elif ties == "doc_id":
+                key = self.doc_id_key()
+            else:  # pessimistic; average also needs the rows of a tie group by increasing label
+                key = values
+            _metrics.rank_order(self.s, np.ascontiguousarray(key, dtype=np.float64), self.offsets, order,
+                                np.empty(self.max_size, dtype=np.int64))
         return np.ascontiguousarray(values[order]), np.ascontiguousarray(self.s[order])
 
-    def by_decreasing(self, values):
-        """``values`` sorted decreasingly within each query (the ideal ranking)."""
-        return np.ascontiguousarray(values[np.lexsort((-values, self.qidx))])
+    def ideal(self, gains):
+        """The judged documents' gains (``gains`` of ``self.judged``) sorted decreasingly within each query."""
+        order = np.empty(gains.shape[0], dtype=np.int64)
+        size = max(int(np.diff(self.judged_offsets).max(initial=0)), 1)
+        _metrics.rank_order(gains, np.zeros_like(gains), self.judged_offsets, order, np.empty(size, dtype=np.int64))
+        return np.ascontiguousarray(gains[order])
+
+    def n_relevant(self, relevant):
+        """Per query, the number of judged documents with ``relevant`` (a 0/1 array over ``self.judged``)."""
+        qidx = np.repeat(np.arange(self.n_queries), np.diff(self.judged_offsets))
+        return np.bincount(qidx, weights=relevant, minlength=self.n_queries).astype(np.float64)
 
     def apply(self, kernel, *args, scratch=()):
         """One value per query: ``kernel(*args, out, *scratch)`` fills ``out``."""
-        out = np.empty(self.groups.n_queries, dtype=np.float64)
+        out = np.empty(self.n_queries, dtype=np.float64)
         kernel(*args, out, *scratch)
         return out
 
 
-def _evaluate(name, y_true, y_score, qid, ties, empty, return_per_query, per_query, depth=1):
-    """What every metric does around its own part: the common checks, the rows grouped by query, ``per_query(Q)``
-    (one value per query, NaN where undefined), then :func:`mean_over_queries`. ``depth``: the calls between the
-    public metric and here (its warning points at the metric's caller)."""
+class _TrecQueries(_Queries):
+    """A TREC run and qrels as the arrays of :class:`_Queries`.
+
+    ``qrels``: query id -> doc id -> relevance; ``run``: query id -> doc id -> score (ids are compared as
+    ``str(id)``). The rows are the run's documents (relevance: the qrels', 0 if unjudged); ``judged`` holds the
+    qrels of the same queries, retrieved or not, for the ideal DCG and the relevant counts. ``queries``: "qrels"
+    (every query of the qrels; one the run misses has an empty ranking) or "both" (those of the qrels and the
+    run, as trec_eval without -c). Built in one pass over the dicts (C-level iteration, no Python loop over
+    documents); queries in sorted id order."""
+
+    def __init__(self, qrels, run, queries):
+        qrels, run = _str_keyed(qrels, "qrels"), _str_keyed(run, "run")
+        ids = sorted(qrels.keys() & run.keys()) if queries == "both" else sorted(qrels)
+        judged = [_str_docs(qrels[q], "qrels", q) for q in ids]
+        ranked = [_str_docs(run.get(q, {}), "run", q) for q in ids]
+        self.ids = np.array(ids, dtype=object)
+        self.offsets = _offsets(ranked)
+        self.judged_offsets = _offsets(judged)
+        n, m = int(self.offsets[-1]), int(self.judged_offsets[-1])
+        self.s = _numbers(chain.from_iterable(d.values() for d in ranked), n, "run", "scores")
+        self.judged = _numbers(chain.from_iterable(d.values() for d in judged), m, "qrels", "relevance labels")
+        self.y = _numbers(chain.from_iterable(map(j.get, r, repeat(0.0)) for j, r in zip(judged, ranked)), n,
+                          "qrels", "relevance labels")
+        self._ranked_dicts = ranked
+
+    @property
+    def doc_ids(self):
+        return self._ranked_dicts
+
+    def doc_id_key(self):
+        """A tie key ordering tied rows by decreasing document id (trec_eval): only rows in a tie group read
+        their id (str comparison = strcmp on UTF-8, as trec_eval)."""
+        order = np.empty(self.s.shape[0], dtype=np.int64)
+        _metrics.rank_order(self.s, np.zeros_like(self.s), self.offsets, order, np.empty(self.max_size, np.int64))
+        s = self.s[order]
+        tied = s[1:] == s[:-1]
+        tied &= np.diff(np.repeat(np.arange(self.n_queries), np.diff(self.offsets))[order]) == 0
+        in_tie = np.zeros(s.shape[0], dtype=bool)
+        in_tie[1:] |= tied
+        in_tie[:-1] |= tied
+        key = np.zeros(s.shape[0], dtype=np.float64)
+        rows = np.sort(order[in_tie])
+        if rows.size:
+            docs = np.array(list(chain.from_iterable(self._ranked_dicts)), dtype=object)[rows].astype(str)
+            key[rows] = -np.unique(docs, return_inverse=True)[1].astype(np.float64)
+        return key
+
+
+def _str_keyed(d, name):
+    """A qrels or run dict with ``str`` query ids (int ids are accepted and converted)."""
+    out = {}
+    for q, docs in d.items():
+        key = q if type(q) is str else str(q)
+        if not isinstance(docs, Mapping):
+            raise TypeError(f"{name}[{q!r}] must be a dict of document id -> "
+                            f"{'relevance' if name == 'qrels' else 'score'}, got {type(docs).__name__}")
+        if key in out:
+            raise ValueError(f"{name} has the query id {q!r} twice (as {key!r} and as a non-string); ids are "
+                             f"compared as str(id)")
+        out[key] = docs
+    return out
+
+
+def _str_docs(docs, name, q):
+    """``docs`` with ``str`` document ids (converted when its first id is not a str)."""
+    if docs and type(next(iter(docs))) is not str:
+        converted = {str(d): v for d, v in docs.items()}
+        if len(converted) != len(docs):
+            raise ValueError(f"{name}[{q!r}] has a document id twice once converted to str; ids are compared as "
+                             f"str(id)")
+        return converted
+    return docs
+
+
+def _offsets(dicts):
+    sizes = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
+    return np.r_[np.int64(0), np.cumsum(sizes)].astype(np.int64)
+
+
+def _numbers(values, count, name, what):
+    """float64 array of ``count`` values from an iterator, finite; a clear error otherwise."""
+    try:
+        a = np.fromiter(values, dtype=np.float64, count=count)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name}: {what} must be numbers ({exc})") from None
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name}: {what} must be finite; found {a[~np.isfinite(a)][0]!r}")
+    return a
+
+
+def _queries(y_true, y_score, qid, queries):
+    """:class:`_Queries` for arrays, :class:`_TrecQueries` for a qrels and a run dict."""
+    if isinstance(y_true, Mapping) or isinstance(y_score, Mapping):
+        if not (isinstance(y_true, Mapping) and isinstance(y_score, Mapping)):
+            raise TypeError("pass either two dicts (qrels: query id -> doc id -> relevance, run: query id -> doc "
+                            "id -> score) or two arrays (y_true, y_score) with qid, not one of each")
+        if qid is not None:
+            raise TypeError("qid is not used with dict input (the query ids are the dicts' keys); drop qid")
+        return _TrecQueries(y_true, y_score, queries)
+    return _Queries(y_true, y_score, qid)
+
+
+def _evaluate(name, y_true, y_score, qid, convention, ties, empty, return_per_query, per_query, depth=1):
+    """What every metric does around its own part: the common checks, the rows grouped by query, ``per_query(Q,
+    ties)`` (one value per query, NaN where undefined), then :func:`mean_over_queries`. ``ties`` / ``empty``: None
+    takes the ``convention``'s rule. ``depth``: the calls between the public metric and here (its warning points
+    at the metric's caller)."""
+    preset = _preset(convention)
     _check_common(ties, empty, return_per_query)
-    Q = _Queries(y_true, y_score, qid)
-    return mean_over_queries(name, per_query(Q), empty, return_per_query, stacklevel=3 + depth)
+    Q = _queries(y_true, y_score, qid, preset.queries)
+    if ties is None:
+        ties = "input" if preset.ties == "doc_id" and Q.doc_ids is None else preset.ties
+    elif ties == "doc_id" and Q.doc_ids is None:
+        raise ValueError("ties='doc_id' (trec_eval's rule: decreasing document id) needs document ids: pass the "
+                         "qrels and the run as dicts (cyrank.io.qrels_from_labels / run_from_scores build them)")
+    result = mean_over_queries(name, per_query(Q, ties), preset.empty if empty is None else empty,
+                               bool(return_per_query), stacklevel=3 + depth)
+    if return_per_query == "dict" or (return_per_query is True and isinstance(Q, _TrecQueries)):
+        mean, values = result
+        return mean, dict(zip(Q.ids.tolist(), values.tolist()))
+    return result
 
 
 def _check_common(ties, empty, return_per_query):
-    check_option("ties", ties, TIES)
-    check_option("empty", empty, EMPTY)
-    if not isinstance(return_per_query, (bool, np.bool_)):
-        raise TypeError(f"return_per_query must be True or False, got {return_per_query!r}")
+    if ties is not None:
+        check_option("ties", ties, TIES)
+    if empty is not None:
+        check_option("empty", empty, EMPTY)
+    if not (isinstance(return_per_query, (bool, np.bool_)) or return_per_query == "dict"):
+        raise TypeError(f"return_per_query must be True, False or 'dict', got {return_per_query!r}")
 
 
 def _check_k(k):
@@ -191,38 +365,43 @@ def _binary(y, threshold):
     return (y > threshold).astype(np.float64)
 
 
-def _binary_metric(name, kernel, options, y_true, y_score, qid, threshold, ties, empty, return_per_query):
+def _binary_metric(name, kernel, options, y_true, y_score, qid, threshold, convention, ties, empty,
+                   return_per_query):
     """A metric of binary relevance (y > threshold) whose kernel takes (relevance and scores in rank order,
-    offsets, *options, average ties, out)."""
-    def per_query(Q):
+    offsets, relevant documents per query, *options, average ties, out)."""
+    def per_query(Q, ties):
         rel, s = Q.ranked(_binary(Q.y, threshold), ties)
-        return Q.apply(kernel, rel, s, Q.offsets, *options, ties == "average")
-    return _evaluate(name, y_true, y_score, qid, ties, empty, return_per_query, per_query, depth=2)
+        return Q.apply(kernel, rel, s, Q.offsets, Q.n_relevant(_binary(Q.judged, threshold)), *options,
+                       ties == "average")
+    return _evaluate(name, y_true, y_score, qid, convention, ties, empty, return_per_query, per_query, depth=2)
 
 
-def _dcg_inputs(Q, gain, ties):
+def _gains(labels, gain, clip):
+    """g(labels): 2**y - 1 or y. ``clip`` (the trec_eval and ranx presets): a label <= 0 has gain 0, as both tools
+    count only labels >= 1 (negative qrels labels are legal there); otherwise labels must be non-negative."""
+    if clip:
+        labels = np.maximum(labels, 0.0)
+    check_gain_labels(labels, "NDCG", exponential=gain == "exponential", hint="; use gain='linear'")
+    return np.exp2(labels) - 1.0 if gain == "exponential" else labels.astype(np.float64, copy=True)
+
+
+def _dcg_inputs(Q, gain, convention, ties):
+    """Gains and scores in rank order, and the judged documents' gains sorted decreasingly per query (the ideal)."""
+    preset = _preset(convention)
+    gain = preset.gain if gain is None else gain
     check_option("gain", gain, GAINS)
-    check_gain_labels(Q.y, "NDCG", exponential=gain == "exponential", hint="; use gain='linear'")
-    if gain == "exponential":
-        g = np.exp2(Q.y) - 1.0
-    else:
-        g = Q.y.copy()
+    judged = _gains(Q.judged, gain, preset.clip_labels)
+    g = judged if Q.judged is Q.y else _gains(Q.y, gain, preset.clip_labels)
     g_ranked, s_ranked = Q.ranked(g, ties)
-    return g_ranked, Q.by_decreasing(g), s_ranked
-
-
-def _resolve_convention(convention, ties, empty):
-    check_option("convention", convention, CONVENTIONS)
-    default_ties, default_empty = _CONVENTION_DEFAULTS[convention]
-    return (default_ties if ties is None else ties), (default_empty if empty is None else empty)
+    return g_ranked, Q.ideal(judged), s_ranked
 
 
 # ---------------------------------------------------------------------------------------------
 # DCG family
 # ---------------------------------------------------------------------------------------------
 @_fill_doc
-def ndcg_score(y_true, y_score, qid=None, *, k=10, gain="exponential", convention=None, ties=None,
-               empty=None, return_per_query=False):
+def ndcg_score(y_true, y_score, qid=None, *, k=10, gain=None, convention=None, ties=None, empty=None,
+               return_per_query=False):
     """Normalized discounted cumulative gain at k, averaged over queries.
 
     Per query, with n rows, K = min(k, n) and g(y) = 2**y - 1 (``gain="exponential"``) or y ("linear")::
@@ -268,18 +447,17 @@ def ndcg_score(y_true, y_score, qid=None, *, k=10, gain="exponential", conventio
         None: the convention's empty rule ("drop" without a convention).
     {returns}
     """
-    ties, empty = _resolve_convention(convention, ties, empty)
     k = _check_k(k)
 
-    def per_query(Q):
-        g, ideal, s = _dcg_inputs(Q, gain, ties)
-        return Q.apply(_metrics.ndcg_kernel, g, ideal, s, Q.offsets, k, convention == "letor4", False,
-                       ties == "average")
-    return _evaluate("ndcg_score", y_true, y_score, qid, ties, empty, return_per_query, per_query)
+    def per_query(Q, ties):
+        g, ideal, s = _dcg_inputs(Q, gain, convention, ties)
+        return Q.apply(_metrics.ndcg_kernel, g, ideal, s, Q.offsets, Q.judged_offsets, k, convention == "letor4",
+                       False, ties == "average")
+    return _evaluate("ndcg_score", y_true, y_score, qid, convention, ties, empty, return_per_query, per_query)
 
 
 @_fill_doc
-def letor_mean_ndcg(y_true, y_score, qid=None, *, gain="exponential", ties=None, empty=None,
+def letor_mean_ndcg(y_true, y_score, qid=None, *, gain=None, convention="letor4", ties=None, empty=None,
                     return_per_query=False):
     """LETOR 4.0 "MeanNDCG": per query, the mean of NDCG@j over j = 1..n (n = the query's rows).
 
@@ -306,16 +484,15 @@ def letor_mean_ndcg(y_true, y_score, qid=None, *, gain="exponential", ties=None,
         None: "zero".
     {returns}
     """
-    ties, empty = _resolve_convention("letor4", ties, empty)
-
-    def per_query(Q):
-        g, ideal, s = _dcg_inputs(Q, gain, ties)
-        return Q.apply(_metrics.ndcg_kernel, g, ideal, s, Q.offsets, 0, True, True, ties == "average")
-    return _evaluate("letor_mean_ndcg", y_true, y_score, qid, ties, empty, return_per_query, per_query)
+    def per_query(Q, ties):
+        g, ideal, s = _dcg_inputs(Q, gain, convention, ties)
+        return Q.apply(_metrics.ndcg_kernel, g, ideal, s, Q.offsets, Q.judged_offsets, 0, True, True,
+                       ties == "average")
+    return _evaluate("letor_mean_ndcg", y_true, y_score, qid, convention, ties, empty, return_per_query, per_query)
 
 
 @_fill_doc
-def precision_at_k(y_true, y_score, qid=None, *, k=10, threshold=0.0, ties="pessimistic", empty="drop",
+def precision_at_k(y_true, y_score, qid=None, *, k=10, threshold=0.0, convention=None, ties=None, empty=None,
                    return_per_query=False):
     """Precision at k: the fraction of relevant rows (y > threshold) among the first k, averaged over queries.
 
@@ -339,15 +516,15 @@ def precision_at_k(y_true, y_score, qid=None, *, k=10, threshold=0.0, ties="pess
     {returns}
     """
     k = _check_k(k)
-    return _binary_metric("precision_at_k", _metrics.precision_kernel, (k,), y_true, y_score, qid, threshold, ties,
-                          empty, return_per_query)
+    return _binary_metric("precision_at_k", _metrics.precision_kernel, (k,), y_true, y_score, qid, threshold,
+                          convention, ties, empty, return_per_query)
 
 
 # ---------------------------------------------------------------------------------------------
 # binary relevance
 # ---------------------------------------------------------------------------------------------
 @_fill_doc
-def average_precision(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimistic", empty="drop",
+def average_precision(y_true, y_score, qid=None, *, threshold=0.0, convention=None, ties=None, empty=None,
                       return_per_query=False):
     """Average precision per query (relevant = y > threshold); the mean over queries is MAP.
 
@@ -371,11 +548,11 @@ def average_precision(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimi
     {returns}
     """
     return _binary_metric("average_precision", _metrics.average_precision_kernel, (), y_true, y_score, qid,
-                          threshold, ties, empty, return_per_query)
+                          threshold, convention, ties, empty, return_per_query)
 
 
 @_fill_doc
-def reciprocal_rank(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimistic", empty="drop",
+def reciprocal_rank(y_true, y_score, qid=None, *, threshold=0.0, convention=None, ties=None, empty=None,
                     return_per_query=False):
     """Reciprocal rank of the first relevant row (y > threshold); the mean over queries is MRR.
 
@@ -396,14 +573,14 @@ def reciprocal_rank(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimist
     {returns}
     """
     return _binary_metric("reciprocal_rank", _metrics.reciprocal_rank_kernel, (), y_true, y_score, qid, threshold,
-                          ties, empty, return_per_query)
+                          convention, ties, empty, return_per_query)
 
 
 # ---------------------------------------------------------------------------------------------
 # cascade
 # ---------------------------------------------------------------------------------------------
 @_fill_doc
-def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, ties="pessimistic", empty="drop",
+def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, convention=None, ties=None, empty=None,
               return_per_query=False):
     """Expected reciprocal rank at k (Chapelle, Metzler, Zhang & Grinspan 2009), averaged over queries.
 
@@ -437,9 +614,9 @@ def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, ties="pessimisti
     """
     k = _check_k(k)
 
-    def per_query(Q):
-        check_gain_labels(Q.y, "ERR", exponential=False)
-        top = float(Q.y.max())
+    def per_query(Q, ties):
+        check_gain_labels(Q.judged, "ERR", exponential=False)
+        top = float(Q.judged.max(initial=0.0))
         cap = top if max_rel is None else check_param("max_rel", max_rel, low=0.0)
         if top > cap:
             raise ValueError(f"max_rel={cap!r} is below the largest label {top!r}: R(y) = (2**y - 1) / 2**max_rel "
@@ -448,8 +625,9 @@ def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, ties="pessimisti
         R = np.exp2(Q.y - cap) - np.exp2(-cap)  # (2**y - 1) / 2**max_rel without overflow
         R_ranked, s = Q.ranked(R, ties)
         mu = np.empty(Q.max_size + 1, dtype=np.float64)
-        return Q.apply(_metrics.err_kernel, R_ranked, s, Q.offsets, k, ties == "average", scratch=(mu,))
-    return _evaluate("err_score", y_true, y_score, qid, ties, empty, return_per_query, per_query)
+        return Q.apply(_metrics.err_kernel, R_ranked, s, Q.offsets, Q.n_relevant(_binary(Q.judged, 0.0)), k,
+                       ties == "average", scratch=(mu,))
+    return _evaluate("err_score", y_true, y_score, qid, convention, ties, empty, return_per_query, per_query)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,7 +641,7 @@ def _disagreement(Q, labels, ties):
 
 
 @_fill_doc
-def pairwise_accuracy(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+def pairwise_accuracy(y_true, y_score, qid=None, *, convention=None, ties=None, empty=None, return_per_query=False):
     """Fraction of a query's preference pairs that the scores order correctly, averaged over queries.
 
     ``PA = |{(i, j): y_i > y_j, s_i > s_j}| / |{(i, j): y_i > y_j}|`` (pairs within the query).
@@ -482,12 +660,12 @@ def pairwise_accuracy(y_true, y_score, qid=None, *, ties="pessimistic", empty="d
     {empty}
     {returns}
     """
-    return _evaluate("pairwise_accuracy", y_true, y_score, qid, ties, empty, return_per_query,
-                     lambda Q: 1.0 - _disagreement(Q, Q.y, ties))
+    return _evaluate("pairwise_accuracy", y_true, y_score, qid, convention, ties, empty, return_per_query,
+                     lambda Q, ties: 1.0 - _disagreement(Q, Q.y, ties))
 
 
 @_fill_doc
-def auc_score(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimistic", empty="drop",
+def auc_score(y_true, y_score, qid=None, *, threshold=0.0, convention=None, ties=None, empty=None,
               return_per_query=False):
     """Area under the ROC curve per query (relevant = y > threshold vs irrelevant), averaged over queries.
 
@@ -509,8 +687,8 @@ def auc_score(y_true, y_score, qid=None, *, threshold=0.0, ties="pessimistic", e
     {empty}
     {returns}
     """
-    return _evaluate("auc_score", y_true, y_score, qid, ties, empty, return_per_query,
-                     lambda Q: 1.0 - _disagreement(Q, _binary(Q.y, threshold), ties))
+    return _evaluate("auc_score", y_true, y_score, qid, convention, ties, empty, return_per_query,
+                     lambda Q, ties: 1.0 - _disagreement(Q, _binary(Q.y, threshold), ties))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,12 +702,12 @@ _LR_NOTE = """Each query is one instance x, each row one label y of its label se
     instances."""
 
 
-def _label_ranking(name, kind, y_true, y_score, qid, ties, empty, return_per_query):
-    def per_query(Q):
+def _label_ranking(name, kind, y_true, y_score, qid, convention, ties, empty, return_per_query):
+    def per_query(Q, ties):
         lab, s = Q.ranked(Q.y, ties)
         return Q.apply(_metrics.label_ranking_kernel, lab, s, Q.offsets, kind, ties == "average",
                        scratch=(np.empty(Q.max_size + 1, dtype=np.float64),))
-    return _evaluate(name, y_true, y_score, qid, ties, empty, return_per_query, per_query, depth=2)
+    return _evaluate(name, y_true, y_score, qid, convention, ties, empty, return_per_query, per_query, depth=2)
 
 
 _LR_TIES = """Ties: "pessimistic" (default) is the paper's definition (a tie violates an edge);
@@ -547,7 +725,7 @@ def _lr_doc(func):
 
 
 @_lr_doc
-def zero_one_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+def zero_one_error(y_true, y_score, qid=None, *, convention=None, ties=None, empty=None, return_per_query=False):
     """0-1 error of label ranking: 1 if any preference edge of the query is violated, else 0.
 
     {note}
@@ -569,11 +747,12 @@ def zero_one_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop
     {empty}
     {returns}
     """
-    return _label_ranking("zero_one_error", _metrics.ZERO_ONE, y_true, y_score, qid, ties, empty, return_per_query)
+    return _label_ranking("zero_one_error", _metrics.ZERO_ONE, y_true, y_score, qid, convention, ties, empty,
+                          return_per_query)
 
 
 @_lr_doc
-def disagreement_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+def disagreement_error(y_true, y_score, qid=None, *, convention=None, ties=None, empty=None, return_per_query=False):
     """Disagreement error of label ranking: the fraction of preference edges that are violated.
 
     {note}
@@ -594,12 +773,12 @@ def disagreement_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="
     {empty}
     {returns}
     """
-    return _evaluate("disagreement_error", y_true, y_score, qid, ties, empty, return_per_query,
-                     lambda Q: _disagreement(Q, Q.y, ties))
+    return _evaluate("disagreement_error", y_true, y_score, qid, convention, ties, empty, return_per_query,
+                     lambda Q, ties: _disagreement(Q, Q.y, ties))
 
 
 @_lr_doc
-def domination_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+def domination_error(y_true, y_score, qid=None, *, convention=None, ties=None, empty=None, return_per_query=False):
     """Domination error of label ranking: the fraction of dominating labels not ranked above all they dominate.
 
     {note}
@@ -623,12 +802,12 @@ def domination_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="dr
     {empty}
     {returns}
     """
-    return _label_ranking("domination_error", _metrics.DOMINATION, y_true, y_score, qid, ties, empty,
+    return _label_ranking("domination_error", _metrics.DOMINATION, y_true, y_score, qid, convention, ties, empty,
                           return_per_query)
 
 
 @_lr_doc
-def dominated_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="drop", return_per_query=False):
+def dominated_error(y_true, y_score, qid=None, *, convention=None, ties=None, empty=None, return_per_query=False):
     """Dominated error of label ranking: the fraction of dominated labels not ranked below all that dominate them.
 
     {note}
@@ -652,7 +831,7 @@ def dominated_error(y_true, y_score, qid=None, *, ties="pessimistic", empty="dro
     {empty}
     {returns}
     """
-    return _label_ranking("dominated_error", _metrics.DOMINATED, y_true, y_score, qid, ties, empty,
+    return _label_ranking("dominated_error", _metrics.DOMINATED, y_true, y_score, qid, convention, ties, empty,
                           return_per_query)
 
 
@@ -710,14 +889,14 @@ def metric_by_name(spec):
     """
     name, k = parse_metric_name(spec)
     table = {
-        "ndcg": lambda y, s, q, **kw: ndcg_score(y, s, q, k=k, **kw),
-        "err": lambda y, s, q, **kw: err_score(y, s, q, k=k, **kw),
-        "map": lambda y, s, q, **kw: average_precision(y, s, q, **kw),
-        "mrr": lambda y, s, q, **kw: reciprocal_rank(y, s, q, **kw),
-        "p": lambda y, s, q, **kw: precision_at_k(y, s, q, k=k or 10, **kw),
-        "auc": lambda y, s, q, **kw: auc_score(y, s, q, **kw),
-        "pairacc": lambda y, s, q, **kw: pairwise_accuracy(y, s, q, **kw),
-        "meanndcg": lambda y, s, q, **kw: letor_mean_ndcg(y, s, q, **kw),
+        "ndcg": lambda y, s, q=None, **kw: ndcg_score(y, s, q, k=k, **kw),
+        "err": lambda y, s, q=None, **kw: err_score(y, s, q, k=k, **kw),
+        "map": lambda y, s, q=None, **kw: average_precision(y, s, q, **kw),
+        "mrr": lambda y, s, q=None, **kw: reciprocal_rank(y, s, q, **kw),
+        "p": lambda y, s, q=None, **kw: precision_at_k(y, s, q, k=k or 10, **kw),
+        "auc": lambda y, s, q=None, **kw: auc_score(y, s, q, **kw),
+        "pairacc": lambda y, s, q=None, **kw: pairwise_accuracy(y, s, q, **kw),
+        "meanndcg": lambda y, s, q=None, **kw: letor_mean_ndcg(y, s, q, **kw),
     }
     return table[name]
 

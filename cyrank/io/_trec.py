@@ -163,7 +163,7 @@ def _group(qid, doc_ids, values, what):
         if len(group) != len(names):
             seen = set()
             twice = next(d for d in names if d in seen or seen.add(d))
-            raise ValueError(f"document {twice!r} appears twice in query {uniq[g]!r}; document ids must be unique "
+            raise ValueError(f"document {twice!r} appears twice in query {str(uniq[g])!r}; document ids must be unique "
                              "within a query")
         result[str(uniq[g])] = group
     return result

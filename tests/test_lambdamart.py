@@ -78,7 +78,7 @@ def test_metrics_lightgbm_does_not_offer_with_early_stopping(data, metric):
     X, y, qid = data["train"]
     Xt, yt, qt = data["test"]
     m = LambdaMART(metric=metric, n_jobs=1, early_stopping_rounds=5).fit(X, y, qid, eval_set=(Xt, yt, qt))
-    best = m.history_["eval"]
+    best = m.evals_result_["valid_0"][metric]  # LightGBM's shape (before issue 30: history_["eval"])
     assert m.best_iteration_ == int(np.argmax(best)) + 1 == m.n_iter_
     assert metric_value(metric, yt, m.predict(Xt), qt, 4.0) == pytest.approx(best.max(), rel=1e-9)
     assert best.max() > metric_value(metric, yt, np.zeros(len(yt)), qt, 4.0)

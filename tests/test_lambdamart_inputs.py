@@ -233,18 +233,24 @@ def test_sparse_columns_without_values_are_left_out_with_the_same_model():
     np.testing.assert_allclose(m.predict(wide.tocsc()), m.predict(wide.toarray()), rtol=1e-12)
 
 
-def test_fit_lambdamart_verbose_prints_one_line_per_round(capsys):
-    """verbose=1: one line per boosting round with the training metric and, with eval_set, the validation metric
-    (before: nothing without eval_set)."""
+def test_fit_lambdamart_verbose_prints_every_k_rounds_with_the_time(capsys):
+    """verbose=k: a line every k rounds and at the last, with the seconds since the fit began and every metric of
+    every eval set, the values of evals_result_; without eval_set, the round and the time (before issue 30: a line
+    every round, the training metric always, no time)."""
     X, y, qid = small_set(3, 30)
     LambdaMART(n_estimators=4, verbose=1, n_jobs=1).fit(X, y, qid)
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 4 and all(re.fullmatch(r"LambdaMART round +\d+: train ndcg@10 [\d.]+", ln) for ln in lines)
-    m = LambdaMART(n_estimators=3, verbose=1, n_jobs=1).fit(X, y, qid, eval_set=(X[:30], y[:30], qid[:30]))
+    assert len(lines) == 4 and all(re.fullmatch(r"LambdaMART round +\d+ +[\d.]+ s", ln) for ln in lines)
+    m = LambdaMART(n_estimators=5, verbose=2, n_jobs=1).fit(X, y, qid, eval_set=[(X, y, qid),
+                                                                                 (X[:30], y[:30], qid[:30])])
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 3 and all(re.fullmatch(r"LambdaMART round +\d+: train ndcg@10 [\d.]+  eval ndcg@10 [\d.]+",
-                                                ln) for ln in lines)
-    assert [float(ln.split()[-1]) for ln in lines] == pytest.approx(m.history_["eval"].tolist(), abs=1e-6)
+    found = [re.fullmatch(r"LambdaMART round +(\d+) +[\d.]+ s  training ndcg@10 ([\d.]+)  valid_1 ndcg@10 ([\d.]+)",
+                          ln) for ln in lines]
+    assert all(found) and [int(f.group(1)) for f in found] == [2, 4, 5]
+    for f in found:
+        r = int(f.group(1)) - 1
+        assert float(f.group(2)) == pytest.approx(m.evals_result_["training"]["ndcg@10"][r], abs=1e-6)
+        assert float(f.group(3)) == pytest.approx(m.evals_result_["valid_1"]["ndcg@10"][r], abs=1e-6)
     LambdaMART(n_estimators=3, n_jobs=1).fit(X, y, qid)
     assert capsys.readouterr().out == ""
 

@@ -14,6 +14,7 @@ import difflib
 import functools
 import numbers
 import re
+import time
 import warnings
 
 import numpy as np
@@ -24,7 +25,8 @@ from .._base import RankerMixin, SolverEstimator, check_predict_X, set_fitted
 from .._result import SolveResult
 from .._validation import (RankingDataWarning, check_n_jobs, check_option, check_param, check_ranking_data,
                            check_verbose, random_seed)
-from .solver import TIES, _Pairs, check_eval_set, check_metric_data, metric_value, parse_metric, resolve_ties
+from .solver import (TIES, _err_scale_message, _Pairs, check_eval_set, check_metric_data, parse_metric,
+                     resolve_ties)
 
 MAX_LEAVES = 131072  # LightGBM's bound on num_leaves
 MAX_ROUNDS = 2**31 - 1  # LightGBM's num_iterations is a C int
@@ -332,7 +334,7 @@ def check_lightgbm_params(params):
         main = aliases.get(name)
         if main is None:
             close = difflib.get_close_matches(name, list(aliases), n=3)
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            hint = f"; did you mean {' or '.join(close)}?" if close else "."
             raise ValueError(f"{name!r} is not a LightGBM parameter (LightGBM {_lightgbm().__version__} would "
                              f"ignore it){hint} LambdaMART passes every parameter LightGBM knows (its names and "
                              "aliases: https://lightgbm.readthedocs.io/en/latest/Parameters.html)")
@@ -406,6 +408,119 @@ def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_s
             lightgbm_params)
 
 
+# --------------------------------------------------------------------------------- eval sets and callbacks
+def eval_metric_names(metric, eval_metric=None, eval_at=None):
+    """The names of the metrics scored on every eval set, in order, as LightGBM's LGBMRanker orders them: those of
+    ``eval_metric`` (a name or a list of names of :func:`cyrank.metrics.metric_by_name`), each given without a
+    cut-off that takes one (ndcg, err, p) evaluated at every k of ``eval_at`` (LightGBM's eval_at); then the
+    lambdas' metric ``metric`` ("ranknet" is scored by "pairacc"), unless already listed. Without eval_metric,
+    ``eval_at`` gives the cut-offs of the lambdas' metric (metric="ndcg@10", eval_at=(1, 3): ndcg@1, ndcg@3,
+    ndcg@10). Canonical lowercase names: "ndcg@5", "map"."""
+    from ..metrics import CUT_OFF_NAMES, parse_metric_name
+
+    base, k = parse_metric(metric)
+    own = "pairacc" if base == "ranknet" else base if k is None else f"{base}@{k}"
+    if eval_at is not None:
+        if not isinstance(eval_at, (list, tuple)) or not eval_at:
+            raise TypeError(f"eval_at must be a non-empty list or tuple of cut-offs, as (1, 3, 5); got {eval_at!r:.60}")
+        eval_at = [check_param("eval_at", k, low=1, integer=True) for k in eval_at]
+    if eval_metric is None:
+        given = [] if eval_at is None else [own.partition("@")[0]]
+    elif isinstance(eval_metric, str):
+        given = [eval_metric]
+    elif isinstance(eval_metric, (list, tuple)) and all(isinstance(m, str) for m in eval_metric):
+        given = list(eval_metric)
+    else:
+        raise TypeError(f"eval_metric must be a metric name or a list of names (cyrank.metrics.metric_by_name: "
+                        f"'ndcg@10', 'map', 'err@5', ...), got {eval_metric!r:.60}")
+    names = []
+    for spec in given:
+        name, k = parse_metric_name(spec, what="eval_metric")
+        if k is None and eval_at is not None and name in CUT_OFF_NAMES:
+            names += [f"{name}@{c}" for c in eval_at]
+        else:
+            names.append(name if k is None else f"{name}@{k}")
+    return list(dict.fromkeys(names + [own]))
+
+
+def _scorer(name, max_rel):
+    """name -> f(y, scores, qid), the cyrank metric (ERR on the training labels' scale ``max_rel``)."""
+    from ..metrics import metric_by_name
+
+    f = metric_by_name(name)
+    options = {"max_rel": max_rel} if name.startswith("err") else {}
+    return lambda y, s, q: float(f(y, s, q, **options))
+
+
+def _eval_sets(eval_set, eval_names, X, y, qid):
+    """[(name, (X, y[, qid]) or None for the training set)]: ``eval_set`` is one (X, y[, qid]) tuple or a list of
+    them (LightGBM's eval_set). A set whose X and y (and qid) are the fit's own objects is the training set, named
+    "training" (LightGBM's name, evaluated on the training Dataset); the others "valid_<i>", i its position;
+    ``eval_names`` names them instead (one unique str per set)."""
+    if eval_set is None:
+        if eval_names is not None:
+            raise ValueError("eval_names names the sets of eval_set, and no eval_set was given")
+        return []
+    many = isinstance(eval_set, list) and len(eval_set) > 0 and all(isinstance(e, (tuple, list)) for e in eval_set)
+    sets = eval_set if many else [eval_set]
+    for i, e in enumerate(sets):
+        if not (isinstance(e, (tuple, list)) and len(e) in (2, 3)):
+            raise ValueError(f"eval_set[{i}] must be a tuple (X, y) or (X, y, qid); eval_set is one such tuple or a "
+                             "list of them")
+    if eval_names is not None:
+        if isinstance(eval_names, str) or not isinstance(eval_names, (list, tuple)) or \
+                not all(isinstance(n, str) for n in eval_names) or len(set(eval_names)) != len(eval_names):
+            raise ValueError(f"eval_names must be a list of distinct str, one per set of eval_set; got "
+                             f"{eval_names!r:.80}")
+        if len(eval_names) != len(sets):
+            raise ValueError(f"eval_names has {len(eval_names)} names for the {len(sets)} set(s) of eval_set")
+    out = []
+    for i, e in enumerate(sets):
+        own = e[0] is X and e[1] is y and (e[2] if len(e) == 3 else None) is qid
+        name = eval_names[i] if eval_names is not None else "training" if own else f"valid_{i}"
+        out.append((name, None if own else e))
+    return out
+
+
+class _EarlyStopping:
+    """``early_stopping_rounds``: stop when ``metric`` on the eval set ``name`` has not risen for ``rounds`` rounds
+    (strictly: a tie is no progress, as LightGBM's early_stopping callback with min_delta=0), and keep its best
+    round (LightGBM's EarlyStopException, so the booster's best_iteration)."""
+
+    order = 30  # LightGBM's early_stopping's place: after the log (10) and record_evaluation (20)
+
+    def __init__(self, rounds, name, metric):
+        self.rounds, self.key = rounds, (name, metric)
+        self.best, self.best_round, self.best_results = None, -1, []
+
+    def __call__(self, env):
+        stop = _lightgbm().callback.EarlyStopException
+        value = next(r[2] for r in env.evaluation_result_list if (r[0], r[1]) == self.key)
+        if self.best is None or value > self.best:
+            self.best, self.best_round, self.best_results = value, env.iteration, list(env.evaluation_result_list)
+        elif env.iteration - self.best_round >= self.rounds:
+            raise stop(self.best_round, self.best_results)
+        if env.iteration == env.end_iteration - 1:
+            raise stop(self.best_round, self.best_results)
+
+
+class _LogEvery:
+    """``verbose=k``: every k-th round and the last, one line with the round, the seconds since the fit began and
+    every value evaluated (each eval set's metrics, as in evals_result_)."""
+
+    order = 10  # before early stopping (30), which ends the loop by an exception
+
+    def __init__(self, period):
+        self.period, self.start = period, time.perf_counter()
+
+    def __call__(self, env):
+        i = env.iteration + 1
+        if i % self.period and i != env.end_iteration:
+            return
+        values = "".join(f"  {r[0]} {r[1]} {r[2]:.6f}" for r in env.evaluation_result_list)
+        print(f"LambdaMART round {i:4d} {time.perf_counter() - self.start:9.2f} s{values}", flush=True)
+
+
 class LambdaMART(RankerMixin, SolverEstimator):
     """Boosted trees trained on the lambdas of a ranking metric (module docstring).
 
@@ -430,8 +545,8 @@ class LambdaMART(RankerMixin, SolverEstimator):
     Parameters
     ----------
     metric : str, default="ndcg@10"
-        The lambdas' metric: "ndcg@k" / "ndcg", "err@k" / "err", "map", or "ranknet". Also the metric of
-        ``eval_set``.
+        The lambdas' metric: "ndcg@k" / "ndcg", "err@k" / "err", "map", or "ranknet". Also the last metric scored
+        on ``eval_set`` (fit's ``eval_metric``; "ranknet" is scored by "pairacc", the pairwise accuracy).
     n_estimators : int in [1, 2**31 - 1], default=100
         Boosting rounds (trees).
     learning_rate : float > 0, default=0.1
@@ -463,14 +578,34 @@ class LambdaMART(RankerMixin, SolverEstimator):
         ties="input", norm=True`` is LightGBM's built-in lambdarank objective (for queries of at most 30
         documents; LightGBM's ideal DCG stops at 30).
     early_stopping_rounds : int >= 1 or None, default=None
-        With ``eval_set``: stop after this many rounds without a better metric on it and keep the best round.
+        With ``eval_set``: stop after this many rounds in which the first metric (fit's ``eval_metric``) on the
+        first eval set other than the training set did not rise, and keep the best round (``best_iteration_``).
+        LightGBM's own rule (its early_stopping callback, first_metric_only=False) watches every metric of every
+        set and stops at the first that stalls: pass it as ``callbacks=[lightgbm.early_stopping(n, ...)]``.
     n_jobs : int or None, default=None
         LightGBM's threads (None or -1: LightGBM's default, OpenMP's thread count).
     random_state : None, int in [0, 2**31 - 1], numpy RandomState or Generator, default=None
-        LightGBM's seed (a C int; it matters only with colsample_bytree < 1: the trees are deterministic
-        otherwise). None: seed 0; a RandomState or Generator: a seed drawn from it at each fit.
+        LightGBM's seed (a C int), from which it draws its other seeds (bagging, feature_fraction, extra_trees...;
+        the trees are deterministic without them). None: seed 0; a RandomState or Generator: a seed drawn from it
+        at each fit.
     verbose : int >= 0, default=0
-        > 0: one line per boosting round with the metric on the training set and, with ``eval_set``, on it.
+        k > 0: a line every k rounds (and at the last) with the seconds since the fit began and every metric on
+        every eval set (as ``lightgbm.log_evaluation(k)``, with the time).
+    importance_type : {"split", "gain"}, default="split"
+        What ``feature_importances_`` counts (LGBMRanker's importance_type): splits on the column, or their gain.
+    **kwargs
+        Any other LightGBM parameter, by its name or an alias (LGBMRanker's ``**kwargs``; e.g. ``max_depth=6,
+        reg_lambda=1.0, subsample=0.8, subsample_freq=1, max_bin=63, min_child_weight=1e-3, extra_trees=True``),
+        passed to LightGBM as given and kept by get_params, clone, pickling and model files (values: None, bool,
+        number, str or lists of them). Refused at fit with a ValueError saying what to use instead: a name
+        LightGBM does not know (it would ignore it, silently here), LightGBM's names of the parameters above
+        (:data:`OWN_PARAMS`: num_iterations, eta, min_data_in_leaf, feature_fraction, num_threads, seed, sigmoid,
+        verbosity, early_stopping_round, lambdarank_truncation_level, lambdarank_norm and their aliases), and
+        those LambdaMART sets or that would be ignored or break it (:data:`REFUSED_PARAMS`: objective, metric,
+        eval_at, first_metric_only, the built-in objectives' settings, categorical and linear trees,
+        zero_as_missing, prediction, file and network settings). Per-column lists (monotone_constraints,
+        feature_contri, max_bin_by_feature, ...) have one entry per column of X. LambdaMART also sets
+        deterministic=True, force_row_wise=True and feature_pre_filter=False, which a passed value overrides.
 
     Attributes
     ----------
@@ -485,18 +620,29 @@ class LambdaMART(RankerMixin, SolverEstimator):
     n_iter_ : int
         Trees kept.
     best_iteration_ : int
-    history_ : dict
-        "eval": the metric per round.
+        The round kept (1-based): the best one when early stopping (or a callback's) stopped the fit, else
+        n_estimators.
+    evals_result_ : dict
+        LightGBM's shape: eval set name -> metric name -> float64 array of its value after each round run
+        (``{"valid_0": {"ndcg@10": array([...])}}``; "training" for the training set); {} without eval_set.
+        Replaces ``history_`` ({"eval": ...}), which model files saved before it still hold.
+    best_score_ : dict
+        eval set name -> metric name -> its value at best_iteration_ (LGBMRanker's best_score_).
+    feature_importances_ : array of shape (n_features_in_,)
+        Per column of X: the number of splits on it ("split", int32) or their total gain ("gain", float64), as
+        ``booster_.feature_importance``; 0 for columns the trees never saw (features_used_).
     n_features_in_, min_child_samples_ : int
     """
 
     _model_schema = {"n_features_in_": "int>=1", "model_string_": "str", "n_iter_": "int>=1",
-                     "best_iteration_": "int>=1", "history_": "dict", "objective_": "float", "converged_": "bool",
-                     "features_used_": "int[*] in [0, d)|None?", "min_child_samples_": "int>=1?"}
+                     "best_iteration_": "int>=1", "evals_result_": "dicts?", "objective_": "float",
+                     "converged_": "bool", "features_used_": "int[*] in [0, d)|None?", "min_child_samples_": "int>=1?",
+                     "history_": "dict?"}  # history_: model files saved before evals_result_ (issue 30)
 
     def __init__(self, metric="ndcg@10", n_estimators=100, learning_rate=0.1, num_leaves=31,
                  min_child_samples="auto", colsample_bytree=1.0, sigma=1.0, truncation=None, ties="pessimistic",
-                 norm=False, early_stopping_rounds=None, n_jobs=None, random_state=None, verbose=0):
+                 norm=False, early_stopping_rounds=None, n_jobs=None, random_state=None, verbose=0,
+                 importance_type="split", **kwargs):
         self.metric = metric
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -511,8 +657,23 @@ class LambdaMART(RankerMixin, SolverEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
+        self.importance_type = importance_type
+        self._lightgbm_params = dict(kwargs)
+
+    def get_params(self, deep=True):
+        """The parameters of ``__init__`` and the LightGBM parameters passed by name (``**kwargs``)."""
+        return {**super().get_params(deep=deep), **self.__dict__.get("_lightgbm_params", {})}
+
+    def set_params(self, **params):
+        """Set parameters; a name that is not one of ``__init__``'s is a LightGBM parameter (checked at fit)."""
+        own = set(self._get_param_names())
+        lightgbm_params = {name: params.pop(name) for name in list(params) if name.partition("__")[0] not in own}
+        super().set_params(**params)
+        self._lightgbm_params = {**self.__dict__.get("_lightgbm_params", {}), **lightgbm_params}
+        return self
 
     _check = check_params  # cyrank._base.SolverEstimator: LambdaMART's fit is its own (LightGBM grows the trees)
+    _stale_attributes = ("history_",)
 
     @staticmethod
     def _min_child(min_child, n):
@@ -525,14 +686,28 @@ class LambdaMART(RankerMixin, SolverEstimator):
                              "min_child_samples='auto' (the default)")
         return min_child
 
-    def fit(self, X, y, qid=None, eval_set=None, sample_weight=None):
-        """Grow the trees on (X, y) grouped by ``qid``; ``eval_set`` = (X, y, qid) is scored after every round (the
-        unweighted metric); ``sample_weight``: None, a number or one weight >= 0 per row, the weight c_i of the
-        pairs where row i is preferred (class docstring)."""
-        n_estimators, learning_rate, num_leaves, min_child, colsample, sigma, patience, n_jobs = self._check_params()
+    def fit(self, X, y, qid=None, eval_set=None, sample_weight=None, *, eval_names=None, eval_metric=None,
+            eval_at=None, callbacks=None):
+        """Grow the trees on (X, y) grouped by ``qid``.
+
+        ``sample_weight``: None, a number or one weight >= 0 per row, the weight c_i of the pairs where row i is
+        preferred (class docstring). ``eval_set``: one (X, y, qid) tuple or a list of them (LightGBM's eval_set),
+        each scored after every round with ``eval_metric`` (unweighted; :func:`eval_metric_names` gives the names
+        and their order, ``eval_at`` the cut-offs), named by ``eval_names`` (default "valid_<i>", and "training"
+        for the fit's own X and y); the values are ``evals_result_``. ``callbacks``: LightGBM's callbacks
+        (lightgbm.log_evaluation, early_stopping, record_evaluation, reset_parameter, or your own), which see
+        cyrank's metrics, higher is better, as LightGBM's evaluation results."""
+        n_estimators, learning_rate, num_leaves, min_child, colsample, sigma, patience, n_jobs, lightgbm_params = \
+            self._check_params()
         verbose = check_verbose(self.verbose)
-        if patience is not None and eval_set is None:
-            raise ValueError("early_stopping_rounds needs an eval_set")
+        names = eval_metric_names(self.metric, eval_metric, eval_at)
+        if callbacks is not None and not (isinstance(callbacks, (list, tuple)) and all(map(callable, callbacks))):
+            raise TypeError("callbacks must be a list of callables (LightGBM's callbacks, e.g. "
+                            "[lightgbm.log_evaluation(10)])")
+        sets = _eval_sets(eval_set, eval_names, X, y, qid)
+        watched = next((name for name, data in sets if data is not None), None)
+        if patience is not None and watched is None:
+            raise ValueError("early_stopping_rounds needs an eval_set (other than the training set) to watch")
         X, y, qid = check_ranking_data(X, y, qid)
         n = X.shape[0]
         if n < 2:
@@ -542,8 +717,17 @@ class LambdaMART(RankerMixin, SolverEstimator):
         pairs = _Pairs(y, qid, metric=self.metric, sigma=sigma, truncation=self.truncation, ties=self.ties,
                        norm=self.norm, X=X, sample_weight=sample_weight)
         check_metric_data(self.metric, y, qid)
-        if eval_set is not None:
-            Xv, yv, qv = check_eval_set(eval_set, X.shape[1], self.metric, y_train=y)
+        valid = {}
+        for name, data in sets:
+            if data is not None:
+                try:
+                    valid[name] = check_eval_set(data, X.shape[1], self.metric, y_train=y)
+                except ValueError as exc:
+                    raise ValueError(f"{exc} (eval set {name!r})" if len(sets) > 1 else str(exc)) from None
+                top = float(valid[name][1].max())
+                if any(m.startswith("err") for m in names) and top > pairs.max_rel:
+                    raise ValueError(_err_scale_message(next(m for m in names if m.startswith("err")), top,
+                                                        pairs.max_rel, f"eval set {name!r}"))
         # LightGBM's rows: a sparse X in the kernel's order (a CSR copy, nnz-sized, its empty columns left out);
         # a dense X as given, in its own dtype, never copied (LightGBM bins it and keeps only the bins), the scores
         # then permuted into the kernel's order (to_kernel) and the lambdas back, O(n) per round
@@ -575,40 +759,38 @@ class LambdaMART(RankerMixin, SolverEstimator):
             lam_rows[to_kernel], hess_rows[to_kernel] = lam, hess
             return lam_rows, hess_rows
 
-        params = {"objective": objective, "learning_rate": learning_rate, "num_leaves": num_leaves,
-                  "min_data_in_leaf": min_child, "feature_fraction": colsample,
+        params = {**DEFAULT_LIGHTGBM, "objective": objective, "metric": "None", "learning_rate": learning_rate,
+                  "num_leaves": num_leaves, "min_data_in_leaf": min_child, "feature_fraction": colsample,
                   "num_threads": 0 if n_jobs in (None, -1) else n_jobs, "seed": random_seed(self.random_state),
-                  "verbosity": -1, "deterministic": True, "force_row_wise": True,
-                  # features that min_data_in_leaf makes unsplittable are kept: with none left LightGBM would abort
-                  # ("num_features() > 0") instead of growing a one-leaf tree
-                  "feature_pre_filter": False}
+                  "verbosity": -1}
+        if lightgbm_params.get("force_col_wise"):
+            del params["force_row_wise"]
+        params.update(_per_column(lightgbm_params, X.shape[1], used))
         train = lgb.Dataset(Xs, label=y_rows, params={"verbosity": -1})  # our objective: LightGBM needs no group
-        history, valid_sets, valid_names, callbacks = {"eval": []}, [], [], []
-        if verbose:
-            valid_sets, valid_names = [train], ["train"]
-        if eval_set is not None:
-            Xv = self._columns(Xv, used)
-            valid_sets.append(lgb.Dataset(Xv, label=yv, reference=train, params={"verbosity": -1}))
-            valid_names.append("eval")
+        valid_sets, valid_names, targets = [], [], {}
+        for name, data in sets:
+            if data is None:
+                dataset, target = train, (y_rows, q_rows)
+            else:
+                Xv, yv, qv = valid[name]
+                dataset = lgb.Dataset(self._columns(Xv, used), label=yv, reference=train, params={"verbosity": -1})
+                target = (yv, qv)
+            valid_sets.append(dataset)
+            valid_names.append(name)
+            targets[id(dataset)] = target
+        scorers = [(name, _scorer(name, pairs.max_rel)) for name in names]
 
-        def score(preds, dataset):  # our metric, higher is better
+        def score(preds, dataset):  # cyrank's metrics, higher is better
+            yv, qv = targets[id(dataset)]
             preds = np.asarray(preds, dtype=np.float64)
-            if dataset is train:
-                return self.metric, metric_value(self.metric, y_rows, preds, q_rows, pairs.max_rel), True
-            value = metric_value(self.metric, yv, preds, qv, pairs.max_rel)
-            history["eval"].append(value)
-            return self.metric, value, True
+            return [(name, f(yv, preds, qv), True) for name, f in scorers]
 
+        record = {}
+        callbacks = [*(callbacks or ()), lgb.record_evaluation(record)]
         if verbose:
-            def report(env):
-                line = "  ".join(f"{name} {self.metric} {value:.6f}" for name, _, value, *_ in
-                                 env.evaluation_result_list)
-                print(f"LambdaMART round {env.iteration + 1:4d}: {line}", flush=True)
-
-            report.order = 10  # before early stopping (order 30), which ends the loop by an exception
-            callbacks.append(report)
+            callbacks.append(_LogEvery(verbose))
         if patience is not None:
-            callbacks.append(lgb.early_stopping(patience, verbose=False))
+            callbacks.append(_EarlyStopping(patience, watched, names[0]))
         try:
             booster = lgb.train(params, train, num_boost_round=n_estimators, valid_sets=valid_sets,
                                 valid_names=valid_names, feval=score if valid_sets else None, callbacks=callbacks)
@@ -617,7 +799,8 @@ class LambdaMART(RankerMixin, SolverEstimator):
                 raise ValueError("LightGBM finds no column of X it can split on (values within 1e-35 of 0 count as "
                                  "0 for it); LambdaMART needs a feature that varies") from None
             raise ValueError(f"LightGBM could not train LambdaMART on this data with these parameters: {exc}. "
-                             "Check num_leaves, min_child_samples and colsample_bytree against the data") from None
+                             "Check num_leaves, min_child_samples, colsample_bytree and the LightGBM parameters "
+                             "passed against the data") from None
         best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
         model_string = booster.model_to_string(num_iteration=best)
         if model_string.count("\nnum_leaves=1\n") == best:
@@ -627,12 +810,14 @@ class LambdaMART(RankerMixin, SolverEstimator):
         final = np.asarray(booster.predict(Xs, num_iteration=best), dtype=np.float64)
         if to_kernel is not None:
             final = final[to_kernel]
+        if not buffers:  # no round ran (a callback stopped the fit before the first)
+            buffers.extend([np.empty(n), np.empty(n)])
         cost = pairs.lambdas(final, buffers[0], buffers[1])
+        evals = {s: {m: np.asarray(v, dtype=np.float64) for m, v in d.items()} for s, d in record.items()}
         result = SolveResult(model_string=model_string, n_iter=int(best), best_iteration=int(best),
-                             history={"eval": np.asarray(history["eval"])}, objective=float(cost), converged=True,
-                             n_features_in=X.shape[1], features_used=used, min_child_samples=min_child,
-                             optimality_name="objective")
-        set_fitted(self, result)
+                             evals_result=evals, objective=float(cost), converged=True, n_features_in=X.shape[1],
+                             features_used=used, min_child_samples=min_child, optimality_name="objective")
+        set_fitted(self, result, stale=self._stale_attributes)
         self._booster = lgb.Booster(model_str=model_string)  # predict builds it after a load or unpickling
         return self
 
@@ -650,6 +835,24 @@ class LambdaMART(RankerMixin, SolverEstimator):
                                                           "features_used_", "model_string_")}
             self._booster = _lightgbm().Booster(model_str=_checked_model_text(values))
         return self._booster
+
+    @property
+    def best_score_(self):
+        check_is_fitted(self, "model_string_")
+        at = self.best_iteration_ - 1
+        return {s: {m: float(v[at]) for m, v in d.items() if at < v.size}
+                for s, d in getattr(self, "evals_result_", {}).items()}
+
+    @property
+    def feature_importances_(self):
+        importance = self.booster_.feature_importance(
+            importance_type=check_option("importance_type", self.importance_type, IMPORTANCE_TYPES))
+        used = getattr(self, "features_used_", None)
+        if used is None:
+            return importance
+        out = np.zeros(self.n_features_in_, dtype=importance.dtype)
+        out[used] = importance
+        return out
 
     @staticmethod
     def _columns(X, used):

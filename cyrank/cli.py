@@ -7,8 +7,11 @@
                                                   FILE one weight per training row); SOLVER
                                                   labelrank reads multilabel files (l1,l2,... idx:val ...), mlr
                                                   class-label files (label idx:val ...)
-    cyrank predict MODEL.npz DATA.svm [-o FILE]   one score per line
+    cyrank predict MODEL.npz DATA.svm [-o FILE]   one score per line (--format trec --tag NAME: a TREC run,
+                                                  documents named by DATA's '#docid = X' comments)
     cyrank eval DATA.svm (--model M | --scores S) ranking metrics of a model or a score file, with their rules
+    cyrank eval --run RUN --qrels QRELS           ranking metrics of a TREC run (trec_eval's convention unless
+                                                  --convention says otherwise); -q per query, --format json
     cyrank verify SOLVER [DATA.svm]               fast solver vs the cvxpy reference, objectives side by side
 
 Errors are one line on stderr (exit status 2); cyrank --debug ... shows the Python traceback instead.
@@ -23,6 +26,7 @@ import numpy as np
 from . import _registry, __version__
 
 DEFAULT_METRICS = ("ndcg@10", "err@10", "map", "pairacc")
+CONVENTIONS = ("none", "trec_eval", "ranx", "ranx_burges", "lightgbm", "letor4")  # cyrank.metrics' presets
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -67,6 +71,18 @@ def metric_function(spec):
 
 def evaluate(y, scores, qid, metric_specs):
     return {label: f(y, scores, qid) for label, f in map(metric_function, metric_specs)}
+
+
+def evaluate_per_query(data, metric_specs, convention=None):
+    """``{metric: (mean, {query id (str): value})}`` of ``data``: ``(qrels, run)`` dicts or ``(y, scores, qid)``
+    arrays, through cyrank.metrics' per-query API (``convention`` passed on when set)."""
+    options = {} if convention is None else {"convention": convention}
+    arrays = len(data) == 3
+    results = {}
+    for label, f in map(metric_function, metric_specs):
+        mean, per_query = f(*data, return_per_query="dict" if arrays else True, **options)
+        results[label] = (float(mean), {str(q): float(v) for q, v in per_query.items()})
+    return results
 
 
 def print_table(header, rows, out=None):
@@ -115,17 +131,19 @@ def check_feature_count(X, path, max_features=None, option="--max-features"):
                      f"features compactly, or pass {option} {X.shape[1]} if this many is intended")
 
 
-def load_data(path, n_features=None, max_features=None, what=None):
-    """(X, y, qid) of a LETOR/SVMlight file. ``n_features`` (a model's or the training file's) fixes the width;
-    without it the width implied by the file is bounded by :func:`check_feature_count`."""
+def load_data(path, n_features=None, max_features=None, what=None, doc_ids=False):
+    """(X, y, qid) of a LETOR/SVMlight file (and its document ids with ``doc_ids``). ``n_features`` (a model's or
+    the training file's) fixes the width; without it the width implied by the file is bounded by
+    :func:`check_feature_count`."""
     from .io import load_svmlight
 
+    ids = {"return_doc_ids": True} if doc_ids else {}
     if n_features is None:
-        X, y, qid = load_svmlight(path)
-        check_feature_count(X, path, max_features)
-        return X, y, qid
+        loaded = load_svmlight(path, **ids)
+        check_feature_count(loaded[0], path, max_features)
+        return loaded
     try:
-        return load_svmlight(path, n_features=n_features)
+        return load_svmlight(path, n_features=n_features, **ids)
     except ValueError as exc:
         if "n_features was set to" not in str(exc):
             raise
@@ -149,9 +167,21 @@ WHY_NOT = {
 DATA_ARGUMENTS = ("X", "y", "qid", "G", "sample_weight")
 
 
+def takes_any_param(spec):
+    """Whether the solver's estimator takes any keyword (its ``__init__`` has ``**kwargs``, as LambdaMART passes
+    LightGBM's parameters on): then ``-p`` accepts any name, and the estimator checks it."""
+    import inspect
+
+    if spec.solve:
+        return False
+    init = inspect.signature(spec.estimator_class.__init__).parameters.values()
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in init)
+
+
 def accepted_params(spec):
     """The names ``-p`` accepts for a solver: its estimator's hyper-parameters (for the functional families, the
-    keyword arguments of solve that the estimator also has; found without importing scikit-learn)."""
+    keyword arguments of solve that the estimator also has; found without importing scikit-learn). An estimator
+    taking ``**kwargs`` accepts other names too (:func:`takes_any_param`)."""
     import inspect
 
     if spec.solve:
@@ -162,6 +192,9 @@ def accepted_params(spec):
 
 
 def check_param_names(spec, params, accepted):
+    """ValueError for a ``-p`` name the solver's estimator does not take (any name passes for an estimator with
+    ``**kwargs``, except the data arguments of :data:`WHY_NOT`)."""
+    open_ended = takes_any_param(spec)
     for name in params:
         if name in accepted:
             continue
@@ -170,6 +203,8 @@ def check_param_names(spec, params, accepted):
         if name in WHY_NOT:
             raise ValueError(f"-p {name}: {WHY_NOT[name]}, not a hyper-parameter, so a model file cannot hold it. "
                              f"-p accepts for {spec.name}: {', '.join(accepted)}")
+        if open_ended:
+            continue
         raise ValueError(f"-p {name}: {spec.name} has no parameter {name!r}; -p accepts: {', '.join(accepted)}")
 
 
@@ -539,25 +574,61 @@ def cmd_fit(args):
     return 0
 
 
-def model_scores(model_path, data_path):
-    """Scores of a saved model on a data file (read with the model's feature count), with the file's y and qid."""
+def model_scores(model_path, data_path, doc_ids=False):
+    """Scores of a saved model on a data file (read with the model's feature count), with the file's y and qid (and
+    its document ids with ``doc_ids``)."""
     from .io import load_model
 
     est = load_model(model_path)
     if type(est).__name__ == "LabelRankBoost":  # label scores (n x n_labels) on a multilabel file
         from .io import load_svmlight_multilabel
 
+        if doc_ids:
+            raise ValueError(f"{model_path} holds a label-ranking model (LabelRankBoost), which scores labels, not "
+                             "documents: a TREC run cannot hold its scores")
         X, Y = load_svmlight_multilabel(data_path, n_features=est.n_features_in_, n_labels=est.n_labels_)
         return est.predict(X), Y, None
     if not callable(getattr(est, "predict", None)):
         raise ValueError(f"{model_path} holds a model of class {type(est).__name__}, which gives no ranking scores (MLR "
                          "learns a metric: use its transform in Python); predict and eval need a ranker such as "
                          "DominationRank or RankSVM")
-    X, y, qid = load_data(data_path, n_features=getattr(est, "n_features_in_", None), what=f"the model {model_path}")
-    return est.predict(X), y, qid
+    X, y, qid, *ids = load_data(data_path, n_features=getattr(est, "n_features_in_", None),
+                                what=f"the model {model_path}", doc_ids=doc_ids)
+    return (est.predict(X), y, qid, *ids)
+
+
+def write_trec_run(args):
+    """``predict --format trec``: the scores as a TREC run, documents named by DATA's ``#docid = X`` comments, queries
+    by its qid, ranks in trec_eval's order (:func:`cyrank.io.write_run`)."""
+    import io
+
+    from .io import run_from_scores, write_run
+
+    try:
+        scores, _, qid, doc_ids = model_scores(args.model, args.data, doc_ids=True)
+    except ValueError as exc:
+        if "no '#docid = ...' comment" not in str(exc):
+            raise
+        raise ValueError(f"--format trec names each document by its '#docid = X' comment: {exc}. Without document "
+                         "ids, write scores (the default --format scores)") from None
+    run = run_from_scores(qid, doc_ids, scores)
+    if args.output:
+        write_run(args.output, run, tag=args.tag)
+        return 0
+    buffer = io.BytesIO()
+    write_run(buffer, run, tag=args.tag)
+    sys.stdout.write(buffer.getvalue().decode("utf-8"))
+    return 0
 
 
 def cmd_predict(args):
+    if args.format == "trec":
+        args.tag = "cyrank" if args.tag is None else args.tag
+        if not args.tag or any(c.isspace() for c in args.tag):
+            raise ValueError(f"--tag must be a name without whitespace (the run's last column), got {args.tag!r}")
+        return write_trec_run(args)
+    if args.tag is not None:
+        raise ValueError("--tag names a TREC run: it goes with --format trec")
     scores, _, _ = model_scores(args.model, args.data)
     if args.output:
         from .io import atomic_write
@@ -568,32 +639,99 @@ def cmd_predict(args):
     return 0
 
 
-def cmd_eval(args):
-    from .metrics import describe_metric
+def eval_inputs(args):
+    """What ``cyrank eval`` evaluates, checked: ``("trec", (qrels, run))`` for --run/--qrels, ``("arrays", (y, scores,
+    qid))`` for DATA with --model/--scores, ``("labels", (Y, label scores))`` for a label-ranking model."""
+    if args.run or args.qrels:
+        if not (args.run and args.qrels):
+            raise ValueError("--run and --qrels go together: a TREC run and the qrels that judge it")
+        if args.data or args.model or args.scores:
+            raise ValueError("give either --run RUN --qrels QRELS, or DATA with --model or --scores, not both")
+        from .io import read_qrels, read_run
 
+        return "trec", (read_qrels(args.qrels), read_run(args.run))
+    if args.data is None:
+        raise ValueError("give DATA with --model or --scores, or a TREC run and its qrels (--run RUN --qrels QRELS)")
     if (args.model is None) == (args.scores is None):
         raise ValueError("give exactly one of --model and --scores")
+    if args.model:
+        scores, y, qid = model_scores(args.model, args.data)
+        if scores.ndim == 2:
+            return "labels", (y, scores)
+        return "arrays", (y, scores, qid)
+    _, y, qid = load_data(args.data)
+    return "arrays", (y, read_scores(args.scores, args.data, y.shape[0]), qid)
+
+
+def print_label_ranking_errors(Y, scores):
+    """A label-ranking model's errors on preference graphs (cyrank eval DATA --model LABELRANK_MODEL)."""
+    from .metrics import label_ranking_error
+
+    rows = [[f"{d} error", label_ranking_error(Y, scores, d)]
+            for d in ("zero_one", "disagreement", "domination", "dominated")]
+    print_table(["metric", "value"], rows)
+    print("\nrules: errors of the label scores on the preference graphs of each point's label set (relevant "
+          "labels above the others), mean over points; tied scores count as errors (ties='pessimistic')")
+
+
+def metric_rules(specs, convention, kind):
+    """The rules lines of ``cyrank eval``: the convention and where it came from, then each metric's rules."""
+    from .metrics import describe_metric
+
+    lines = []
+    if convention is not None:
+        origin = ("the default for --run/--qrels (trec_eval's rules); --convention changes it"
+                  if kind == "trec" and convention == "trec_eval" else "--convention")
+        lines.append(f"convention: {convention} ({origin})")
+    options = {} if convention is None else {"convention": convention}
+    return lines + [describe_metric(spec, **options) for spec in specs]
+
+
+def json_value(v):
+    return None if v != v else v  # NaN (a query left out) is null
+
+
+def cmd_eval(args):
     specs = args.metric or list(DEFAULT_METRICS)
     for spec in specs:  # a misspelt metric is reported before any work
         metric_function(spec)
-    if args.model:
-        scores, y, qid = model_scores(args.model, args.data)
-        if scores.ndim == 2:  # a label-ranking model: its errors on preference graphs
-            from .metrics import label_ranking_error
+    convention = args.convention
+    kind, data = eval_inputs(args)
+    if kind == "labels":
+        if args.per_query or args.format != "table" or convention:
+            raise ValueError("-q, --format json and --convention are for rankers; a label-ranking model gives its "
+                             "errors on preference graphs")
+        print_label_ranking_errors(*data)
+        return 0
+    if convention is None and kind == "trec":
+        convention = "trec_eval"
+    convention = None if convention == "none" else convention
+    rules = metric_rules(specs, convention, kind)
+    if args.format == "table" and not args.per_query:
+        options = {} if convention is None else {"convention": convention}
+        values = [[label, float(f(*data, **options))] for label, f in map(metric_function, specs)]
+        print_table(["metric", "value"], values)
+        print("\nrules (mean over queries):")
+        for line in rules:
+            print(f"  {line}")
+        return 0
+    results = evaluate_per_query(data, specs, convention)
+    if args.format == "json":
+        import json
 
-            rows = [[f"{d} error", label_ranking_error(y, scores, d)]
-                    for d in ("zero_one", "disagreement", "domination", "dominated")]
-            print_table(["metric", "value"], rows)
-            print("\nrules: errors of the label scores on the preference graphs of each point's label set (relevant "
-                  "labels above the others), mean over points; tied scores count as errors (ties='pessimistic')")
-            return 0
-    else:
-        _, y, qid = load_data(args.data)
-        scores = read_scores(args.scores, args.data, y.shape[0])
-    print_table(["metric", "value"], [[k, v] for k, v in evaluate(y, scores, qid, specs).items()])
-    print("\nrules (mean over queries):")
-    for spec in specs:
-        print(f"  {describe_metric(spec)}")
+        out = {label: {"all": json_value(mean), "per_query": {q: json_value(v) for q, v in per_query.items()},
+                       "rules": rule}
+               for (label, (mean, per_query)), rule in zip(results.items(), rules[-len(specs):])}
+        print(json.dumps(out, indent=1))
+        return 0
+    for label, (_, per_query) in results.items():  # trec_eval -q: measure, query, value; then "all"
+        for q, v in per_query.items():
+            if v == v:
+                print(f"{label:<22}\t{q}\t{v:.4f}")
+    for label, (mean, _) in results.items():
+        print(f"{label:<22}\tall\t{mean:.4f}")
+    for line in rules:
+        print(f"# {line}")
     return 0
 
 
@@ -673,14 +811,28 @@ def build_parser():
     pr.add_argument("data")
     pr.add_argument("-o", "--output", help="score file, one score per line, replaced only once complete "
                     "(default: stdout)")
+    pr.add_argument("--format", choices=("scores", "trec"), default="scores", help="scores: one per line, in "
+                    "DATA's order (default); trec: a TREC run 'qid Q0 docid rank score tag', documents named by "
+                    "DATA's '#docid = X' comments (a file without them is refused), ranks in trec_eval's order")
+    pr.add_argument("--tag", help="the run's name, its last column (--format trec; default: cyrank)")
 
     e = add("eval", cmd_eval, "ranking metrics of a model or of a score file on labelled data, and the gain, tie "
             "and empty-query rules they used")
-    e.add_argument("data")
+    e.add_argument("data", nargs="?", help="labelled LETOR/SVMlight file (with --model or --scores)")
     e.add_argument("--model")
     e.add_argument("--scores", help="text file with one score per row of DATA")
+    e.add_argument("--run", help="a TREC run file (qid Q0 docid rank score tag), evaluated against --qrels")
+    e.add_argument("--qrels", help="a TREC qrels file (qid iter docid rel) judging --run")
     e.add_argument("-m", "--metric", action="append", help="ndcg@k, err@k, map, mrr, p@k, auc, pairacc, meanndcg "
                    f"(repeatable; default: {', '.join(DEFAULT_METRICS)})")
+    e.add_argument("--convention", choices=CONVENTIONS, help="the gain, tie and empty-query rules of a published "
+                   "evaluator (cyrank.metrics' presets); default: trec_eval with --run/--qrels, none (cyrank's "
+                   "rules) with DATA")
+    e.add_argument("-q", "--per-query", action="store_true", help="one line per metric and query as trec_eval -q "
+                   "prints them (metric, query, value, tab-separated), then the 'all' lines and the rules as '#' "
+                   "lines")
+    e.add_argument("--format", choices=("table", "json"), default="table", help="json: {metric: {\"all\": mean, "
+                   "\"per_query\": {query: value}, \"rules\": text}} (a query left out of the mean is null)")
 
     v = add("verify", cmd_verify, "compare a solver's final objective with the exact cvxpy optimum",
             verbose="the solver's progress lines")

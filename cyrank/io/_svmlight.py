@@ -364,9 +364,9 @@ def _doc_ids(columns, raw, row_end, name):
     ids = columns.get("docid")
     missing = np.flatnonzero(ids == "") if ids is not None else np.arange(min(1, row_end.shape[0]))
     if missing.size:
-        raise ValueError(f"{name}, line {_line_of(raw, row_end, missing[0])}: no '#docid = ...' comment; "
-                         "return_doc_ids=True needs one on every line (LETOR 4.0: '#docid = GX029-35-5894638 inc = "
-                         "... prob = ...'); MSLR-WEB, Yahoo! and Istella files have no document ids")
+        raise ValueError(f"{name}, line {_line_of(raw, row_end, missing[0])}: no '#docid = ...' comment; reading "
+                         "document ids needs one on every line (LETOR 4.0: '#docid = GX029-35-5894638 inc = ... prob "
+                         "= ...'); MSLR-WEB, Yahoo! and Istella files have no document ids")
     return ids if ids is not None else np.zeros(0, dtype=str)
 
 

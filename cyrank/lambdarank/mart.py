@@ -279,6 +279,9 @@ REFUSED_PARAMS = {
                     _FILES),
     **dict.fromkeys(("machines", "num_machines", "local_listen_port", "machine_list_filename", "time_out",
                      "pre_partition"), "LambdaMART trains on one machine (LightGBM's network settings)"),
+    "bagging_by_query": "LightGBM samples whole queries from its Dataset's query groups, which LambdaMART does not "
+                        "give it (the rows stay in the caller's order; the lambdas are cyrank's), so every row would "
+                        "be left out; use bagging_fraction and bagging_freq (rows)",
     "class_weight": "it weighs classes of a classifier; weigh rows with fit(..., sample_weight=)",
     "importance_type": None,  # a named parameter of LambdaMART (as of LGBMRanker), never in **kwargs
 }
@@ -411,11 +414,12 @@ def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_s
 # --------------------------------------------------------------------------------- eval sets and callbacks
 def eval_metric_names(metric, eval_metric=None, eval_at=None):
     """The names of the metrics scored on every eval set, in order, as LightGBM's LGBMRanker orders them: those of
-    ``eval_metric`` (a name or a list of names of :func:`cyrank.metrics.metric_by_name`), each given without a
-    cut-off that takes one (ndcg, err, p) evaluated at every k of ``eval_at`` (LightGBM's eval_at); then the
-    lambdas' metric ``metric`` ("ranknet" is scored by "pairacc"), unless already listed. Without eval_metric,
-    ``eval_at`` gives the cut-offs of the lambdas' metric (metric="ndcg@10", eval_at=(1, 3): ndcg@1, ndcg@3,
-    ndcg@10). Canonical lowercase names: "ndcg@5", "map"."""
+    ``eval_metric`` (a name or a list of names of :func:`cyrank.metrics.metric_by_name`), then the lambdas'
+    ``metric`` ("ranknet" is scored by "pairacc"), each once. With ``eval_at`` (LightGBM's eval_at), a name given
+    without a cut-off that takes one (ndcg, err, p), and the lambdas' metric's name, are scored at each of its
+    cut-offs, the lambdas' metric last at its own: metric="ndcg@10", eval_metric="map", eval_at=(1, 3) gives map,
+    ndcg@1, ndcg@3, ndcg@10 (LGBMRanker: map@1, map@3, ndcg@1, ndcg@3; cyrank's map takes no cut-off).
+    Canonical lowercase names: "ndcg@5", "map"."""
     from ..metrics import CUT_OFF_NAMES, parse_metric_name
 
     base, k = parse_metric(metric)
@@ -425,7 +429,7 @@ def eval_metric_names(metric, eval_metric=None, eval_at=None):
             raise TypeError(f"eval_at must be a non-empty list or tuple of cut-offs, as (1, 3, 5); got {eval_at!r:.60}")
         eval_at = [check_param("eval_at", k, low=1, integer=True) for k in eval_at]
     if eval_metric is None:
-        given = [] if eval_at is None else [own.partition("@")[0]]
+        given = []
     elif isinstance(eval_metric, str):
         given = [eval_metric]
     elif isinstance(eval_metric, (list, tuple)) and all(isinstance(m, str) for m in eval_metric):
@@ -434,7 +438,7 @@ def eval_metric_names(metric, eval_metric=None, eval_at=None):
         raise TypeError(f"eval_metric must be a metric name or a list of names (cyrank.metrics.metric_by_name: "
                         f"'ndcg@10', 'map', 'err@5', ...), got {eval_metric!r:.60}")
     names = []
-    for spec in given:
+    for spec in given + ([] if eval_at is None else [own.partition("@")[0]]):
         name, k = parse_metric_name(spec, what="eval_metric")
         if k is None and eval_at is not None and name in CUT_OFF_NAMES:
             names += [f"{name}@{c}" for c in eval_at]
@@ -487,9 +491,10 @@ class _EarlyStopping:
     (strictly: a tie is no progress, as LightGBM's early_stopping callback with min_delta=0), and keep its best
     round (LightGBM's EarlyStopException, so the booster's best_iteration)."""
 
-    order = 30  # LightGBM's early_stopping's place: after the log (10) and record_evaluation (20)
-
     def __init__(self, rounds, name, metric):
+        # LightGBM's early_stopping's place: after the log (10) and record_evaluation (20); an instance attribute,
+        # as lightgbm.train gives callbacks without one in their __dict__ an order before every other
+        self.order = 30
         self.rounds, self.key = rounds, (name, metric)
         self.best, self.best_round, self.best_results = None, -1, []
 
@@ -508,9 +513,8 @@ class _LogEvery:
     """``verbose=k``: every k-th round and the last, one line with the round, the seconds since the fit began and
     every value evaluated (each eval set's metrics, as in evals_result_)."""
 
-    order = 10  # before early stopping (30), which ends the loop by an exception
-
     def __init__(self, period):
+        self.order = 10  # before early stopping (30), which ends the loop by an exception
         self.period, self.start = period, time.perf_counter()
 
     def __call__(self, env):
@@ -798,7 +802,8 @@ class LambdaMART(RankerMixin, SolverEstimator):
             if "num_features()" in str(exc):
                 raise ValueError("LightGBM finds no column of X it can split on (values within 1e-35 of 0 count as "
                                  "0 for it); LambdaMART needs a feature that varies") from None
-            raise ValueError(f"LightGBM could not train LambdaMART on this data with these parameters: {exc}. "
+            raise ValueError(f"LightGBM could not train LambdaMART on this data with these parameters: "
+                             f"{str(exc).rstrip('.')}. "
                              "Check num_leaves, min_child_samples, colsample_bytree and the LightGBM parameters "
                              "passed against the data") from None
         best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()

@@ -384,9 +384,9 @@ def average_precision_kernel(const double[::1] rel, const double[::1] score, con
 
 def reciprocal_rank_kernel(const double[::1] rel, const double[::1] score, const intp_t[::1] offsets,
                            const double[::1] n_rel, bint average, double[::1] out):
-    """RR = 1 / rank of the first relevant row (0 if no relevant document is retrieved). If it lies in a tie group of m rows with p relevant
-    ones after a rows, its place T in the group has P(T = t) = C(m - t, p - 1) / C(m, p), and
-    RR = sum_t P(T = t) / (a + t)."""
+    """RR = 1 / rank of the first relevant row (0 if no relevant document is retrieved). If it lies in a tie
+    group of m rows with p relevant ones after a rows, its place T in the group has
+    P(T = t) = C(m - t, p - 1) / C(m, p), and RR = sum_t P(T = t) / (a + t)."""
     cdef intp_t q, start, end, a, b, m, t, p
     cdef double prob, s
     with nogil:

@@ -48,6 +48,7 @@ from ._validation import check_gain_labels, check_option, check_param, check_sco
 
 __all__ = [
     "metric_by_name",
+    "evaluate",
     "parse_metric_name",
     "describe_metric",
     "ndcg_score",
@@ -141,6 +142,7 @@ class _Queries:
     doc_ids = None  # the tie rule "doc_id" needs them (TREC dicts)
 
     def __init__(self, y_true, y_score, qid):
+        self._orders = {}
         y, s, q = check_scores(y_true, y_score, qid)
         self.groups = QueryGroups(q)
         self.y = self.groups.sort(y)
@@ -159,20 +161,24 @@ class _Queries:
 
     def ranked(self, values, ties):
         """``values`` and the scores in rank order within each query, under the tie rule ``ties``."""
-        order = np.empty(self.s.shape[0], dtype=np.int64)
-        if ties == "ranx":
-            _metrics.ranx_order(-self.s, self.offsets, order)
-        else:
-            if ties == "input":
-                key = np.zeros_like(self.s)
-            elif ties == "optimistic":
-                key = -values
-            elif ties == "doc_id":
-                key = self.doc_id_key()
-            else:  # pessimistic; average also needs the rows of a tie group by increasing label
-                key = values
-            _metrics.rank_order(self.s, np.ascontiguousarray(key, dtype=np.float64), self.offsets, order,
-                                np.empty(self.max_size, dtype=np.int64))
+        order = self._orders.get(ties)  # kept for the rules that do not read ``values``
+        if order is None:
+            order = np.empty(self.s.shape[0], dtype=np.int64)
+            if ties == "ranx":
+                _metrics.ranx_order(-self.s, self.offsets, order)
+            else:
+                if ties == "input":
+                    key = np.zeros_like(self.s)
+                elif ties == "optimistic":
+                    key = -values
+                elif ties == "doc_id":
+                    key = self.doc_id_key()
+                else:  # pessimistic; average also needs the rows of a tie group by increasing label
+                    key = values
+                _metrics.rank_order(self.s, np.ascontiguousarray(key, dtype=np.float64), self.offsets, order,
+                                    np.empty(self.max_size, dtype=np.int64))
+            if ties in ("input", "ranx", "doc_id"):
+                self._orders[ties] = order
         return np.ascontiguousarray(values[order]), np.ascontiguousarray(self.s[order])
 
     def ideal(self, gains):
@@ -205,6 +211,7 @@ class _TrecQueries(_Queries):
     documents); queries in sorted id order."""
 
     def __init__(self, qrels, run, queries):
+        self._orders = {}
         qrels, run = _str_keyed(qrels, "qrels"), _str_keyed(run, "run")
         ids = sorted(qrels.keys() & run.keys()) if queries == "both" else sorted(qrels)
         judged = [_str_docs(qrels[q], "qrels", q) for q in ids]
@@ -224,21 +231,24 @@ class _TrecQueries(_Queries):
         return self._ranked_dicts
 
     def doc_id_key(self):
-        """A tie key ordering tied rows by decreasing document id (trec_eval): only rows in a tie group read
-        their id (str comparison = strcmp on UTF-8, as trec_eval)."""
-        order = np.empty(self.s.shape[0], dtype=np.int64)
-        _metrics.rank_order(self.s, np.zeros_like(self.s), self.offsets, order, np.empty(self.max_size, np.int64))
+        """A tie key ordering tied rows by decreasing document id (trec_eval; str order = strcmp on UTF-8). Only
+        the rows of tie groups read their id, and each distinct id is sorted once."""
+        order = self.ranked(np.arange(self.s.shape[0]), "input")[0]
         s = self.s[order]
         tied = s[1:] == s[:-1]
-        tied &= np.diff(np.repeat(np.arange(self.n_queries), np.diff(self.offsets))[order]) == 0
+        starts = self.offsets[1:-1]
+        tied[starts[(starts > 0) & (starts < s.shape[0])] - 1] = False  # no tie group across two queries
         in_tie = np.zeros(s.shape[0], dtype=bool)
         in_tie[1:] |= tied
         in_tie[:-1] |= tied
         key = np.zeros(s.shape[0], dtype=np.float64)
-        rows = np.sort(order[in_tie])
+        rows = order[in_tie]
         if rows.size:
-            docs = np.array(list(chain.from_iterable(self._ranked_dicts)), dtype=object)[rows].astype(str)
-            key[rows] = -np.unique(docs, return_inverse=True)[1].astype(np.float64)
+            flat = np.empty(s.shape[0], dtype=object)
+            flat[:] = list(chain.from_iterable(self._ranked_dicts))
+            docs = flat[rows]
+            rank = {doc: r for r, doc in enumerate(sorted(set(docs), reverse=True))}
+            key[rows] = np.fromiter(map(rank.__getitem__, docs), dtype=np.float64, count=rows.size)
         return key
 
 
@@ -285,7 +295,10 @@ def _numbers(values, count, name, what):
 
 
 def _queries(y_true, y_score, qid, queries):
-    """:class:`_Queries` for arrays, :class:`_TrecQueries` for a qrels and a run dict."""
+    """:class:`_Queries` for arrays, :class:`_TrecQueries` for a qrels and a run dict (:func:`evaluate` passes
+    one it built, to share it between metrics)."""
+    if isinstance(y_true, _Queries):
+        return y_true
     if isinstance(y_true, Mapping) or isinstance(y_score, Mapping):
         if not (isinstance(y_true, Mapping) and isinstance(y_score, Mapping)):
             raise TypeError("pass either two dicts (qrels: query id -> doc id -> relevance, run: query id -> doc "
@@ -899,6 +912,24 @@ def metric_by_name(spec):
         "meanndcg": lambda y, s, q=None, **kw: letor_mean_ndcg(y, s, q, **kw),
     }
     return table[name]
+
+
+def evaluate(y_true, y_score, qid=None, *, metrics=("ndcg@10",), convention=None, return_per_query=False,
+             **options):
+    """Several metrics of one ranking: ``{spec: metric_by_name(spec)(y_true, y_score, qid, ...)}``, computed on
+    inputs checked, grouped (or converted from TREC dicts) once, and ranked once per tie rule when that rule does
+    not read the labels ("input", "doc_id", "ranx": the trec_eval, ranx, lightgbm and letor4 presets), as ranx's
+    ``evaluate`` and pytrec_eval's ``RelevanceEvaluator`` do.
+
+    ``metrics``: names of :func:`metric_by_name` (one name or a sequence); ``convention``, ``return_per_query`` and
+    ``options`` (e.g. ``ties=``, ``empty=``) go to every metric. Returns ``{spec: mean}``, or ``{spec: (mean,
+    per_query)}`` with ``return_per_query``.
+    """
+    specs = [metrics] if isinstance(metrics, str) else list(metrics)
+    funcs = {spec: metric_by_name(spec) for spec in specs}
+    Q = _queries(y_true, y_score, qid, _preset(convention).queries)
+    return {spec: f(Q, None, convention=convention, return_per_query=return_per_query, **options)
+            for spec, f in funcs.items()}
 
 
 def __getattr__(name):

@@ -67,11 +67,12 @@ _BLANK = re.compile(r"\s")
 
 def _check_ids(ids, what, name):
     """ValueError unless every id is a non-empty str without whitespace (one C-level scan of the joined ids)."""
-    ids = list(ids)
-    bad = next((i for i in ids if not isinstance(i, str)), None)
-    if bad is not None:
-        raise TypeError(f"{name}: {what} ids must be str, got {type(bad).__name__} {bad!r}")
-    if _BLANK.search("\x00".join(ids)) or (ids and min(map(len, ids)) == 0):
+    try:
+        joined = "\x00".join(ids)
+    except TypeError:
+        bad = next(i for i in ids if not isinstance(i, str))
+        raise TypeError(f"{name}: {what} ids must be str, got {type(bad).__name__} {bad!r}") from None
+    if _BLANK.search(joined) or (len(ids) and "\x00\x00" in f"\x00{joined}\x00"):
         first = next(i for i in ids if not i or _BLANK.search(i))
         raise ValueError(f"{name}: {what} id {first!r} is empty or holds whitespace; TREC files separate fields "
                          "by whitespace")
@@ -111,11 +112,6 @@ def write_qrels(path, qrels):
     _write_text(path, lines)
 
 
-def _trec_order(docs):
-    """The documents of one query in trec_eval's order: decreasing score, ties by decreasing document id."""
-    return sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
-
-
 def write_run(path, run, tag="cyrank"):
     """Write ``{qid: {docid: score}}`` as TREC run lines ``qid Q0 docid rank score tag`` (atomically).
 
@@ -135,8 +131,8 @@ def write_run(path, run, tag="cyrank"):
             doc = list(docs)[int(np.argmax(~np.isfinite(scores)))]
             raise ValueError(f"{name}: score {docs[doc]!r} of query {q!r}, document {doc!r} is not finite; a run "
                              "holds finite scores")
-        ranked = _trec_order(dict(zip(docs, scores.tolist())))
-        lines.extend(f"{q} Q0 {d} {rank} {s!r} {tag}\n" for rank, (d, s) in enumerate(ranked, 1))
+        ranked = sorted(zip(scores.tolist(), docs), reverse=True)  # trec_eval's order: score, then doc id, decreasing
+        lines.append("".join([f"{q} Q0 {d} {rank} {s!r} {tag}\n" for rank, (s, d) in enumerate(ranked, 1)]))
     _write_text(path, lines)
 
 

@@ -924,6 +924,8 @@ def evaluate(y_true, y_score, qid=None, *, metrics=("ndcg@10",), convention=None
     ``metrics``: names of :func:`metric_by_name` (one name or a sequence); ``convention``, ``return_per_query`` and
     ``options`` (e.g. ``ties=``, ``empty=``) go to every metric. Returns ``{spec: mean}``, or ``{spec: (mean,
     per_query)}`` with ``return_per_query``.
+
+    Ties and Empty: each metric's rules under ``convention`` (:func:`describe_metric` states them).
     """
     specs = [metrics] if isinstance(metrics, str) else list(metrics)
     funcs = {spec: metric_by_name(spec) for spec in specs}

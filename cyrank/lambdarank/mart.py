@@ -374,13 +374,11 @@ def _per_column(params, n_features, used):
 
 
 def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree, sigma,
-                 ties, early_stopping_rounds, n_jobs, random_state, verbose, truncation=None, norm=False,
-                 importance_type="split", **lightgbm_params):
+                 ties, early_stopping_rounds, n_jobs, random_state, verbose, importance_type="split"):
     """LambdaMART's parameters checked (a ValueError naming the first bad one): (n_estimators, learning_rate,
-    num_leaves, min_child_samples ("auto" or an int), colsample_bytree, sigma, early_stopping_rounds, n_jobs, the
-    LightGBM parameters passed by name (:func:`check_lightgbm_params`)). ``truncation`` and ``norm`` are checked
-    with the lambdas, at fit."""
-    lightgbm_params = check_lightgbm_params(lightgbm_params)
+    num_leaves, min_child_samples ("auto" or an int), colsample_bytree, sigma, early_stopping_rounds, n_jobs).
+    ``truncation`` and ``norm`` are checked with the lambdas, at fit; the LightGBM parameters passed by name by
+    :func:`check_lightgbm_params`."""
     check_option("importance_type", importance_type, IMPORTANCE_TYPES)
     parse_metric(metric)
     check_option("ties", ties, TIES)
@@ -407,8 +405,7 @@ def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_s
             check_param("sigma", sigma, low=0.0, low_open=True),
             None if early_stopping_rounds is None else check_param(
                 "early_stopping_rounds", early_stopping_rounds, low=1, integer=True),
-            check_n_jobs(n_jobs),
-            lightgbm_params)
+            check_n_jobs(n_jobs))
 
 
 # --------------------------------------------------------------------------------- eval sets and callbacks
@@ -677,6 +674,12 @@ class LambdaMART(RankerMixin, SolverEstimator):
         return self
 
     _check = check_params  # cyrank._base.SolverEstimator: LambdaMART's fit is its own (LightGBM grows the trees)
+
+    def _check_params(self):
+        """The LightGBM parameters passed by name (:func:`check_lightgbm_params`), then the others (check_params,
+        what it returns): at fit, and when a model file is loaded."""
+        check_lightgbm_params(self.__dict__.get("_lightgbm_params", {}))
+        return super()._check_params()
     _stale_attributes = ("history_",)
 
     @staticmethod
@@ -701,8 +704,8 @@ class LambdaMART(RankerMixin, SolverEstimator):
         for the fit's own X and y); the values are ``evals_result_``. ``callbacks``: LightGBM's callbacks
         (lightgbm.log_evaluation, early_stopping, record_evaluation, reset_parameter, or your own), which see
         cyrank's metrics, higher is better, as LightGBM's evaluation results."""
-        n_estimators, learning_rate, num_leaves, min_child, colsample, sigma, patience, n_jobs, lightgbm_params = \
-            self._check_params()
+        n_estimators, learning_rate, num_leaves, min_child, colsample, sigma, patience, n_jobs = self._check_params()
+        lightgbm_params = self._lightgbm_params
         verbose = check_verbose(self.verbose)
         names = eval_metric_names(self.metric, eval_metric, eval_at)
         if callbacks is not None and not (isinstance(callbacks, (list, tuple)) and all(map(callable, callbacks))):

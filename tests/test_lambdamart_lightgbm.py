@@ -184,6 +184,13 @@ def test_per_column_parameters_follow_the_columns_lightgbm_sees():
     sparse = LambdaMART(monotone_constraints=[1, 0, 0, 0, 0, 0], **kw).fit(sp.csr_matrix(wide), y, qid)
     assert sparse.features_used_.tolist() == [0, 1, 4, 5]
     np.testing.assert_allclose(sparse.predict(grid), m.predict(grid), rtol=1e-12)
+    groups = [[0, 5], [1, 2, 4]]  # columns 2 and 3 are empty in the sparse X
+    dense = LambdaMART(interaction_constraints=groups, **kw).fit(wide, y, qid)
+    renumbered = LambdaMART(interaction_constraints=groups, **kw).fit(sp.csr_matrix(wide), y, qid)
+    np.testing.assert_allclose(renumbered.predict(grid), dense.predict(grid), rtol=1e-12)
+    assert not np.allclose(dense.predict(grid), LambdaMART(**kw).fit(wide, y, qid).predict(grid))
+    with pytest.raises(ValueError, match="forcedsplits_filename: its file numbers X's columns"):
+        LambdaMART(forcedsplits_filename="splits.json", **kw).fit(sp.csr_matrix(wide), y, qid)
 
 
 # ------------------------------------------------------------------------------------------- eval sets
@@ -228,6 +235,18 @@ def test_evals_result_has_lightgbms_shape_and_cyranks_values(data):
     assert list(single.evals_result_) == ["valid_0"]
     np.testing.assert_array_equal(single.evals_result_["valid_0"]["ndcg@10"], named.evals_result_["dev"]["ndcg@10"])
     assert LambdaMART(n_estimators=2, n_jobs=1).fit(X, y, qid).evals_result_ == {}
+
+
+def test_the_training_set_of_a_sparse_fit_is_scored_in_its_own_row_order():
+    """A sparse X reaches LightGBM in the lambda kernel's row order; its "training" entry is still the metric of
+    the caller's rows."""
+    X, y, qid = ranking(4)
+    perm = np.random.default_rng(0).permutation(y.size)
+    Xs, y, qid = sp.csr_matrix(X[perm]), y[perm], qid[perm]
+    m = LambdaMART(n_estimators=3, n_jobs=1).fit(Xs, y, qid, eval_set=[(Xs, y, qid)], eval_metric="map")
+    for metric in ("map", "ndcg@10"):
+        assert m.evals_result_["training"][metric][-1] == pytest.approx(
+            metric_by_name(metric)(y, m.predict(Xs), qid), rel=1e-12)
 
 
 def test_bad_eval_sets_are_refused(data):

@@ -9,6 +9,11 @@ LambdaMART trains on metrics LightGBM's built-in ``lambdarank`` objective does n
 LightGBM's model-text parser trusts its input (a wrong array length or child index reads out of bounds; an error
 inside its parallel tree parser aborts the process), so no model text reaches it unchecked:
 :func:`check_model_string` verifies the whole structure first, and a model file is checked when it is loaded.
+
+LightGBM's conventions (LGBMRanker's): any other LightGBM parameter passes through ``**kwargs``
+(:func:`check_lightgbm_params` says which are refused and why), ``eval_set`` is a list with ``eval_names``,
+``eval_metric`` and ``eval_at`` (:func:`eval_metric_names`), ``evals_result_`` has LightGBM's shape, fit takes
+LightGBM's ``callbacks`` (they see cyrank's metrics), and ``feature_importances_`` counts splits or gain.
 """
 import difflib
 import functools
@@ -283,7 +288,6 @@ REFUSED_PARAMS = {
                         "give it (the rows stay in the caller's order; the lambdas are cyrank's), so every row would "
                         "be left out; use bagging_fraction and bagging_freq (rows)",
     "class_weight": "it weighs classes of a classifier; weigh rows with fit(..., sample_weight=)",
-    "importance_type": None,  # a named parameter of LambdaMART (as of LGBMRanker), never in **kwargs
 }
 # LightGBM's parameters that hold one value per column of X (or lists of columns): renumbered when a sparse X's empty
 # columns are left out (features_used_)
@@ -300,11 +304,10 @@ DEFAULT_LIGHTGBM = {"deterministic": True, "force_row_wise": True,
 @functools.lru_cache(maxsize=1)
 def lightgbm_aliases():
     """{name or alias: LightGBM's main name} for every parameter of the installed LightGBM (its own table,
-    LGBM_DumpParamAliases, read through lightgbm.basic._ConfigAliases), with scikit-learn's ``class_weight`` and
-    ``importance_type``."""
+    LGBM_DumpParamAliases, read through lightgbm.basic._ConfigAliases), and LGBMRanker's ``class_weight``."""
     table = _lightgbm().basic._ConfigAliases._get_all_param_aliases()
     names = {alias: main for main, aliases in table.items() for alias in aliases}
-    return {**names, "class_weight": "class_weight", "importance_type": "importance_type"}
+    return {**names, "class_weight": "class_weight"}
 
 
 def _check_value(name, value):
@@ -366,6 +369,10 @@ def _per_column(params, n_features, used):
                 raise ValueError(f"LightGBM parameter {name} has {len(values)} values: give one per column of X "
                                  f"({n_features})")
             value = values if used is None else [values[j] for j in used]
+        elif main in ("forcedsplits_filename", "forcedbins_filename") and value and used is not None:
+            raise ValueError(f"LightGBM parameter {name}: its file numbers X's columns, and LambdaMART leaves out the "
+                             f"{n_features - used.size} columns of this sparse X that hold no value (features_used_), "
+                             "so LightGBM would read other columns; fit on X with a stored value in every column")
         elif main == "interaction_constraints" and value is not None and used is not None:
             kept = {int(j): new for new, j in enumerate(used)}
             value = [[kept[j] for j in group if j in kept] for group in value]

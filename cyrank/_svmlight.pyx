@@ -1,4 +1,5 @@
-"""One-pass reader and writer of LETOR/SVMlight text (the kernel behind :mod:`cyrank.io`).
+"""The text kernels behind :mod:`cyrank.io`: one-pass reader and writer of LETOR/SVMlight text, the ``key = value``
+pairs of its comments, and the TREC run/qrels reader (which shares the number parser).
 
 Format, one example per line (blank lines and lines holding only a comment are skipped)::
 
@@ -12,7 +13,9 @@ integer, strictly increasing along a line; ``qid`` an int64. The result equals s
 ``strtod``), float32 data are the float64 values rounded once to float32.
 
 :func:`parse_svmlight` runs without the GIL in one pass over the bytes, into malloc'ed buffers grown by doubling,
-and raises ``ValueError`` naming the line of the first malformed token.
+and raises ``ValueError`` naming the line of the first malformed token. :func:`comment_pairs` and
+:func:`span_strings` read the comments (LETOR's ``#docid = GX029-35-5894638 inc = 1 prob = 0.0``) in a second pass
+over the spans the reader records when asked; :func:`parse_trec` reads TREC runs and qrels into dicts.
 """
 from libc.math cimport INFINITY, NAN
 from libc.stdint cimport int64_t, uint64_t

@@ -168,7 +168,7 @@ def test_fit_lambdamart_verbose_prints_rounds(data, tmp_path, capsys):
     assert len(quiet_free) >= 3  # one line per round
     assert main(["fit", "lambdamart", str(test), "-o", str(tmp_path / "m.npz"), "-p", "n_estimators=3",
                  "--valid", str(valid), "-v"]) == 0
-    assert capsys.readouterr().out.count("eval ndcg@10") >= 3
+    assert capsys.readouterr().out.count("valid_0 ndcg@10") >= 3  # LightGBM's name of the first eval_set
 
 
 @pytest.mark.slow

@@ -15,7 +15,8 @@ from cyrank import LambdaMART  # noqa: E402
 from cyrank.datasets import make_ranking  # noqa: E402
 from cyrank.io import ModelRecord, load_model, save_model  # noqa: E402
 from cyrank.lambdarank import lambdas  # noqa: E402
-from cyrank.lambdarank.mart import OWN_PARAMS, REFUSED_PARAMS, eval_metric_names, lightgbm_aliases  # noqa: E402
+from cyrank.lambdarank.mart import (OWN_PARAMS, REFUSED_PARAMS, check_model_string, eval_metric_names,  # noqa: E402
+                                   lightgbm_aliases)
 from cyrank.metrics import metric_by_name  # noqa: E402
 
 
@@ -50,12 +51,14 @@ def test_lightgbm_parameters_are_estimator_parameters(data, tmp_path):
     """kwargs appear in get_params and repr, survive set_params, clone, pickling and model files, and the copies
     grow the same trees."""
     X, y, qid = data[0]
-    m = LambdaMART(n_estimators=4, n_jobs=1, max_depth=3, reg_lambda=0.5)
+    m = LambdaMART(n_estimators=4, n_jobs=1, max_depth=3, reg_lambda=0.5, monotone_constraints=(0, 0, 1, 0, 0),
+                   interaction_constraints=[[0, 1, 2], [3, 4]])
     assert m.get_params()["max_depth"] == 3 and "max_depth=3" in repr(m)
     m.set_params(max_depth=2, min_child_weight=1e-2, learning_rate=0.2)
     params = m.get_params(deep=False)
-    assert (params["max_depth"], params["min_child_weight"], params["reg_lambda"], params["learning_rate"]) == \
-        (2, 1e-2, 0.5, 0.2)
+    assert (params["max_depth"], params["min_child_weight"], params["reg_lambda"], params["learning_rate"],
+            params["monotone_constraints"], params["interaction_constraints"]) == \
+        (2, 1e-2, 0.5, 0.2, (0, 0, 1, 0, 0), [[0, 1, 2], [3, 4]])
     assert clone(m).get_params() == params
     m.fit(X, y, qid)
     save_model(m, tmp_path / "m.npz")
@@ -366,3 +369,26 @@ def test_model_files_keep_evals_result_and_old_files_still_load(data, tmp_path):
     np.testing.assert_array_equal(before.predict(X), m.predict(X))
     assert before.history_["eval"].size == 3 and before.best_score_ == {}
     assert not hasattr(before.fit(X, y, qid), "history_")  # a refit drops it
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"boosting": "dart"}, {"extra_trees": True}, {"data_sample_strategy": "goss"}, {"use_quantized_grad": True},
+    {"monotone_constraints": [1, 0, -1, 0, 0], "monotone_constraints_method": "advanced"},
+    {"max_bin_by_feature": [4, 8, 16, 32, 64]}, {"path_smooth": 1.0, "max_delta_step": 0.5},
+    {"tree_learner": "voting"}, {"cegb_penalty_split": 0.1},
+], ids=lambda kw: next(iter(kw)))
+def test_models_grown_with_lightgbm_parameters_pass_the_model_file_check(data, tmp_path, kwargs):
+    """Parameters that change the model text (monotone_constraints adds a header line) still give a text that
+    check_model_string accepts: the model saves, loads and predicts the same."""
+    X, y, qid = data[0]
+    m = LambdaMART(n_estimators=3, n_jobs=1, **kwargs).fit(X, y, qid)
+    save_model(m, tmp_path / "m.npz")
+    np.testing.assert_array_equal(load_model(tmp_path / "m.npz").predict(X), m.predict(X))
+
+
+def test_a_tampered_monotone_constraints_line_is_refused(data):
+    X, y, qid = data[0]
+    text = LambdaMART(n_estimators=2, n_jobs=1, monotone_constraints=[1, 0, 0, 0, 0]).fit(X, y, qid).model_string_
+    for bad, match in (("1 0 0 0 5", "other than -1, 0 or 1"), ("1 0 0", "has 3 values, 5 expected")):
+        with pytest.raises(ValueError, match=match):
+            check_model_string(text.replace("monotone_constraints=1 0 0 0 0", f"monotone_constraints={bad}"), 5, 2)

@@ -125,8 +125,8 @@ def _check_tree(block, t, n_features):
 @functools.lru_cache(maxsize=8)  # load_model checks a file's text, and its first predict the same text again
 def check_model_string(text, n_features, n_trees):
     """The part of a LightGBM model text that LightGBM may parse, after checking its whole structure: the header
-    (one output, ``max_feature_idx`` = n_features - 1, ``feature_names`` Column_0..., ``feature_infos`` and
-    ``tree_sizes`` with one entry per feature and per tree), then ``n_trees`` trees, each block exactly
+    (one output, ``max_feature_idx`` = n_features - 1, ``feature_names`` Column_0..., ``monotone_constraints`` when
+    that parameter was passed, ``feature_infos`` and ``tree_sizes`` with one entry per feature and per tree), then ``n_trees`` trees, each block exactly
     ``tree_sizes`` long, its 16 lines in LightGBM 4's order, every array of num_leaves (or num_leaves - 1) finite
     numbers, split features in [0, n_features), decision types of numerical splits, children forming one binary
     tree; then "end of trees", and the text ends as LightGBM ends it (a truncated text is refused). What follows
@@ -138,9 +138,10 @@ def check_model_string(text, n_features, n_trees):
     if start < 0:
         raise ValueError("the model text has no trees (no 'Tree=0' block): it is not a LightGBM model")
     header = text[:start].split("\n")
-    keys = ["tree", "version", "num_class", "num_tree_per_iteration", "label_index", "max_feature_idx",
-            "feature_names", "feature_infos", "tree_sizes"]
     found = [line.partition("=")[0] for line in header]
+    keys = ["tree", "version", "num_class", "num_tree_per_iteration", "label_index", "max_feature_idx",
+            "feature_names", *(["monotone_constraints"] if "monotone_constraints" in found else []),
+            "feature_infos", "tree_sizes"]
     if found != keys or header[0] != "tree":
         raise ValueError(f"the header lines are {found[:12]}, not LightGBM 4's {keys}")
     head = {line.partition("=")[0]: line.partition("=")[2] for line in header[1:]}
@@ -152,6 +153,10 @@ def check_model_string(text, n_features, n_trees):
                              f"{key}={value}")
     if head["feature_names"] != " ".join(f"Column_{j}" for j in range(n_features)):
         raise ValueError(f"feature_names is not Column_0 ... Column_{n_features - 1}")
+    if "monotone_constraints" in head:  # written when the parameter was passed; LightGBM reads it back
+        signs = _values(head["monotone_constraints"], "int", n_features, "monotone_constraints (one per feature)")
+        if np.any(np.abs(signs) > 1):
+            raise ValueError("monotone_constraints holds a value other than -1, 0 or 1")
     infos = head["feature_infos"].split(" ")
     if len(infos) != n_features or not all(_FEATURE_INFO.fullmatch(info) for info in infos):
         raise ValueError(f"feature_infos is not one [min:max] or 'none' per feature ({n_features})")

@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _metrics
 from ._queries import QueryGroups
-from ._validation import check_gain_labels, check_option, check_param, check_scores
+from ._validation import check_gain_labels, check_option, check_param, check_scores, factorize_qid
 
 __all__ = [
     "metric_by_name",
@@ -143,12 +143,13 @@ class _Queries:
 
     def __init__(self, y_true, y_score, qid):
         self._orders = {}
-        y, s, q = check_scores(y_true, y_score, qid)
+        codes, names = (None, None) if qid is None else factorize_qid(qid, None, "y_true")
+        y, s, q = check_scores(y_true, y_score, codes)
         self.groups = QueryGroups(q)
         self.y = self.groups.sort(y)
         self.s = self.groups.sort(s)
         self.offsets = np.ascontiguousarray(self.groups.offsets, dtype=np.int64)
-        self.ids = self.groups.ids
+        self.ids = self.groups.ids if names is None else names[self.groups.ids]  # the original (string) ids
         self.judged, self.judged_offsets = self.y, self.offsets
 
     @property

@@ -269,6 +269,8 @@ def test_bad_eval_sets_are_refused(data):
         m.fit(X, y, qid, eval_set=[(Xv, yv, qv), (Xv[:, :3], yv, qv)])
     with pytest.raises(ValueError, match="eval set 'valid_0' has label 3"):
         LambdaMART(n_estimators=2).fit(X, y, qid, eval_set=[(Xv, yv + 1, qv)], eval_metric="err@5")
+    with pytest.raises(ValueError, match="early_stopping_rounds cannot keep a best round with boosting='dart'"):
+        LambdaMART(early_stopping_rounds=2, boosting_type="dart").fit(X, y, qid, eval_set=[(Xv, yv, qv)])
     with pytest.raises(TypeError, match="callbacks must be a list of callables"):
         m.fit(X, y, qid, eval_set=[(Xv, yv, qv)], callbacks=lgb.log_evaluation(1))
 

@@ -727,6 +727,10 @@ class LambdaMART(RankerMixin, SolverEstimator):
         watched = next((name for name, data in sets if data is not None), None)
         if patience is not None and watched is None:
             raise ValueError("early_stopping_rounds needs an eval_set (other than the training set) to watch")
+        boosting = [v for k, v in self._lightgbm_params.items() if lightgbm_aliases()[k] == "boosting"]
+        if patience is not None and boosting and str(boosting[0]).lower() == "dart":
+            raise ValueError("early_stopping_rounds cannot keep a best round with boosting='dart' (DART rescales the "
+                             "earlier trees at every round, as LightGBM says refusing it): fit without it")
         X, y, qid = check_ranking_data(X, y, qid)
         n = X.shape[0]
         if n < 2:

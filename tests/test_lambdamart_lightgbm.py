@@ -371,6 +371,12 @@ def test_model_files_keep_evals_result_and_old_files_still_load(data, tmp_path):
     np.testing.assert_array_equal(before.predict(X), m.predict(X))
     assert before.history_["eval"].size == 3 and before.best_score_ == {}
     assert not hasattr(before.fit(X, y, qid), "history_")  # a refit drops it
+    state = m.__getstate__()  # a pickle made before **kwargs: no _lightgbm_params
+    del state["_lightgbm_params"]
+    unpickled = LambdaMART.__new__(LambdaMART)
+    unpickled.__setstate__(state)
+    assert unpickled.get_params() == m.get_params()
+    np.testing.assert_array_equal(unpickled.fit(X, y, qid).predict(X), m.predict(X))
 
 
 @pytest.mark.parametrize("kwargs", [

@@ -675,14 +675,14 @@ class LambdaMART(RankerMixin, SolverEstimator):
 
     def get_params(self, deep=True):
         """The parameters of ``__init__`` and the LightGBM parameters passed by name (``**kwargs``)."""
-        return {**super().get_params(deep=deep), **self.__dict__.get("_lightgbm_params", {})}
+        return {**super().get_params(deep=deep), **self._lightgbm_params}
 
     def set_params(self, **params):
         """Set parameters; a name that is not one of ``__init__``'s is a LightGBM parameter (checked at fit)."""
         own = set(self._get_param_names())
         lightgbm_params = {name: params.pop(name) for name in list(params) if name.partition("__")[0] not in own}
         super().set_params(**params)
-        self._lightgbm_params = {**self.__dict__.get("_lightgbm_params", {}), **lightgbm_params}
+        self._lightgbm_params = {**self._lightgbm_params, **lightgbm_params}
         return self
 
     _check = check_params  # cyrank._base.SolverEstimator: LambdaMART's fit is its own (LightGBM grows the trees)
@@ -690,7 +690,7 @@ class LambdaMART(RankerMixin, SolverEstimator):
     def _check_params(self):
         """The LightGBM parameters passed by name (:func:`check_lightgbm_params`), then the others (check_params,
         what it returns): at fit, and when a model file is loaded."""
-        check_lightgbm_params(self.__dict__.get("_lightgbm_params", {}))
+        check_lightgbm_params(self._lightgbm_params)
         return super()._check_params()
     _stale_attributes = ("history_",)
 
@@ -898,3 +898,6 @@ class LambdaMART(RankerMixin, SolverEstimator):
         state = dict(self.__dict__)
         state.pop("_booster", None)  # rebuilt from model_string_
         return state
+
+    def __setstate__(self, state):
+        super().__setstate__({"_lightgbm_params": {}, **state})  # a pickle made before **kwargs has none

@@ -495,6 +495,25 @@ def _eval_sets(eval_set, eval_names, X, y, qid):
     return out
 
 
+def _checked_eval_sets(sets, n_features, metric, names, y_train):
+    """{name: (X, y, qid)} of the eval sets other than the training set, each checked by check_eval_set (the set
+    named in the message when there are several); with an ERR among the metrics ``names``, labels within the
+    training labels' scale (ERR's max_rel)."""
+    valid = {}
+    err = next((m for m in names if m.startswith("err")), None)
+    for name, data in sets:
+        if data is None:
+            continue
+        try:
+            valid[name] = check_eval_set(data, n_features, metric, y_train=y_train)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (eval set {name!r})" if len(sets) > 1 else str(exc)) from None
+        top, max_rel = float(valid[name][1].max()), float(y_train.max())
+        if err is not None and top > max_rel:
+            raise ValueError(_err_scale_message(err, top, max_rel, f"eval set {name!r}"))
+    return valid
+
+
 class _EarlyStopping:
     """``early_stopping_rounds``: stop when ``metric`` on the eval set ``name`` has not risen for ``rounds`` rounds
     (strictly: a tie is no progress, as LightGBM's early_stopping callback with min_delta=0), and keep its best
@@ -727,7 +746,7 @@ class LambdaMART(RankerMixin, SolverEstimator):
         watched = next((name for name, data in sets if data is not None), None)
         if patience is not None and watched is None:
             raise ValueError("early_stopping_rounds needs an eval_set (other than the training set) to watch")
-        boosting = [v for k, v in self._lightgbm_params.items() if lightgbm_aliases()[k] == "boosting"]
+        boosting = [v for k, v in lightgbm_params.items() if lightgbm_aliases()[k] == "boosting"]
         if patience is not None and boosting and str(boosting[0]).lower() == "dart":
             raise ValueError("early_stopping_rounds cannot keep a best round with boosting='dart' (DART rescales the "
                              "earlier trees at every round, as LightGBM says refusing it): fit without it")
@@ -740,17 +759,7 @@ class LambdaMART(RankerMixin, SolverEstimator):
         pairs = _Pairs(y, qid, metric=self.metric, sigma=sigma, truncation=self.truncation, ties=self.ties,
                        norm=self.norm, X=X, sample_weight=sample_weight)
         check_metric_data(self.metric, y, qid)
-        valid = {}
-        for name, data in sets:
-            if data is not None:
-                try:
-                    valid[name] = check_eval_set(data, X.shape[1], self.metric, y_train=y)
-                except ValueError as exc:
-                    raise ValueError(f"{exc} (eval set {name!r})" if len(sets) > 1 else str(exc)) from None
-                top = float(valid[name][1].max())
-                if any(m.startswith("err") for m in names) and top > pairs.max_rel:
-                    raise ValueError(_err_scale_message(next(m for m in names if m.startswith("err")), top,
-                                                        pairs.max_rel, f"eval set {name!r}"))
+        valid = _checked_eval_sets(sets, X.shape[1], self.metric, names, y)
         # LightGBM's rows: a sparse X in the kernel's order (a CSR copy, nnz-sized, its empty columns left out);
         # a dense X as given, in its own dtype, never copied (LightGBM bins it and keeps only the bins), the scores
         # then permuted into the kernel's order (to_kernel) and the lambdas back, O(n) per round

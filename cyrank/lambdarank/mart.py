@@ -126,12 +126,12 @@ def _check_tree(block, t, n_features):
 def check_model_string(text, n_features, n_trees):
     """The part of a LightGBM model text that LightGBM may parse, after checking its whole structure: the header
     (one output, ``max_feature_idx`` = n_features - 1, ``feature_names`` Column_0..., ``monotone_constraints`` when
-    that parameter was passed, ``feature_infos`` and ``tree_sizes`` with one entry per feature and per tree), then ``n_trees`` trees, each block exactly
-    ``tree_sizes`` long, its 16 lines in LightGBM 4's order, every array of num_leaves (or num_leaves - 1) finite
-    numbers, split features in [0, n_features), decision types of numerical splits, children forming one binary
-    tree; then "end of trees", and the text ends as LightGBM ends it (a truncated text is refused). What follows
-    the trees (feature importances, parameters) is not needed for predictions and is left out. ValueError naming
-    the first problem otherwise."""
+    that parameter was passed, ``feature_infos`` and ``tree_sizes`` with one entry per feature and per tree), then
+    ``n_trees`` trees, each block exactly ``tree_sizes`` long, its 16 lines in LightGBM 4's order, every array of
+    num_leaves (or num_leaves - 1) finite numbers, split features in [0, n_features), decision types of numerical
+    splits, children forming one binary tree; then "end of trees", and the text ends as LightGBM ends it (a
+    truncated text is refused). What follows the trees (feature importances, parameters) is not needed for
+    predictions and is left out. ValueError naming the first problem otherwise."""
     if not text.isascii() or "\r" in text or "\0" in text:
         raise ValueError("the model text holds non-ASCII, carriage-return or NUL characters")
     start = text.find("\n\nTree=0\n")

@@ -2,37 +2,101 @@
 
 Every metric has the signature::
 
-    name(y_true, y_score, qid=None, *, <metric parameters>, ties=..., empty=..., return_per_query=False)
+    name(y_true, y_score, qid=None, *, <metric parameters>, convention=None, ties=None, empty=None,
+         return_per_query=False)
 
-* ``y_true``: relevance labels (larger = better, equal = tie); ``y_score``: the model's scores (larger =
-  ranked higher); ``qid``: query ids (any integers, rows of a query need not be contiguous; None = one
-  query). Rank r = 1 is the top of a query's ranking.
-* The result is the mean over queries (a float). With ``return_per_query=True`` it is
-  ``(mean, per_query)``, ``per_query`` a float64 array in increasing qid order, NaN for dropped queries.
-* ``ties`` (rows with equal scores):
+and takes its data in one of two forms:
+
+* **Arrays**: ``y_true`` relevance labels (larger = better, equal = tie), ``y_score`` the model's scores
+  (larger = ranked higher), ``qid`` query ids (integers, or strings such as TREC topics; rows of a query need not
+  be contiguous; None = one query). The rows are the ranked documents and also the judged ones: the ideal DCG
+  and the number of relevant documents come from them.
+* **TREC dicts**: ``name(qrels, run)``, qrels ``{query id: {doc id: relevance}}``, run ``{query id: {doc id:
+  score}}`` (ids are str; int ids are accepted and compared as ``str(id)``). The ranking is the run's, the
+  judgements are the qrels': a retrieved document absent from the qrels has relevance 0, and a relevant
+  document of the qrels that the run does not retrieve still counts in the ideal DCG (over the qrels' best k)
+  and in MAP's number of relevant documents, as in trec_eval and ranx. Queries: every query of the qrels (one
+  the run lacks is an empty ranking, which scores 0 if it has a relevant document); under
+  ``convention="trec_eval"`` only the queries of both. A run query without qrels is not evaluated. The dicts
+  are turned into arrays once, by C-level iteration (no Python loop over documents). AUC, pairwise accuracy
+  and the label-ranking errors read the retrieved documents only (unjudged ones with relevance 0); ERR's
+  default ``max_rel`` is the largest qrels label.
+  ``cyrank.io.read_qrels`` / ``read_run`` read TREC files into these dicts.
+
+Rank r = 1 is the top of a query's ranking. The result is the mean over queries (a float). With
+``return_per_query=True`` it is ``(mean, per_query)``: a float64 array in increasing qid order for arrays, a
+dict ``{query id: value}`` for dicts; ``return_per_query="dict"`` gives the dict for arrays too, keyed by the
+original qids (strings stay strings, integers stay integers). NaN marks dropped queries. :func:`evaluate`
+computes several metrics at once, converting and ranking once (as ranx's ``evaluate``).
+
+* ``ties`` (documents with equal scores):
 
   - "pessimistic" (default): the less relevant row is ranked first; a tied pair counts as an error;
   - "optimistic": the more relevant row is ranked first; a tied pair counts as correct;
-  - "input": tied rows keep their input order (a stable sort, the LightGBM / LETOR-script rule);
+  - "input": tied rows keep their input order (a stable sort, the LightGBM / LETOR-script rule; for dicts,
+    the run's insertion order);
   - "average": the exact expectation over all orders of the tied rows, each equally likely; a tied pair
     counts 1/2. Every metric here has an exact formula (McSherry & Najork 2008 for the linear ones and
     AP / RR; see the formulas in the functions and in ``_metrics.pyx``). Nothing is sampled.
+  - "doc_id": decreasing document id (str order, i.e. strcmp on UTF-8): trec_eval's rule (it sorts by
+    score, then by docno decreasingly: "d9" before "d10", "a" before "B"). Dict input only: arrays carry no
+    document ids (a ValueError says so); to reproduce it with arrays, order each query's rows by decreasing
+    document id and use "input".
+  - "ranx": the order of a ``ranx.Run``: numba's ``np.argsort`` (quicksort) of the negated scores in input
+    order, reproduced exactly (``_metrics.ranx_order``): input order for a query of at most 15 documents,
+    beyond that a deterministic permutation of the tied documents that no simpler rule gives.
 
-* Gain (NDCG, MeanNDCG): the default is the exponential gain ``2**y - 1`` (Burges et al. 2005), as
-  LightGBM, the LETOR 4.0 script and ranx's ``ndcg_burges``. trec_eval's ``ndcg_cut`` (and Jarvelin &
-  Kekalainen 2002) use the linear gain ``y``: pass ``gain="linear"``. They agree on 0/1 labels only.
-  :func:`describe_metric` states the gain, tie and empty rules of a metric name in one line.
-* ``empty``: what a query on which the metric is undefined scores (no relevant row, ideal DCG = 0, no
+* Gain (NDCG, MeanNDCG): without a convention the exponential gain ``2**y - 1`` (Burges et al. 2005), as
+  LightGBM, the LETOR 4.0 script and ranx's ``ndcg_burges``. trec_eval's ``ndcg_cut`` and ranx's ``ndcg``
+  (Jarvelin & Kekalainen 2002) use the linear gain ``y``: ``gain="linear"`` or their convention. They agree
+  on 0/1 labels only. :func:`describe_metric` states the gain, tie and empty rules of a metric name in one line.
+* ``empty``: what a query on which the metric is undefined scores (no relevant document, ideal DCG = 0, no
   preference pair; for AUC also no irrelevant row): "drop" (default; left out of the mean, NaN in
   ``per_query``), "zero" or "one". If every query is dropped, the mean is NaN and an
   ``sklearn.exceptions.UndefinedMetricWarning`` is raised (scikit-learn is imported for it then, and only then:
   the metrics are below the estimators and start without it).
 
-Implementation: inputs are checked once (``_validation.check_scores``), rows are grouped by query once
-(``QueryGroups``), then one global ``np.lexsort`` by (tie key, -score, query) puts every query in rank
-order; the tie key is the label (pessimistic / average: increasing; optimistic: decreasing) or nothing
-(input: lexsort is stable). The Cython kernels in ``_metrics.pyx`` then walk each query once, without
-the GIL. Cost: O(n log n) for the sort; the kernels are O(n) per query, except pairwise counting
+**Conventions** (``convention=``, on every metric) name the rules of the evaluators users cite; explicit
+``ties`` / ``empty`` / ``gain`` arguments override a convention's (:data:`PRESETS`):
+
+=============  ==========================  ======  ==========  ========================================
+convention     ties                        empty   NDCG gain   reproduces
+=============  ==========================  ======  ==========  ========================================
+None           pessimistic                 drop    2**y - 1    (cyrank's own defaults)
+"trec_eval"    doc_id (arrays: input)      zero    y           trec_eval 9 / pytrec_eval: ndcg_cut_k,
+                                                               ndcg, map, recip_rank, P_k
+"ranx"         ranx                        zero    y           ranx 0.3: ndcg@k, map, mrr, precision@k
+"ranx_burges"  ranx                        zero    2**y - 1    ranx: ndcg_burges@k (and the others)
+"lightgbm"     input                       one     2**y - 1    LightGBM's ndcg@k
+"letor4"       input                       zero    2**y - 1    LETOR 4.0 Eval-Score-4.0.pl: NDCG@k
+                                                               (its discount), MeanNDCG
+=============  ==========================  ======  ==========  ========================================
+
+* "trec_eval": relevant = label >= 1 (trec_eval's relevance_level 1; for integer labels, ``threshold=0``);
+  labels <= 0, negative ones included, have gain 0; P@k divides by k even when fewer documents are retrieved;
+  a query with no relevant document scores 0; only the queries of both the run and the qrels count (trec_eval
+  without ``-c``; with ``-c`` the qrels-only queries would add zeros to the mean, not modelled). trec_eval has no
+  ERR, AUC or pairwise accuracy: for those the preset only sets the tie and empty rules. pytrec_eval refuses
+  non-integer labels; cyrank takes any number.
+* "ranx" / "ranx_burges": the same rules as trec_eval (ranx's ``rel_lvl`` 1, P@k over k, empty 0) but ranx's
+  tie order, and every query of the qrels (``ranx.evaluate`` wants the same queries in both, or
+  ``make_comparable=True``, which scores the missing ones 0 as here; it also re-sorts the run, which can move
+  ties in queries above 15 documents). Reproduced: ``Qrels`` / ``Run`` objects; plain dicts passed to
+  ``ranx.evaluate`` are sorted differently (ascending argsort reversed). ranx casts labels to int; cyrank does
+  not. ranx has no ERR or AUC.
+* "lightgbm": LightGBM's ndcg@k (K = min(k, n) for DCG and ideal, input order, a query with no relevant row
+  scores 1). LightGBM's map@k divides by min(k, R); ``average_precision`` (no cut-off) divides by R.
+* "letor4": see :func:`ndcg_score` and :func:`letor_mean_ndcg` (the default of the latter).
+
+With arrays, every preset takes its ideal and relevant counts from the rows (no unretrieved documents exist);
+only the tie rule "doc_id" changes (to "input").
+
+Implementation: arrays are checked once (``_validation.check_scores``) and grouped by query once
+(``QueryGroups``); TREC dicts become the same arrays plus the qrels' labels per query. Each query's rows are
+then put in rank order by a Cython merge sort on (decreasing score, tie key, input order) (the tie key is the
+label for pessimistic / average, minus the label for optimistic, the document id's rank for doc_id, nothing for
+input), or by the quicksort replica for "ranx". The Cython kernels in ``_metrics.pyx`` then walk each query
+once, without the GIL. Cost: O(n log n) for the sort; the kernels are O(n) per query, except pairwise counting
 (merge sort, O(n log n)) and ERR under ``ties="average"`` (O(m min(m, k)) per tie group of m rows).
 """
 import warnings
@@ -98,26 +162,31 @@ def _preset(convention):
 
 
 _COMMON_DOC = {
-    "{params}": """y_true : array-like of shape (n_samples,)
-        Relevance labels (larger = more relevant).
-    y_score : array-like of shape (n_samples,)
-        Scores; a query's rows are ranked by decreasing score.
+    "{params}": """y_true : array-like of shape (n_samples,), or dict (qrels)
+        Relevance labels (larger = more relevant); or the qrels ``{query id: {doc id: relevance}}``.
+    y_score : array-like of shape (n_samples,), or dict (run)
+        Scores; a query's rows are ranked by decreasing score. Or the run ``{query id: {doc id: score}}``.
     qid : array-like of shape (n_samples,) of integers or strings, or None
         Query id of each row (any integers, or strings such as TREC topics, in any order); per-query values
-        follow the sorted ids. None: all rows form one query.""",
-    "{ties}": """ties : {"pessimistic", "optimistic", "input", "average"}, default="pessimistic"
-        Tie rule for equal scores (see the module docstring).""",
-    "{empty}": """empty : {"drop", "zero", "one"}, default="drop"
-        Score of a query on which the metric is undefined (see "Empty" above).""",
-    "{returns}": """return_per_query : bool, default=False
-        Also return the per-query values.
+        follow the sorted ids. None: all rows form one query. Not used with dicts.""",
+    "{ties}": """convention : {None, "trec_eval", "ranx", "ranx_burges", "lightgbm", "letor4"}, default=None
+        Named rules (see the module docstring): sets the defaults of ``ties`` and ``empty``, and which queries
+        of TREC dicts are evaluated.
+    ties : {"pessimistic", "optimistic", "input", "average", "doc_id", "ranx"} or None, default=None
+        Tie rule for equal scores (see the module docstring); None: the convention's ("pessimistic").""",
+    "{empty}": """empty : {"drop", "zero", "one"} or None, default=None
+        Score of a query on which the metric is undefined (see "Empty" above); None: the convention's
+        ("drop").""",
+    "{returns}": """return_per_query : bool or "dict", default=False
+        Also return the per-query values: True gives an array for arrays and a dict for TREC dicts; "dict" a
+        dict keyed by the original query ids in both cases.
 
     Returns
     -------
     mean : float
         Mean over the queries that are not dropped (NaN, with an UndefinedMetricWarning, if none is left).
-    per_query : ndarray of shape (n_queries,), only if ``return_per_query``
-        Per-query values in increasing qid order; NaN for dropped queries.""",
+    per_query : ndarray of shape (n_queries,) or dict, only if ``return_per_query``
+        Per-query values in increasing qid order (or ``{query id: value}``); NaN for dropped queries.""",
 }
 
 
@@ -423,17 +492,23 @@ def ndcg_score(y_true, y_score, qid=None, *, k=10, gain=None, convention=None, t
         DCG@k  = sum_{r=1..K} g(y at rank r) * D(r),     D(r) = 1 / log2(1 + r)
         NDCG@k = DCG@k / IDCG@k
 
-    where IDCG@k is the DCG@k of the ideal ranking (labels sorted decreasingly), over the same K.
-    Labels must be non-negative (and at most 512 with exponential gain).
+    where IDCG@k is the DCG@k of the ideal ranking (labels sorted decreasingly), over the same K. With TREC
+    dicts the ideal ranking is the qrels' (retrieved or not), over its best min(k, n_judged) documents.
+    Labels must be non-negative (and at most 512 with exponential gain); under the trec_eval and ranx
+    conventions a label <= 0 has gain 0.
 
-    The default gain is exponential (Burges et al. 2005; LightGBM, ranx ``ndcg_burges``); trec_eval's
-    ``ndcg_cut`` uses the linear gain (Jarvelin & Kekalainen 2002): ``gain="linear"`` (trec_eval breaks
-    score ties by document id, which is not seen here; pass ``ties`` to choose a rule).
+    The default gain (None) is the convention's: exponential (Burges et al. 2005; LightGBM, ranx
+    ``ndcg_burges``) except under "trec_eval" and "ranx", whose ``ndcg_cut`` / ``ndcg`` use the linear gain
+    (Jarvelin & Kekalainen 2002).
 
-    Named conventions reproduce published evaluators; a convention sets the default tie and empty
-    rules (explicit ``ties`` / ``empty`` arguments override them):
+    Named conventions reproduce published evaluators; a convention sets the default gain, tie and empty
+    rules (explicit ``gain`` / ``ties`` / ``empty`` arguments override them):
 
-    * None: ``ties="pessimistic"``, ``empty="drop"``.
+    * None: gain 2**y - 1, ``ties="pessimistic"``, ``empty="drop"``.
+    * "trec_eval": trec_eval's ``ndcg_cut.k`` (k=None: ``ndcg``): gain y, ties by decreasing document id
+      (dicts; arrays: input order), a query with no relevant document scores 0.
+    * "ranx" / "ranx_burges": ranx's ``ndcg@k`` (gain y) / ``ndcg_burges@k`` (gain 2**y - 1), ranx's tie
+      order, a query with no relevant document scores 0.
     * "lightgbm": LightGBM's built-in ``ndcg@k``: the formula above (gain 2**y - 1, K = min(k, n) for
       DCG and ideal), ties in input order (its stable sort; ``ties="input"``), a query with no
       relevant row scores 1 (``empty="one"``).
@@ -453,12 +528,10 @@ def ndcg_score(y_true, y_score, qid=None, *, k=10, gain=None, convention=None, t
     {params}
     k : int >= 1 or None, default=10
         Cut-off; None: all rows of each query.
-    gain : {"exponential", "linear"}, default="exponential"
-    convention : {None, "lightgbm", "letor4"}, default=None
-    ties : {"pessimistic", "optimistic", "input", "average"} or None, default=None
-        None: the convention's tie rule ("pessimistic" without a convention).
-    empty : {"drop", "zero", "one"} or None, default=None
-        None: the convention's empty rule ("drop" without a convention).
+    gain : {"exponential", "linear"} or None, default=None
+        None: the convention's ("exponential" without one; "linear" for "trec_eval" and "ranx").
+    {ties}
+    {empty}
     {returns}
     """
     k = _check_k(k)
@@ -480,22 +553,26 @@ def letor_mean_ndcg(y_true, y_score, qid=None, *, gain=None, convention="letor4"
         MeanNDCG = (1/n) sum_{j=1..n} DCG@j / IDCG@j,   DCG@j = sum_{r<=j} g(y at rank r) D(r),
         D(r) = 1 for r = 1, 2 and 1 / log2(r) for r >= 3,   g(y) = 2**y - 1 (or y if gain="linear")
 
-    Labels must be non-negative.
+    Labels must be non-negative. With TREC dicts, IDCG@j is over the qrels' best j documents.
 
-    Ties: default (None) "input", as the script (stable sort of its file order); "average" gives each
-    position of a tie group its mean gain (exact expectation, DCG@j being linear in the gains).
+    Ties: default (None) the convention's, "input" under the default "letor4", as the script (stable sort of
+    its file order); "average" gives each position of a tie group its mean gain (exact expectation, DCG@j
+    being linear in the gains).
 
-    Empty: a query with no relevant row (ideal DCG = 0) follows ``empty``; default (None) "zero", as
-    the script.
+    Empty: a query with no relevant row (ideal DCG = 0) follows ``empty``; default (None) the convention's,
+    "zero" under "letor4", as the script.
 
     Parameters
     ----------
     {params}
-    gain : {"exponential", "linear"}, default="exponential"
-    ties : {"pessimistic", "optimistic", "input", "average"} or None, default=None
-        None: "input".
+    gain : {"exponential", "linear"} or None, default=None
+        None: the convention's ("exponential" under "letor4").
+    convention : default="letor4"
+        As for every metric; the LETOR discount is used whatever the convention.
+    ties : {"pessimistic", "optimistic", "input", "average", "doc_id", "ranx"} or None, default=None
+        None: the convention's ("input" under "letor4").
     empty : {"drop", "zero", "one"} or None, default=None
-        None: "zero".
+        None: the convention's ("zero" under "letor4").
     {returns}
     """
     def per_query(Q, ties):
@@ -947,52 +1024,68 @@ def __getattr__(name):
 
 _TIES_TEXT = {
     "pessimistic": "ties pessimistic (among equal scores the less relevant row ranks first)",
+    "optimistic": "ties optimistic (among equal scores the more relevant row ranks first)",
     "input": "ties in input order (stable sort, as LightGBM and the LETOR 4.0 script)",
+    "average": "ties averaged (the exact expectation over the orders of each tie group)",
+    "doc_id": "ties by decreasing document id, as trec_eval (TREC dicts; arrays: input order)",
+    "ranx": "ties in ranx's order (numba's quicksort of the scores in input order)",
 }
 _EMPTY_TEXT = {"drop": "is left out of the mean", "zero": "scores 0", "one": "scores 1"}
-_EXP_GAIN = ("exponential gain 2**y - 1 (Burges et al. 2005, as ranx ndcg_burges; trec_eval's ndcg_cut uses "
-             "linear gain y: ndcg_score(..., gain='linear'))")
+_GAIN_TEXT = {
+    "exponential": "exponential gain 2**y - 1 (Burges et al. 2005, as ranx ndcg_burges; trec_eval's ndcg_cut uses "
+                   "linear gain y: ndcg_score(..., gain='linear'))",
+    "linear": "linear gain y (Jarvelin & Kekalainen 2002, as trec_eval's ndcg_cut and ranx's ndcg)",
+}
+_QUERIES_TEXT = {
+    "qrels": "with TREC dicts every query of the qrels counts (one the run misses: an empty ranking)",
+    "both": "with TREC dicts only the queries of both the run and the qrels count (trec_eval without -c)",
+}
 
 
 _ALL_ZERO = "a query whose labels are all 0"
 _NO_RELEVANT = "a query with no relevant row"
-# name -> (what it computes, ties, empty-query rule, which query is undefined): the functions' defaults
+# name -> (what it computes, which query is undefined); the rules come from the convention (PRESETS)
 _DESCRIPTIONS = {
-    "ndcg": ("NDCG over {cut}: {exp_gain}, discount 1/log2(1 + r), normalized per query by the ideal DCG",
-             "pessimistic", "drop", _ALL_ZERO + " (ideal DCG = 0)"),
-    "meanndcg": ("LETOR 4.0 MeanNDCG (mean of NDCG@1..n): {exp_gain}, discount 1 for r <= 2 and 1/log2(r) after",
-                 "input", "zero", _ALL_ZERO + " (ideal DCG = 0)"),
+    "ndcg": ("NDCG over {cut}: {gain}, discount 1/log2(1 + r), normalized per query by the ideal DCG",
+             _ALL_ZERO + " (ideal DCG = 0)"),
+    "meanndcg": ("LETOR 4.0 MeanNDCG (mean of NDCG@1..n): {gain}, discount 1 for r <= 2 and 1/log2(r) after",
+                 _ALL_ZERO + " (ideal DCG = 0)"),
     "err": ("ERR over {cut} (Chapelle et al. 2009): R(y) = (2**y - 1) / 2**max_rel, max_rel = the largest label "
-            "of the data", "pessimistic", "drop", _ALL_ZERO),
-    "map": ("average precision, {binary}", "pessimistic", "drop", _NO_RELEVANT),
-    "mrr": ("reciprocal rank of the first relevant row, {binary}", "pessimistic", "drop", _NO_RELEVANT),
-    "p": ("precision at {k} (denominator k even for shorter queries), {binary}", "pessimistic", "drop",
-          _NO_RELEVANT),
-    "auc": ("per-query AUC, {binary}", "pessimistic", "drop", "a query without both relevant and irrelevant rows"),
-    "pairacc": ("pairwise accuracy over the pairs with y_i > y_j (a tied score counts as an error)", "pessimistic",
-                "drop", "a query with a single label level"),
+            "of the data", _ALL_ZERO),
+    "map": ("average precision, {binary}", _NO_RELEVANT),
+    "mrr": ("reciprocal rank of the first relevant row, {binary}", _NO_RELEVANT),
+    "p": ("precision at {k} (denominator k even for shorter queries), {binary}", _NO_RELEVANT),
+    "auc": ("per-query AUC, {binary}", "a query without both relevant and irrelevant rows"),
+    "pairacc": ("pairwise accuracy over the pairs with y_i > y_j (a tied score counts as an error)",
+                "a query with a single label level"),
 }
 
 
-def describe_metric(spec):
-    """One line stating the gain, tie and empty-query rules that ``metric_by_name(spec)`` uses.
+def describe_metric(spec, convention=None):
+    """One line stating the gain, tie and empty-query rules that ``metric_by_name(spec)`` uses under
+    ``convention`` (see :data:`PRESETS` and the module docstring).
 
-    For the command line (``cyrank eval`` prints it under its table). The rules are those of the
-    functions' defaults:
+    For the command line (``cyrank eval`` prints it under its table). Without a convention the rules are those
+    of the functions' defaults:
 
     * gain: NDCG and MeanNDCG use the exponential gain g(y) = 2**y - 1 (Burges et al. 2005; LightGBM,
       the LETOR 4.0 script, ranx's ndcg_burges); trec_eval's ndcg_cut and Jarvelin & Kekalainen (2002)
-      use the linear gain g(y) = y, available as ``ndcg_score(..., gain="linear")``. ERR uses
-      R(y) = (2**y - 1) / 2**max_rel with max_rel = the largest label. MAP, MRR, P@k and AUC binarize:
-      relevant = y > 0. Pairwise accuracy uses only the order of the labels.
+      use the linear gain g(y) = y, available as ``ndcg_score(..., gain="linear")`` or the "trec_eval" /
+      "ranx" conventions. ERR uses R(y) = (2**y - 1) / 2**max_rel with max_rel = the largest label. MAP, MRR,
+      P@k and AUC binarize: relevant = y > 0. Pairwise accuracy uses only the order of the labels.
     * Ties (equal scores): "pessimistic" for all, except MeanNDCG ("input", as the LETOR 4.0 script).
     * Empty (query with no relevant row, or no preference pair): dropped from the mean, except
       MeanNDCG (scores 0, as the LETOR 4.0 script).
 
-    Raises the same ValueError as :func:`metric_by_name` for an unknown name.
+    With a convention the line also says which queries of TREC dicts count. Raises the same ValueError as
+    :func:`metric_by_name` for an unknown name or convention.
     """
     name, k = parse_metric_name(spec)
-    what, ties, empty, undefined = _DESCRIPTIONS[name]
+    preset = _preset("letor4" if name == "meanndcg" and convention is None else convention)
+    what, undefined = _DESCRIPTIONS[name]
     what = what.format(cut="every row" if k is None else f"the first {k} ranks", k=k or 10,
-                       binary="binary relevance y > 0", exp_gain=_EXP_GAIN)
-    return f"{spec}: {what}; {_TIES_TEXT[ties]}; {undefined} {_EMPTY_TEXT[empty]}"
+                       binary="binary relevance y > 0", gain=_GAIN_TEXT[preset.gain])
+    line = f"{spec}: {what}; {_TIES_TEXT[preset.ties]}; {undefined} {_EMPTY_TEXT[preset.empty]}"
+    if convention is not None:
+        line += f"; {_QUERIES_TEXT[preset.queries]} ({convention} convention)"
+    return line

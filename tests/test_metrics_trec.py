@@ -276,3 +276,22 @@ def test_negative_qrels_labels_are_gain_zero_under_trec_eval_and_ranx():
     without = {"q": {"b": 1, "c": 3}}
     for convention in ("trec_eval", "ranx", "ranx_burges"):
         assert M.ndcg_score(qrels, run, convention=convention) == M.ndcg_score(without, run, convention=convention)
+
+
+@pytest.mark.parametrize("convention, gain, ties, empty", [
+    (None, "exponential gain", "ties pessimistic", "left out of the mean"),
+    ("trec_eval", "linear gain", "decreasing document id", "scores 0"),
+    ("ranx", "linear gain", "ranx's order", "scores 0"),
+    ("ranx_burges", "exponential gain", "ranx's order", "scores 0"),
+    ("lightgbm", "exponential gain", "input order", "scores 1"),
+    ("letor4", "exponential gain", "input order", "scores 0")])
+def test_describe_metric_states_each_presets_rules(convention, gain, ties, empty):
+    line = M.describe_metric("ndcg@5", convention=convention)
+    assert line.startswith("ndcg@5: ") and gain in line and ties in line and empty in line
+    assert ("with TREC dicts" in line) == (convention is not None)  # which queries of dicts count
+    rules = M.PRESETS[convention]
+    y, s, qid = [0, 0, 1, 0], [0.5, 0.5, 0.5, 0.1], [1, 1, 2, 2]
+    assert M.ndcg_score(y, s, qid, k=5, convention=convention, return_per_query=True)[1][0] == pytest.approx(
+        {"drop": np.nan, "zero": 0.0, "one": 1.0}[rules.empty], nan_ok=True)
+    with pytest.raises(ValueError, match="convention"):
+        M.describe_metric("map", convention="trec")

@@ -135,7 +135,7 @@ cdef double slow_strtod(const unsigned char *start, const unsigned char *stop, u
     return v
 
 
-cdef const unsigned char *parse_double(const unsigned char *p, double *out, unsigned char dp) noexcept nogil:
+cdef inline const unsigned char *parse_double(const unsigned char *p, double *out, unsigned char dp) noexcept nogil:
     """Parse a float at p as Python's float() does; return the end of the number, or NULL if there is none.
 
     Exact: when the significand has at most 19 digits and is <= 2**53 and |exponent| <= 22, the value is one
@@ -235,7 +235,7 @@ cdef const unsigned char *parse_double(const unsigned char *p, double *out, unsi
     return p
 
 
-cdef const unsigned char *parse_int(const unsigned char *p, int64_t *out, bint *overflow) noexcept nogil:
+cdef inline const unsigned char *parse_int(const unsigned char *p, int64_t *out, bint *overflow) noexcept nogil:
     """Parse [+-]digits as an int64; return the end, or NULL without digits. Sets overflow beyond int64."""
     cdef bint neg = False
     cdef uint64_t v = 0

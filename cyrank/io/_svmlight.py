@@ -294,7 +294,7 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
         Every row must have one: a row without is a ValueError naming its line (MSLR-WEB, Yahoo! LTR and Istella
         files carry no comments, hence no document ids).
     return_comments : bool, default=False
-        Also return every ``key = value`` pair of the comments (:func:`_comment_columns`): a dict from key to a str
+        Also return every ``key = value`` pair of the comments (read as :func:`_comment_columns` says): a dict from key to a str
         array with one value per row ("" where a row lacks the key); ``docid`` included.
 
     Returns
@@ -330,7 +330,7 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
     if not with_comments:
         return loaded
     X, y, qid, row_end = loaded
-    columns = _comment_columns(raw, row_end, name)
+    columns = _comment_columns(raw, row_end, name, only=None if return_comments else "docid")
     extra = ()
     if return_doc_ids:
         extra += (_doc_ids(columns, raw, row_end, name),)
@@ -340,9 +340,9 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
 
 
 # ----------------------------------------------------------------------------------------------- comments
-def _comment_columns(raw, row_end, name="<data>"):
+def _comment_columns(raw, row_end, name="<data>", only=None):
     """Every ``key = value`` pair of the rows' comments as columns: ``{key: str array, one value per row}`` ("" where
-    a row lacks the key), keys in order of first appearance. ``row_end``: where each row's data ends (from the
+    a row lacks the key), keys in order of first appearance (only the key ``only`` when given). ``row_end``: where each row's data ends (from the
     reader). Parsed in C (:func:`cyrank._svmlight.comment_pairs`): a pair is ``key = value`` (blanks around ``=``
     optional), pairs are separated by whitespace, and free text ends a row's pairs."""
     reader = _cython_reader()
@@ -350,8 +350,9 @@ def _comment_columns(raw, row_end, name="<data>"):
         keys, start, stop = reader.comment_pairs(raw, row_end)
     except ValueError as exc:
         raise ValueError(f"{name}, {exc}") from None
-    return {key.decode("utf-8", "backslashreplace"): reader.span_strings(raw, start[j], stop[j])
-            for j, key in enumerate(keys)}
+    names = [key.decode("utf-8", "backslashreplace") for key in keys]
+    return {key: reader.span_strings(raw, start[j], stop[j]) for j, key in enumerate(names)
+            if only is None or key == only}
 
 
 def _line_of(raw, row_end, row):

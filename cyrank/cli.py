@@ -680,7 +680,7 @@ def metric_rules(specs, convention, kind):
 
     lines = []
     if convention is not None:
-        origin = ("the default for --run/--qrels (trec_eval's rules); --convention changes it"
+        origin = ("the default for --run/--qrels; --convention changes it"
                   if kind == "trec" and convention == "trec_eval" else "--convention")
         lines.append(f"convention: {convention} ({origin})")
     options = {} if convention is None else {"convention": convention}
@@ -863,6 +863,14 @@ def main(argv=None):
         warnings.showwarning = _show_warning(args.command)  # one line per warning, no source line
         try:
             return args.func(args)
+        except BrokenPipeError:  # the reader of stdout stopped (cyrank eval -q ... | head): quiet, as other tools
+            import os
+
+            try:  # Python's flush at exit would fail again on the closed pipe
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            return 141
         except (ValueError, TypeError, OSError, OverflowError, RuntimeError) as exc:
             print(f"cyrank {args.command}: error: {exc}", file=sys.stderr)
             return 2

@@ -320,3 +320,15 @@ def test_multilabel_label_ids_are_bounded(tmp_path, capsys):
     path.write_text("0,3 1:1\n1,20000 2:1\n")
     X, Y = load_svmlight_multilabel(path, max_labels=20001)  # raised on purpose
     assert Y.shape == (2, 20001)
+
+
+@pytest.mark.skipif(not HAS_LIGHTGBM, reason="lightgbm is not installed")
+def test_fit_lambdamart_passes_lightgbm_parameters(data, tmp_path, capsys):
+    """-p accepts any name for LambdaMART (its __init__ takes LightGBM's **kwargs) and the model keeps it; a
+    solver without **kwargs still refuses an unknown name."""
+    _, test, _ = data
+    model = tmp_path / "m.npz"
+    assert main(["fit", "lambdamart", str(test), "-o", str(model), "-p", "n_estimators=2", "-p", "max_depth=2"]) == 0
+    assert load_model(model).get_params()["max_depth"] == 2
+    code, err = _error(capsys, ["fit", "ranksvm", test, "-p", "max_depth=2"])
+    assert code == 2 and "ranksvm has no parameter 'max_depth'" in err

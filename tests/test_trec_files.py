@@ -183,6 +183,8 @@ def test_doc_ids_and_comments_of_letor_files():
     for a, b in zip((X, y, qid), plain):
         assert (a != b).nnz == 0 if hasattr(a, "nnz") else np.array_equal(a, b)
     assert load_svmlight(stdio.BytesIO(OHSUMED.encode()), return_doc_ids=True)[3].tolist() == ["244338"]
+    last_line_unterminated = load_svmlight(stdio.BytesIO(OHSUMED.encode().rstrip(b"\n")), return_doc_ids=True)
+    assert last_line_unterminated[3].tolist() == ["244338"]
 
 
 def test_comment_forms_and_line_numbers():

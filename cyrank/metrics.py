@@ -230,9 +230,15 @@ class _Queries:
         return max(int(np.diff(self.offsets).max(initial=0)), 1)
 
     def ranked(self, values, ties):
-        """``values`` and the scores in rank order within each query, under the tie rule ``ties``."""
-        order = self._orders.get(ties)  # kept for the rules that do not read ``values``
-        if order is None:
+        """``values`` and the scores in rank order within each query, under the tie rule ``ties``. ``values`` is a
+        nondecreasing function of the labels ``self.y`` (binary relevance, gains, ERR's R: every caller's), so
+        one order by labels serves them all."""
+        order = self.order(ties)
+        return np.ascontiguousarray(values[order]), np.ascontiguousarray(self.s[order])
+
+    def order(self, ties):
+        """The rows in rank order within each query under ``ties`` (computed once per tie rule)."""
+        if ties not in self._orders:
             order = np.empty(self.s.shape[0], dtype=np.int64)
             if ties == "ranx":
                 _metrics.ranx_order(-self.s, self.offsets, order)
@@ -240,16 +246,15 @@ class _Queries:
                 if ties == "input":
                     key = np.zeros_like(self.s)
                 elif ties == "optimistic":
-                    key = -values
+                    key = -self.y
                 elif ties == "doc_id":
                     key = self.doc_id_key()
                 else:  # pessimistic; average also needs the rows of a tie group by increasing label
-                    key = values
+                    key = self.y
                 _metrics.rank_order(self.s, np.ascontiguousarray(key, dtype=np.float64), self.offsets, order,
                                     np.empty(self.max_size, dtype=np.int64))
-            if ties in ("input", "ranx", "doc_id"):
-                self._orders[ties] = order
-        return np.ascontiguousarray(values[order]), np.ascontiguousarray(self.s[order])
+            self._orders[ties] = order
+        return self._orders[ties]
 
     def ideal(self, gains):
         """The judged documents' gains (``gains`` of ``self.judged``) sorted decreasingly within each query."""
@@ -303,7 +308,7 @@ class _TrecQueries(_Queries):
     def doc_id_key(self):
         """A tie key ordering tied rows by decreasing document id (trec_eval; str order = strcmp on UTF-8). Only
         the rows of tie groups read their id, and each distinct id is sorted once."""
-        order = self.ranked(np.arange(self.s.shape[0]), "input")[0]
+        order = self.order("input")
         s = self.s[order]
         tied = s[1:] == s[:-1]
         starts = self.offsets[1:-1]
@@ -317,7 +322,8 @@ class _TrecQueries(_Queries):
             flat = np.empty(s.shape[0], dtype=object)
             flat[:] = list(chain.from_iterable(self._ranked_dicts))
             docs = flat[rows]
-            rank = {doc: r for r, doc in enumerate(sorted(set(docs), reverse=True))}
+            distinct = sorted(set(docs), reverse=True)
+            rank = dict(zip(distinct, range(len(distinct))))
             key[rows] = np.fromiter(map(rank.__getitem__, docs), dtype=np.float64, count=rows.size)
         return key
 
@@ -995,8 +1001,7 @@ def metric_by_name(spec):
 def evaluate(y_true, y_score, qid=None, *, metrics=("ndcg@10",), convention=None, return_per_query=False,
              **options):
     """Several metrics of one ranking: ``{spec: metric_by_name(spec)(y_true, y_score, qid, ...)}``, computed on
-    inputs checked, grouped (or converted from TREC dicts) once, and ranked once per tie rule when that rule does
-    not read the labels ("input", "doc_id", "ranx": the trec_eval, ranx, lightgbm and letor4 presets), as ranx's
+    inputs checked, grouped (or converted from TREC dicts) once, and ranked once per tie rule, as ranx's
     ``evaluate`` and pytrec_eval's ``RelevanceEvaluator`` do.
 
     ``metrics``: names of :func:`metric_by_name` (one name or a sequence); ``convention``, ``return_per_query`` and

@@ -85,7 +85,8 @@ None           pessimistic                 drop    2**y - 1    (cyrank's own def
   ``ranx.evaluate`` are sorted differently (ascending argsort reversed). ranx casts labels to int; cyrank does
   not. ranx has no ERR or AUC.
 * "lightgbm": LightGBM's ndcg@k (K = min(k, n) for DCG and ideal, input order, a query with no relevant row
-  scores 1). LightGBM's map@k divides by min(k, R); ``average_precision`` (no cut-off) divides by R.
+  scores 1). LightGBM's map@k divides by min(k, R) and counts label > 0.5 as relevant; ``average_precision``
+  (no cut-off) divides by R, relevant = label > ``threshold``.
 * "letor4": see :func:`ndcg_score` and :func:`letor_mean_ndcg` (the default of the latter).
 
 With arrays, every preset takes its ideal and relevant counts from the rows (no unretrieved documents exist);

@@ -295,3 +295,51 @@ def test_describe_metric_states_each_presets_rules(convention, gain, ties, empty
         {"drop": np.nan, "zero": 0.0, "one": 1.0}[rules.empty], nan_ok=True)
     with pytest.raises(ValueError, match="convention"):
         M.describe_metric("map", convention="trec")
+
+
+# ---------------------------------------------------------------------------------------------
+# the two sort kernels against an independent sort
+# ---------------------------------------------------------------------------------------------
+def test_rank_order_is_lexsort_by_score_key_and_input_order():
+    from cyrank import _metrics
+
+    rng = np.random.default_rng(11)
+    for n_queries in (1, 7):
+        sizes = rng.integers(0, 90, n_queries)
+        offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        score = rng.integers(0, 5, offsets[-1]).astype(float)
+        key = rng.integers(0, 3, offsets[-1]).astype(float)
+        qidx = np.repeat(np.arange(n_queries), sizes)
+        order = np.empty(offsets[-1], dtype=np.int64)
+        _metrics.rank_order(score, key, offsets, order, np.empty(max(sizes.max(), 1), dtype=np.int64))
+        np.testing.assert_array_equal(order, np.lexsort((np.arange(offsets[-1]), key, -score, qidx)))
+
+
+@pytest.mark.slow  # numba compiles np.argsort: about 1.5 s
+def test_ranx_order_is_numbas_quicksort_argsort():
+    """Against numba's own np.argsort (kind "quicksort"), which ranx's Run uses, on queries of 0..300 documents
+    with heavy ties (insertion sort below 16 documents, partitions above)."""
+    numba = pytest.importorskip("numba")
+    from cyrank import _metrics
+
+    argsort = numba.njit(lambda a: np.argsort(a))
+    rng = np.random.default_rng(12)
+    sizes = np.array([0, 1, 2, 15, 16, 17, 40, 300])
+    offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    score = rng.integers(0, 6, offsets[-1]).astype(float)
+    order = np.empty(offsets[-1], dtype=np.int64)
+    _metrics.ranx_order(-score, offsets, order)
+    expected = np.concatenate([a + argsort(-score[a:b]) for a, b in zip(offsets[:-1], offsets[1:])])
+    np.testing.assert_array_equal(order, expected)
+    assert not np.array_equal(order, np.lexsort((-score, np.repeat(np.arange(sizes.size), sizes)))), \
+        "numba's order equals the stable one here: the test cannot fail"
+
+
+@pytest.mark.parametrize("spec", ["ndcg@3", "ndcg", "meanndcg", "err@3", "map", "mrr", "p@3", "auc", "pairacc"])
+def test_every_metric_takes_a_query_the_run_misses_and_an_empty_run_query(spec):
+    qrels = {"a": {"d1": 1, "d2": 0}, "b": {"d1": 2}, "c": {"d1": 1, "d3": 0}}
+    run = {"a": {"d1": 0.2, "d2": 0.3}, "c": {}}
+    mean, per_query = M.metric_by_name(spec)(qrels, run, return_per_query=True)
+    assert set(per_query) == {"a", "b", "c"} and np.isfinite(per_query["a"])
+    if spec not in ("auc", "pairacc"):  # these read the retrieved documents only: no pair, undefined
+        assert per_query["b"] == per_query["c"] == 0.0

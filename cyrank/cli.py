@@ -795,7 +795,8 @@ def build_parser():
     f.add_argument("-o", "--output", help="model file to write (.npz, loaded without pickle); without it the "
                    "model is not saved")
     f.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
-                   help="hyper-parameter of the solver's estimator (repeatable); a wrong name lists the valid ones")
+                   help="hyper-parameter of the solver's estimator (repeatable); a wrong name lists the valid ones "
+                   "(an estimator taking **kwargs, such as lambdamart with LightGBM's parameters, checks names itself)")
     f.add_argument("-t", "--threads", type=int, help="threads of every kernel and of BLAS (default: OMP_NUM_THREADS, "
                    "else every core; -1: every core)")
     f.add_argument("--valid", metavar="FILE", help=f"validation file scored after every step, for early stopping "

@@ -294,8 +294,8 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
         Every row must have one: a row without is a ValueError naming its line (MSLR-WEB, Yahoo! LTR and Istella
         files carry no comments, hence no document ids).
     return_comments : bool, default=False
-        Also return every ``key = value`` pair of the comments (read as :func:`_comment_columns` says): a dict from key to a str
-        array with one value per row ("" where a row lacks the key); ``docid`` included.
+        Also return every ``key = value`` pair of the comments (read as :func:`_comment_columns` says): a dict
+        from key to a str array with one value per row ("" where a row lacks the key); ``docid`` included.
 
     Returns
     -------
@@ -342,9 +342,10 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
 # ----------------------------------------------------------------------------------------------- comments
 def _comment_columns(raw, row_end, name="<data>", only=None):
     """Every ``key = value`` pair of the rows' comments as columns: ``{key: str array, one value per row}`` ("" where
-    a row lacks the key), keys in order of first appearance (only the key ``only`` when given). ``row_end``: where each row's data ends (from the
-    reader). Parsed in C (:func:`cyrank._svmlight.comment_pairs`): a pair is ``key = value`` (blanks around ``=``
-    optional), pairs are separated by whitespace, and free text ends a row's pairs."""
+    a row lacks the key), keys in order of first appearance (only the key ``only`` when given). ``row_end``: where
+    each row's data ends (from the reader). Parsed in C (:func:`cyrank._svmlight.comment_pairs`): a pair is
+    ``key = value`` (blanks around ``=`` optional), pairs are separated by whitespace, and free text ends a row's
+    pairs."""
     reader = _cython_reader()
     try:
         keys, start, stop = reader.comment_pairs(raw, row_end)

@@ -101,6 +101,9 @@ def test_conversions_check_their_arrays():
     qrels = qrels_from_labels(np.array([2, 1]), np.array(["a", "b"]), np.array([1.0, 0.0]))
     assert qrels == {"2": {"a": 1}, "1": {"b": 0}} and type(qrels["2"]["a"]) is int
     assert qrels_from_labels(["q"], ["a"], [0.5]) == {"q": {"a": 0.5}}
+    assert run_from_scores(np.array([7.0, 7.0]), ["a", "b"], [1, 2]) == {"7": {"a": 1.0, "b": 2.0}}
+    with pytest.raises(TypeError, match="one type of id"):
+        run_from_scores(np.array([1, "1"], dtype=object), ["a", "b"], [1, 2])
     with pytest.raises(ValueError, match="document 'a' appears twice in query '2'"):
         run_from_scores([2, 1, 2], ["a", "b", "a"], [1, 2, 3])
     with pytest.raises(ValueError, match="same length"):

@@ -138,30 +138,35 @@ def write_run(path, run, tag="cyrank"):
 
 # --------------------------------------------------------------------------------------------- conversions
 def _group(qid, doc_ids, values, what):
-    """``{str(qid): {doc id: value}}`` from three aligned arrays (queries in order of first appearance)."""
+    """``{str(qid): {doc id: value}}`` from three aligned arrays (queries in order of first appearance; integral
+    float query ids written as integers)."""
     qid, doc_ids, values = np.asarray(qid), np.asarray(doc_ids), np.asarray(values)
     if qid.ndim != 1 or doc_ids.shape != qid.shape or values.shape != qid.shape:
         raise ValueError(f"qid, doc_ids and {what} must be 1-d arrays of the same length; got shapes {qid.shape}, "
                          f"{doc_ids.shape}, {values.shape}")
-    keys = qid.astype(str)
-    docs = doc_ids.astype(str)
-    _check_ids(np.unique(keys).tolist(), "query", "qid")
-    _check_ids(np.unique(docs).tolist(), "document", "doc_ids")
-    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.r_[0, np.cumsum(np.bincount(inverse, minlength=uniq.size))]
-    values_list = values.tolist()
+    if qid.dtype.kind == "f" and np.all(qid == np.round(qid)):
+        qid = qid.astype(np.int64)
+    try:
+        uniq, first, inverse = np.unique(qid, return_index=True, return_inverse=True)
+    except TypeError:
+        raise TypeError("qid mixes ids that cannot be compared (such as 1 and '1'); give one type of id") from None
+    keys = [str(q) for q in uniq.tolist()]
+    _check_ids(keys, "query", "qid")
+    order = np.argsort(inverse, kind="stable")  # rows grouped by query, in their order within each query
+    bounds = np.r_[0, np.cumsum(np.bincount(inverse, minlength=uniq.size))].tolist()
+    docs = doc_ids[order].astype(str).tolist()
+    _check_ids(docs, "document", "doc_ids")
+    ordered = values[order].tolist()
     result = {}
-    for g in np.argsort(first, kind="stable"):
-        rows = order[bounds[g]:bounds[g + 1]]
-        names = docs[rows].tolist()
-        group = dict(zip(names, [values_list[r] for r in rows.tolist()]))
+    for g in np.argsort(first, kind="stable").tolist():
+        names = docs[bounds[g]:bounds[g + 1]]
+        group = dict(zip(names, ordered[bounds[g]:bounds[g + 1]]))
         if len(group) != len(names):
             seen = set()
             twice = next(d for d in names if d in seen or seen.add(d))
-            raise ValueError(f"document {twice!r} appears twice in query {str(uniq[g])!r}; document ids must be unique "
+            raise ValueError(f"document {twice!r} appears twice in query {keys[g]!r}; document ids must be unique "
                              "within a query")
-        result[str(uniq[g])] = group
+        result[keys[g]] = group
     return result
 
 

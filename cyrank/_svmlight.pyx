@@ -21,6 +21,7 @@ from libc.math cimport INFINITY, NAN
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc, strtod
 from libc.string cimport memchr, memcmp, memcpy, strlen
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 
 import numpy as np
 
@@ -905,6 +906,49 @@ def format_rows(const double[::1] values, const int64_t[::1] indices, const int6
                 b.n += 1
                 ob_put_repr(&b, values[k])
             b.p[b.n] = b"\n"        # ob_put_repr reserved 64 spare bytes
+            b.n += 1
+        return b.p[:b.n] if b.n > 0 else b""
+    finally:
+        free(b.p)
+
+
+def format_run(str qid, list ranked, str tag):
+    """TREC run lines ``qid Q0 docid rank score tag`` as UTF-8 bytes, one per ``(score, doc id)`` pair of ``ranked``
+    (already in rank order; ranks 1, 2, ...), the scores as the shortest decimal that reads back exactly."""
+    cdef OutBuf b
+    cdef Py_ssize_t qn, tn, dn, i
+    cdef const char *qs = PyUnicode_AsUTF8AndSize(qid, &qn)
+    cdef const char *ts = PyUnicode_AsUTF8AndSize(tag, &tn)
+    cdef const char *ds
+    cdef tuple item
+    b.p = NULL
+    b.n = 0
+    b.cap = 0
+    try:
+        for i in range(len(ranked)):
+            item = <tuple> ranked[i]
+            ds = PyUnicode_AsUTF8AndSize(item[1], &dn)
+            if ob_reserve(&b, qn + dn + 64) != 0:
+                raise MemoryError()
+            memcpy(b.p + b.n, qs, qn)
+            b.n += qn
+            memcpy(b.p + b.n, b" Q0 ", 4)
+            b.n += 4
+            memcpy(b.p + b.n, ds, dn)
+            b.n += dn
+            b.p[b.n] = b" "
+            b.n += 1
+            ob_put_int(&b, i + 1)
+            b.p[b.n] = b" "
+            b.n += 1
+            ob_put_repr(&b, <double> item[0])
+            if ob_reserve(&b, tn + 2) != 0:
+                raise MemoryError()
+            b.p[b.n] = b" "
+            b.n += 1
+            memcpy(b.p + b.n, ts, tn)
+            b.n += tn
+            b.p[b.n] = b"\n"
             b.n += 1
         return b.p[:b.n] if b.n > 0 else b""
     finally:

@@ -86,12 +86,12 @@ def _check_nested(data, what, name):
         _check_ids(docs.keys(), "document", name)
 
 
-def _write_text(path, lines):
-    text = "".join(lines).encode("utf-8")
+def _write(path, chunks):
+    """Write the UTF-8 ``chunks`` to a binary file object, or atomically to a path."""
     if hasattr(path, "write"):
-        path.write(text)
+        path.writelines(chunks)
         return
-    atomic_write(path, lambda fh: fh.write(text))
+    atomic_write(path, lambda fh: fh.writelines(chunks))
 
 
 def write_qrels(path, qrels):
@@ -108,8 +108,8 @@ def write_qrels(path, qrels):
             doc = list(docs)[int(np.argmax(bad))]
             raise ValueError(f"{name}: relevance {docs[doc]!r} of query {q!r}, document {doc!r} is not an integer; "
                              "trec_eval reads integer relevance levels")
-        lines.extend(f"{q} 0 {d} {r}\n" for d, r in zip(docs, rels.astype(np.int64).tolist()))
-    _write_text(path, lines)
+        lines.append("".join([f"{q} 0 {d} {r}\n" for d, r in zip(docs, rels.astype(np.int64).tolist())]).encode())
+    _write(path, lines)
 
 
 def write_run(path, run, tag="cyrank"):
@@ -124,6 +124,7 @@ def write_run(path, run, tag="cyrank"):
     if not isinstance(tag, str) or not tag or _BLANK.search(tag):
         raise ValueError(f"tag must be a non-empty str without whitespace, got {tag!r}")
     _check_nested(run, "run", name)
+    format_run = _reader().format_run  # the lines in C: cyrank/_svmlight.pyx
     lines = []
     for q, docs in run.items():
         scores = np.asarray(list(docs.values()), dtype=np.float64)
@@ -132,8 +133,8 @@ def write_run(path, run, tag="cyrank"):
             raise ValueError(f"{name}: score {docs[doc]!r} of query {q!r}, document {doc!r} is not finite; a run "
                              "holds finite scores")
         ranked = sorted(zip(scores.tolist(), docs), reverse=True)  # trec_eval's order: score, then doc id, decreasing
-        lines.append("".join([f"{q} Q0 {d} {rank} {s!r} {tag}\n" for rank, (s, d) in enumerate(ranked, 1)]))
-    _write_text(path, lines)
+        lines.append(format_run(q, ranked, tag))
+    _write(path, lines)
 
 
 # --------------------------------------------------------------------------------------------- conversions

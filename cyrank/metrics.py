@@ -308,7 +308,8 @@ class _TrecQueries(_Queries):
 
     def doc_id_key(self):
         """A tie key ordering tied rows by decreasing document id (trec_eval; str order = strcmp on UTF-8). Only
-        the rows of tie groups read their id, and each distinct id is sorted once."""
+        the rows of tie groups read their id; they are sorted as one numpy str array (the ids of a query are
+        distinct, so each row's place in that sort orders its tie group)."""
         order = self.order("input")
         s = self.s[order]
         tied = s[1:] == s[:-1]
@@ -322,10 +323,8 @@ class _TrecQueries(_Queries):
         if rows.size:
             flat = np.empty(s.shape[0], dtype=object)
             flat[:] = list(chain.from_iterable(self._ranked_dicts))
-            docs = flat[rows]
-            distinct = sorted(set(docs), reverse=True)
-            rank = dict(zip(distinct, range(len(distinct))))
-            key[rows] = np.fromiter(map(rank.__getitem__, docs), dtype=np.float64, count=rows.size)
+            by_id = np.argsort(flat[rows].astype(str), kind="stable")
+            key[rows[by_id]] = -np.arange(rows.size, dtype=np.float64)
         return key
 
 

@@ -712,14 +712,16 @@ def err_score(y_true, y_score, qid=None, *, k=10, max_rel=None, convention=None,
     k = _check_k(k)
 
     def per_query(Q, ties):
-        check_gain_labels(Q.judged, "ERR", exponential=False)
+        clip = _preset(convention).clip_labels  # trec_eval / ranx: a label <= 0 is not relevant (R = 0)
+        y = np.maximum(Q.y, 0.0) if clip else Q.y
+        check_gain_labels(np.maximum(Q.judged, 0.0) if clip else Q.judged, "ERR", exponential=False)
         top = float(Q.judged.max(initial=0.0))
         cap = top if max_rel is None else check_param("max_rel", max_rel, low=0.0)
         if top > cap:
             raise ValueError(f"max_rel={cap!r} is below the largest label {top!r}: R(y) = (2**y - 1) / 2**max_rel "
                              f"would exceed 1; pass max_rel >= {top!r} (the top of the grade scale) or max_rel=None "
                              f"(the largest label)")
-        R = np.exp2(Q.y - cap) - np.exp2(-cap)  # (2**y - 1) / 2**max_rel without overflow
+        R = np.exp2(y - cap) - np.exp2(-cap)  # (2**y - 1) / 2**max_rel without overflow
         R_ranked, s = Q.ranked(R, ties)
         mu = np.empty(Q.max_size + 1, dtype=np.float64)
         return Q.apply(_metrics.err_kernel, R_ranked, s, Q.offsets, Q.n_relevant(_binary(Q.judged, 0.0)), k,

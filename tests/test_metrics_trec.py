@@ -276,6 +276,7 @@ def test_negative_qrels_labels_are_gain_zero_under_trec_eval_and_ranx():
     without = {"q": {"b": 1, "c": 3}}
     for convention in ("trec_eval", "ranx", "ranx_burges"):
         assert M.ndcg_score(qrels, run, convention=convention) == M.ndcg_score(without, run, convention=convention)
+        assert M.err_score(qrels, run, convention=convention) == M.err_score(without, run, convention=convention)
 
 
 @pytest.mark.parametrize("convention, gain, ties, empty", [

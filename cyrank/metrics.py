@@ -243,13 +243,13 @@ class _Queries:
             order = np.empty(self.s.shape[0], dtype=np.int64)
             if ties == "ranx":
                 _metrics.ranx_order(-self.s, self.offsets, order)
+            elif ties == "doc_id":
+                order = self.doc_id_order()
             else:
                 if ties == "input":
                     key = np.zeros_like(self.s)
                 elif ties == "optimistic":
                     key = -self.y
-                elif ties == "doc_id":
-                    key = self.doc_id_key()
                 else:  # pessimistic; average also needs the rows of a tie group by increasing label
                     key = self.y
                 _metrics.rank_order(self.s, np.ascontiguousarray(key, dtype=np.float64), self.offsets, order,
@@ -306,26 +306,26 @@ class _TrecQueries(_Queries):
     def doc_ids(self):
         return self._ranked_dicts
 
-    def doc_id_key(self):
-        """A tie key ordering tied rows by decreasing document id (trec_eval; str order = strcmp on UTF-8). Only
-        the rows of tie groups read their id; they are sorted as one numpy str array (the ids of a query are
-        distinct, so each row's place in that sort orders its tie group)."""
-        order = self.order("input")
+    def doc_id_order(self):
+        """The rank order with ties by decreasing document id (trec_eval; str order = strcmp on UTF-8): the
+        input-order ranking, then each tie group's rows re-sorted by id. Only tied rows read their id; they are
+        sorted as one numpy str array (a query's ids are distinct), then stably by tie group."""
+        order = self.order("input").copy()
         s = self.s[order]
-        tied = s[1:] == s[:-1]
+        tied = s[1:] == s[:-1]  # tied[i]: rank positions i and i + 1 share a score
         starts = self.offsets[1:-1]
         tied[starts[(starts > 0) & (starts < s.shape[0])] - 1] = False  # no tie group across two queries
         in_tie = np.zeros(s.shape[0], dtype=bool)
         in_tie[1:] |= tied
         in_tie[:-1] |= tied
-        key = np.zeros(s.shape[0], dtype=np.float64)
-        rows = order[in_tie]
-        if rows.size:
+        pos = np.flatnonzero(in_tie)
+        if pos.size:
+            group = np.cumsum(np.r_[True, ~tied[pos[1:] - 1]])
             flat = np.empty(s.shape[0], dtype=object)
             flat[:] = list(chain.from_iterable(self._ranked_dicts))
-            by_id = np.argsort(flat[rows].astype(str), kind="stable")
-            key[rows[by_id]] = -np.arange(rows.size, dtype=np.float64)
-        return key
+            by_id = np.argsort(flat[order[pos]].astype(str), kind="stable")[::-1]  # decreasing id
+            order[pos] = order[pos][by_id[np.argsort(group[by_id], kind="stable")]]
+        return order
 
 
 def _str_keyed(d, name):

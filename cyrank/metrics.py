@@ -216,8 +216,8 @@ class _Queries:
         codes, names = (None, None) if qid is None else factorize_qid(qid, None, "y_true")
         y, s, q = check_scores(y_true, y_score, codes)
         self.groups = QueryGroups(q)
-        self.y = self.groups.sort(y)
-        self.s = self.groups.sort(s)
+        self.y = np.ascontiguousarray(self.groups.sort(y))
+        self.s = np.ascontiguousarray(self.groups.sort(s))
         self.offsets = np.ascontiguousarray(self.groups.offsets, dtype=np.int64)
         self.ids = self.groups.ids if names is None else names[self.groups.ids]  # the original (string) ids
         self.judged, self.judged_offsets = self.y, self.offsets

@@ -344,3 +344,13 @@ def test_every_metric_takes_a_query_the_run_misses_and_an_empty_run_query(spec):
     assert set(per_query) == {"a", "b", "c"} and np.isfinite(per_query["a"])
     if spec not in ("auc", "pairacc"):  # these read the retrieved documents only: no pair, undefined
         assert per_query["b"] == per_query["c"] == 0.0
+
+
+def test_strided_arrays_are_taken():
+    """A score column of a matrix (a strided view) is read as well as a contiguous copy."""
+    y, s, qid, _ = random_rows(4)
+    columns = np.column_stack([s, -s])
+    for spec in ("ndcg@5", "map", "auc"):
+        f = M.metric_by_name(spec)
+        assert f(y, columns[:, 0], qid) == f(y, s.copy(), qid)
+        assert f(np.column_stack([y, y])[:, 1], s, qid, convention="ranx") == f(y, s, qid, convention="ranx")

@@ -10,14 +10,14 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = sorted(EXAMPLES.glob("plot_*.py"))
 EXPECTED = ("plot_cv_choose_c.py", "plot_l1_path.py", "plot_mlr_embedding.py", "plot_ranksvm_linear_vs_rbf.py",
-            "plot_cutting_plane_gap.py", "plot_learning_from_clicks.py")
+            "plot_cutting_plane_gap.py", "plot_learning_from_clicks.py", "plot_trec_reranker.py")
 
 
 def test_gallery_layout():
-    """sphinx-gallery needs README.rst (the gallery header); the six examples are there."""
+    """sphinx-gallery needs README.rst (the gallery header); the seven examples are there."""
     assert (EXAMPLES / "README.rst").is_file()
     names = {path.name for path in SCRIPTS}
-    assert len(names) >= 6
+    assert len(names) >= 7
     assert set(EXPECTED) <= names, f"missing: {sorted(set(EXPECTED) - names)}"
     for path in SCRIPTS:  # sphinx-gallery takes the title from the module docstring
         assert path.read_text(encoding="utf-8").lstrip().startswith(('"""', 'r"""')), path.name

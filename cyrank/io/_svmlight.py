@@ -306,7 +306,9 @@ def load_svmlight(path, *, n_features=None, dtype=np.float64, zero_based="auto",
     qid : ndarray of shape (n,)
         int64 query ids; all zeros when the file has no qid. A file where only some lines have a qid is refused.
     doc_ids : ndarray of str, shape (n,), only if ``return_doc_ids``
-    comments : dict of str to ndarray of str, only if ``return_comments`` (after doc_ids when both are asked)
+    comments : dict, only if ``return_comments``
+        {key: ndarray of str, shape (n,)}, every ``key = value`` pair of the comments ("" where a row lacks the
+        key); returned after doc_ids when both are asked.
 
     Raises
     ------

@@ -103,6 +103,7 @@ once, without the GIL. Cost: O(n log n) for the sort; the kernels are O(n) per q
 import warnings
 from collections.abc import Mapping
 from itertools import chain, repeat
+from operator import itemgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -308,7 +309,9 @@ class _TrecQueries(_Queries):
 
     def doc_id_order(self):
         """The rank order with ties by decreasing document id (trec_eval; str order = strcmp on UTF-8): the
-        input-order ranking, then each tie group's rows re-sorted by id. Only tied rows read their id; they are
+        input-order ranking, then the rows of each tie group whose labels differ re-sorted by id. A tie group of
+        equal labels is left alone: every metric reads the labels only (through a nondecreasing function of
+        them), so no order of such a group changes a value. The ids read are those of the re-sorted rows; they are
         sorted as one numpy str array (a query's ids are distinct), then stably by tie group."""
         order = self.order("input").copy()
         s = self.s[order]
@@ -319,11 +322,18 @@ class _TrecQueries(_Queries):
         in_tie[1:] |= tied
         in_tie[:-1] |= tied
         pos = np.flatnonzero(in_tie)
+        if pos.size == 0:
+            return order
+        first = np.r_[True, ~tied[pos[1:] - 1]]  # the first position of each tie group, among pos
+        labels = self.y[order[pos]]
+        heads = np.flatnonzero(first)
+        mixed = np.minimum.reduceat(labels, heads) < np.maximum.reduceat(labels, heads)
+        keep = np.repeat(mixed, np.diff(np.r_[heads, pos.size]))
+        pos, group = pos[keep], np.cumsum(first)[keep]
         if pos.size:
-            group = np.cumsum(np.r_[True, ~tied[pos[1:] - 1]])
-            flat = np.empty(s.shape[0], dtype=object)
-            flat[:] = list(chain.from_iterable(self._ranked_dicts))
-            by_id = np.argsort(flat[order[pos]].astype(str), kind="stable")[::-1]  # decreasing id
+            rows = order[pos].tolist()
+            ids = itemgetter(*rows)(list(chain.from_iterable(self._ranked_dicts)))  # a mixed group has >= 2 rows
+            by_id = np.argsort(np.array(ids, dtype=str), kind="stable")[::-1]  # decreasing id
             order[pos] = order[pos][by_id[np.argsort(group[by_id], kind="stable")]]
         return order
 

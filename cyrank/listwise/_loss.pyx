@@ -1,0 +1,332 @@
+"""The listwise losses in the scores f, query by query: value, gradient, Hessian-vector product and Hessian
+diagonal, for ListNet / softmax cross-entropy and ListMLE (Efron's or Breslow's ties, top k).
+
+ListNet (Cao, Qin, Liu, Tsai & Li, ICML 2007, section 4; Bruch, Wang, Bendersky & Najork, ICTIR 2019), with
+c_i = w_i p_i the weighted target of row i (fixed for a fit) and C = sum_i c_i:
+
+    L_q = sum_i c_i (LSE(f) - f_i),   dL/df_i = C s_i - c_i,   H = C (diag(s) - s s'),   s = softmax(f).
+
+ListMLE (Xia, Liu, Wang, Zhang & Li, ICML 2008, section 3) with ties (Efron 1977): the rows sorted by
+decreasing label into tie groups; position t = start(G) + r of group G (size m, weight sum W_G):
+
+    D_t = B_G + a_r S_G,   B_G = sum_{j below G} e^{f_j},   S_G = sum_{j in G} e^{f_j},
+    a_r = 1 - r / m (Efron) or 1 (Breslow),   l_t = (W_G / m) log D_t - (1 / m) sum_{j in G} w_j f_j,
+
+summed over the positions t < top_k. With c_t = W_G / m and q_t the distribution a_{t,j} e^{f_j} / D_t over
+the rows (a_{t,j} = 1 below G, a_r in G, 0 above), the gradient is sum_t c_t q_t minus the linear part and the
+Hessian sum_t c_t (diag(q_t) - q_t q_t'): a row j of group H sees a_{t,j} = 1 for every t of a group above H
+and a_r for the t of its own group, so prefix sums over the groups give the gradient, H u and diag(H) in O(n).
+
+Stability: every exponential is taken relative to the running maximum of its risk set. Going up from the last
+group, M_G = max f over G and below (non-increasing downward), ex_j = e^{f_j - M_G} for j in G, and B_G, S_G are
+stored scaled by e^{-M_G} (so D~_t = D_t e^{-M_G} >= 1 / m); going down, the prefix sums over the groups above
+are carried scaled by e^{M_H} (multiplied by e^{M_H - M_prev} <= 1 at each group). No exponential exceeds 1 and
+no sum overflows, whatever the score gaps (tested with gaps of 1e3).
+
+Layout (:class:`Layout`, built once per fit): position k holds row perm[k]; query q owns positions
+offsets[q]:offsets[q+1], labels decreasing; gstart[k] / gend[k] the first / one-past-last position of k's tie
+group; coef[k] = c (ListNet: w_i p_i; ListMLE: w_i) of the row at k. Scores and outputs are in the input row
+order (read and written through perm). Queries run in parallel (OpenMP, dynamic schedule), each writing only
+its own rows and its loss into qloss[q]; the losses are summed in query order: the same bits for any thread
+count.
+"""
+import numpy as np
+
+from cython.parallel cimport prange
+from libc.math cimport INFINITY, exp, log
+
+from cyrank._parallel cimport product_threads
+from cyrank._typedefs cimport intp_t
+
+cdef enum:
+    KIND_LISTNET = 0
+    KIND_LISTMLE = 1
+
+LISTNET = KIND_LISTNET
+LISTMLE = KIND_LISTMLE
+
+
+cdef class Layout:
+    """Positions of the rows (module docstring): ``perm``, ``offsets``, ``gstart``, ``gend``, ``coef``, the loss
+    (``kind``: LISTNET or LISTMLE), ``efron`` (ListMLE's tie rule), ``top_k`` (0: every position) and the
+    thread count of the passes (one below ``parallel_min_rows`` rows; < 0: the shared default)."""
+    cdef public object perm, offsets, gstart, gend, coef
+    cdef public intp_t n, n_queries, top_k, n_threads
+    cdef public int kind
+    cdef public bint efron
+
+    def __init__(self, perm, offsets, gstart, gend, coef, int kind, bint efron=True, intp_t top_k=0,
+                 intp_t parallel_min_rows=-1):
+        self.perm = np.ascontiguousarray(perm, dtype=np.int64)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.gstart = np.ascontiguousarray(gstart, dtype=np.int64)
+        self.gend = np.ascontiguousarray(gend, dtype=np.int64)
+        self.coef = np.ascontiguousarray(coef, dtype=np.float64)
+        self.n = self.perm.shape[0]
+        self.n_queries = self.offsets.shape[0] - 1
+        n = self.n
+        if (self.n_queries < 0 or self.offsets[0] != 0 or self.offsets[self.n_queries] != n
+                or np.any(np.diff(self.offsets) < 0) or self.gstart.shape[0] != n or self.gend.shape[0] != n
+                or self.coef.shape[0] != n or kind not in (LISTNET, LISTMLE) or top_k < 0
+                or (n and (self.perm.min() < 0 or self.perm.max() >= n
+                           or np.any(self.gstart > np.arange(n)) or np.any(self.gend <= np.arange(n))))):
+            raise ValueError("listwise Layout: inconsistent arrays")
+        self.kind, self.efron, self.top_k = kind, efron, top_k
+        self.n_threads = product_threads(n, self.n_queries, parallel_min_rows)
+
+
+cdef class State:
+    """What a Hessian product needs at a point: per position ex (e^{f - M} of its group), and at each group's
+    first position gm (M_G), gb (B~_G) and gs (S~_G); ListNet uses the query's first position (M, 0, Z)."""
+    cdef public object ex, gm, gb, gs
+
+    def __init__(self, intp_t n):
+        self.ex, self.gm, self.gb, self.gs = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+
+
+# ------------------------------------------------------------------------------------------------ ListNet
+cdef double _listnet_eval(intp_t a, intp_t b, const intp_t* perm, const double* coef, const double* f,
+                          double* g, double* ex, double* gm, double* gs) noexcept nogil:
+    cdef intp_t k
+    cdef double M = -INFINITY, Z = 0.0, C = 0.0, lin = 0.0, inv
+    for k in range(a, b):
+        C += coef[k]
+        M = f[perm[k]] if f[perm[k]] > M else M
+    if C == 0.0:  # no target: the query contributes nothing
+        for k in range(a, b):
+            g[perm[k]] = 0.0
+            ex[k] = 0.0
+        gm[a] = M
+        gs[a] = 1.0
+        return 0.0
+    for k in range(a, b):
+        ex[k] = exp(f[perm[k]] - M)
+        Z += ex[k]
+        lin += coef[k] * (M - f[perm[k]])
+    gm[a] = M
+    gs[a] = Z
+    inv = C / Z
+    for k in range(a, b):
+        g[perm[k]] = inv * ex[k] - coef[k]
+    return lin + C * log(Z)
+
+
+cdef void _listnet_hess(intp_t a, intp_t b, const intp_t* perm, const double* coef, const double* ex,
+                        const double* gs, const double* u, double* out, bint diag) noexcept nogil:
+    cdef intp_t k
+    cdef double C = 0.0, su = 0.0, Z = gs[a], s
+    for k in range(a, b):
+        C += coef[k]
+        if not diag:
+            su += ex[k] * u[perm[k]]
+    su /= Z
+    for k in range(a, b):
+        s = ex[k] / Z
+        if diag:
+            out[perm[k]] = C * s * (1.0 - s)
+        else:
+            out[perm[k]] = C * s * (u[perm[k]] - su)
+
+
+# ------------------------------------------------------------------------------------------------ ListMLE
+cdef inline intp_t _kept(intp_t top_k, intp_t offset, intp_t m) noexcept nogil:
+    """Positions of a group of m rows starting ``offset`` positions into its query that lie within top_k."""
+    if top_k == 0:
+        return m
+    if offset >= top_k:
+        return 0
+    return top_k - offset if top_k - offset < m else m
+
+
+cdef inline double _a(bint efron, intp_t r, intp_t m) noexcept nogil:
+    return 1.0 - (<double> r) / m if efron else 1.0
+
+
+cdef void _mle_backward(intp_t a, intp_t b, const intp_t* perm, const intp_t* gstart, const double* f,
+                        double* ex, double* gm, double* gb, double* gs) noexcept nogil:
+    """Bottom-up over the groups: M_G, ex, B~_G, S~_G (module docstring)."""
+    cdef intp_t e = b, s, k
+    cdef double Mnext = -INFINITY, R = 0.0, mg, below, S
+    while e > a:
+        s = gstart[e - 1]
+        mg = Mnext
+        for k in range(s, e):
+            mg = f[perm[k]] if f[perm[k]] > mg else mg
+        below = R * exp(Mnext - mg) if R > 0.0 else 0.0
+        S = 0.0
+        for k in range(s, e):
+            ex[k] = exp(f[perm[k]] - mg)
+            S += ex[k]
+        gm[s] = mg
+        gb[s] = below
+        gs[s] = S
+        R = below + S
+        Mnext = mg
+        e = s
+
+
+cdef double _mle_eval(intp_t a, intp_t b, const intp_t* perm, const intp_t* gend, const double* coef,
+                      const double* f, bint efron, intp_t top_k, double* g, double* ex, const double* gm,
+                      const double* gb, const double* gs) noexcept nogil:
+    """Top-down: the loss and the gradient (written at the rows) from the backward pass's state."""
+    cdef intp_t s = a, e, k, r, m, R
+    cdef double A = 0.0, Mprev = gm[a], mg, W, c, own, below, logs, lin, D, ar, frac, loss = 0.0
+    while s < b:
+        e = gend[s]
+        m = e - s
+        mg = gm[s]
+        A *= exp(mg - Mprev)
+        R = _kept(top_k, s - a, m)
+        W = 0.0
+        lin = 0.0
+        for k in range(s, e):
+            W += coef[k]
+            lin += coef[k] * (mg - f[perm[k]])
+        c = W / m
+        own = 0.0
+        below = 0.0
+        logs = 0.0
+        for r in range(R):
+            ar = _a(efron, r, m)
+            D = gb[s] + ar * gs[s]
+            own += c * ar / D
+            below += c / D
+            logs += log(D)
+        frac = (<double> R) / m
+        loss += frac * lin + c * logs
+        for k in range(s, e):
+            g[perm[k]] = ex[k] * (A + own) - frac * coef[k]
+        A += below
+        Mprev = mg
+        s = e
+    return loss
+
+
+cdef void _mle_hess(intp_t a, intp_t b, const intp_t* perm, const intp_t* gstart, const intp_t* gend,
+                    const double* coef, bint efron, intp_t top_k, const double* ex, const double* gm,
+                    const double* gb, const double* gs, const double* u, double* out, double* work,
+                    bint diag) noexcept nogil:
+    """out = H u (or diag(H) with ``diag``) at the rows; work: per position, B~u of the group (at its start)."""
+    cdef intp_t s, e, k, r, m, R
+    cdef double Mnext = -INFINITY, U = 0.0, mg, Ub, SU, W, c, D, ar, qu, scale
+    cdef double Bsum = 0.0, Gsum = 0.0, ownB, ownG, belowB, belowG, Mprev
+    if not diag:  # bottom-up: sum_{j below G} e^{f_j - M_G} u_j
+        e = b
+        while e > a:
+            s = gstart[e - 1]
+            mg = gm[s]
+            Ub = U * exp(Mnext - mg) if U != 0.0 else 0.0
+            SU = 0.0
+            for k in range(s, e):
+                SU += ex[k] * u[perm[k]]
+            work[s] = Ub
+            U = Ub + SU
+            Mnext = mg
+            e = s
+    s = a
+    Mprev = gm[a]
+    while s < b:
+        e = gend[s]
+        m = e - s
+        mg = gm[s]
+        scale = exp(mg - Mprev)
+        Bsum *= scale
+        Gsum *= (scale * scale) if diag else scale
+        R = _kept(top_k, s - a, m)
+        W = 0.0
+        SU = 0.0
+        for k in range(s, e):
+            W += coef[k]
+            if not diag:
+                SU += ex[k] * u[perm[k]]
+        c = W / m
+        ownB = ownG = belowB = belowG = 0.0
+        for r in range(R):
+            ar = _a(efron, r, m)
+            D = gb[s] + ar * gs[s]
+            ownB += c * ar / D
+            belowB += c / D
+            if diag:  # sum_t c_t a^2 / D_t^2
+                ownG += c * ar * ar / (D * D)
+                belowG += c / (D * D)
+            else:
+                qu = (work[s] + ar * SU) / D
+                ownG += c * ar * qu / D
+                belowG += c * qu / D
+        for k in range(s, e):
+            if diag:
+                out[perm[k]] = max(ex[k] * (Bsum + ownB) - ex[k] * ex[k] * (Gsum + ownG), 0.0)
+            else:
+                out[perm[k]] = ex[k] * (u[perm[k]] * (Bsum + ownB) - (Gsum + ownG))
+        Bsum += belowB
+        Gsum += belowG
+        Mprev = mg
+        s = e
+
+
+# ------------------------------------------------------------------------------------------------ the passes
+def evaluate(Layout lay, const double[::1] f, double[::1] g, State st, double[::1] qloss):
+    """The loss sum_q L_q at the scores f (input row order); g = dL/df (input row order), the state of
+    :func:`hess_vec` in ``st``, each query's loss in qloss (n_queries). Queries in parallel; the sum in order."""
+    cdef intp_t n = lay.n, nq = lay.n_queries, nt = lay.n_threads, q, a, b
+    cdef const intp_t[::1] perm = lay.perm, offsets = lay.offsets, gstart = lay.gstart, gend = lay.gend
+    cdef const double[::1] coef = lay.coef
+    cdef double[::1] ex = st.ex, gm = st.gm, gb = st.gb, gs = st.gs
+    cdef int kind = lay.kind
+    cdef bint efron = lay.efron
+    cdef intp_t top_k = lay.top_k
+    cdef double total = 0.0
+    if f.shape[0] != n or g.shape[0] != n or ex.shape[0] != n or qloss.shape[0] != nq:
+        raise ValueError("listwise evaluate: wrong array sizes")
+    if n == 0:
+        return 0.0
+    with nogil:
+        for q in prange(nq, schedule="dynamic", chunksize=16, num_threads=nt):
+            a = offsets[q]
+            b = offsets[q + 1]
+            if a == b:
+                qloss[q] = 0.0
+            elif kind == KIND_LISTNET:
+                qloss[q] = _listnet_eval(a, b, &perm[0], &coef[0], &f[0], &g[0], &ex[0], &gm[0], &gs[0])
+            else:
+                _mle_backward(a, b, &perm[0], &gstart[0], &f[0], &ex[0], &gm[0], &gb[0], &gs[0])
+                qloss[q] = _mle_eval(a, b, &perm[0], &gend[0], &coef[0], &f[0], efron, top_k, &g[0], &ex[0],
+                                     &gm[0], &gb[0], &gs[0])
+        for q in range(nq):
+            total += qloss[q]
+    return total
+
+
+def _hess(Layout lay, State st, const double[::1] u, double[::1] out, double[::1] work, bint diag):
+    cdef intp_t n = lay.n, nq = lay.n_queries, nt = lay.n_threads, q, a, b
+    cdef const intp_t[::1] perm = lay.perm, offsets = lay.offsets, gstart = lay.gstart, gend = lay.gend
+    cdef const double[::1] coef = lay.coef
+    cdef const double[::1] ex = st.ex, gm = st.gm, gb = st.gb, gs = st.gs
+    cdef int kind = lay.kind
+    cdef bint efron = lay.efron
+    cdef intp_t top_k = lay.top_k
+    if u.shape[0] != n or out.shape[0] != n or work.shape[0] != n or ex.shape[0] != n:
+        raise ValueError("listwise Hessian: wrong array sizes")
+    if n == 0:
+        return
+    with nogil:
+        for q in prange(nq, schedule="dynamic", chunksize=16, num_threads=nt):
+            a = offsets[q]
+            b = offsets[q + 1]
+            if a == b:
+                continue
+            if kind == KIND_LISTNET:
+                _listnet_hess(a, b, &perm[0], &coef[0], &ex[0], &gs[0], &u[0], &out[0], diag)
+            else:
+                _mle_hess(a, b, &perm[0], &gstart[0], &gend[0], &coef[0], efron, top_k, &ex[0], &gm[0], &gb[0],
+                          &gs[0], &u[0], &out[0], &work[0], diag)
+
+
+def hess_vec(Layout lay, State st, const double[::1] u, double[::1] out, double[::1] work):
+    """out = H u (input row order) at the state of the last :func:`evaluate` into ``st``; work: n doubles."""
+    _hess(lay, st, u, out, work, False)
+
+
+def hess_diag(Layout lay, State st, double[::1] out):
+    """out = diag(H) (input row order) at the state of the last :func:`evaluate` into ``st``."""
+    _hess(lay, st, out, out, out, True)

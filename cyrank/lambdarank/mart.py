@@ -330,15 +330,18 @@ def _check_value(name, value):
                     f"list of them (what LightGBM reads and a model file holds), not a {type(value).__name__}")
 
 
-def check_lightgbm_params(params):
+def check_lightgbm_params(params, *, own=None, refused=None, who="LambdaMART"):
     """The LightGBM parameters passed to LambdaMART through ``**kwargs``, checked by name against the installed
     LightGBM's table (aliases included): a name LightGBM does not know is refused (LightGBM would only log a
     warning, which LambdaMART silences, and ignore it: a misspelt name would train another model unnoticed), as are
     LightGBM's names of LambdaMART's own parameters (:data:`OWN_PARAMS`), those that would be ignored or would
     break LambdaMART (:data:`REFUSED_PARAMS`) and two names of one parameter. The values are LightGBM's to check
-    (at fit: a ValueError with LightGBM's message). Returns the dict."""
+    (at fit: a ValueError with LightGBM's message). ``own`` and ``refused`` replace OWN_PARAMS and REFUSED_PARAMS
+    (ListwiseMART's tables, ``who`` its name). Returns the dict."""
     if not params:
         return {}
+    own = OWN_PARAMS if own is None else own
+    refused = REFUSED_PARAMS if refused is None else refused
     aliases = lightgbm_aliases()
     seen = {}
     for name, value in params.items():
@@ -349,11 +352,11 @@ def check_lightgbm_params(params):
             raise ValueError(f"{name!r} is not a LightGBM parameter (LightGBM {_lightgbm().__version__} would "
                              f"ignore it){hint} LambdaMART passes every parameter LightGBM knows (its names and "
                              "aliases: https://lightgbm.readthedocs.io/en/latest/Parameters.html)")
-        if main in OWN_PARAMS:
-            raise ValueError(f"{name}={value!r:.40} is LightGBM's name of LambdaMART's parameter "
-                             f"{OWN_PARAMS[main]!r}: pass {OWN_PARAMS[main]}= instead (one name per setting)")
-        if REFUSED_PARAMS.get(main):
-            raise ValueError(f"LightGBM parameter {name!r} is refused: {REFUSED_PARAMS[main]}")
+        if main in own:
+            raise ValueError(f"{name}={value!r:.40} is LightGBM's name of {who}'s parameter "
+                             f"{own[main]!r}: pass {own[main]}= instead (one name per setting)")
+        if refused.get(main):
+            raise ValueError(f"LightGBM parameter {name!r} is refused: {refused[main]}")
         if main in seen:
             raise ValueError(f"{seen[main]!r} and {name!r} are two names of LightGBM's {main!r}: pass one")
         seen[main] = name
@@ -395,6 +398,15 @@ def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_s
     parse_metric(metric)
     check_option("ties", ties, TIES)
     resolve_ties(ties, metric)
+    trees = _check_tree_params(n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree,
+                               early_stopping_rounds, n_jobs, random_state, verbose)
+    return (*trees[:5], check_param("sigma", sigma, low=0.0, low_open=True), *trees[5:])
+
+
+def _check_tree_params(n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree,
+                       early_stopping_rounds, n_jobs, random_state, verbose):
+    """The parameters of the trees and of the boosting loop that LambdaMART and ListwiseMART share: (n_estimators,
+    learning_rate, num_leaves, min_child_samples, colsample_bytree, early_stopping_rounds, n_jobs)."""
     if not isinstance(random_state, (np.random.RandomState, np.random.Generator)):
         random_seed(random_state)  # checked here, drawn from (a RandomState or Generator) at fit only
     check_verbose(verbose)
@@ -414,7 +426,6 @@ def check_params(*, metric, n_estimators, learning_rate, num_leaves, min_child_s
             check_param("num_leaves", num_leaves, low=2, integer=True),
             min_child,
             check_param("colsample_bytree", colsample_bytree, low=0.0, high=1.0, low_open=True),
-            check_param("sigma", sigma, low=0.0, low_open=True),
             None if early_stopping_rounds is None else check_param(
                 "early_stopping_rounds", early_stopping_rounds, low=1, integer=True),
             check_n_jobs(n_jobs))
@@ -541,19 +552,265 @@ class _LogEvery:
     """``verbose=k``: every k-th round and the last, one line with the round, the seconds since the fit began and
     every value evaluated (each eval set's metrics, as in evals_result_)."""
 
-    def __init__(self, period):
+    def __init__(self, period, who="LambdaMART"):
         self.order = 10  # before early stopping (30), which ends the loop by an exception
-        self.period, self.start = period, time.perf_counter()
+        self.period, self.start, self.who = period, time.perf_counter(), who
 
     def __call__(self, env):
         i = env.iteration + 1
         if i % self.period and i != env.end_iteration:
             return
         values = "".join(f"  {r[0]} {r[1]} {r[2]:.6f}" for r in env.evaluation_result_list)
-        print(f"LambdaMART round {i:4d} {time.perf_counter() - self.start:9.2f} s{values}", flush=True)
+        print(f"{self.who} round {i:4d} {time.perf_counter() - self.start:9.2f} s{values}", flush=True)
 
 
-class LambdaMART(RankerMixin, SolverEstimator):
+class _MART(RankerMixin, SolverEstimator):
+    """LightGBM trees grown on the gradients and hessians of a cyrank loss through LightGBM's custom-objective
+    interface: the machinery LambdaMART and ListwiseMART share (LightGBM parameters, eval sets, callbacks, model
+    text checks, prediction). A subclass gives ``__init__``, ``_check`` (its parameter check, returning
+    (n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree, ..., early_stopping_rounds,
+    n_jobs)) and ``_prepare`` (the gradient source of the training rows)."""
+
+    _model_schema = {"n_features_in_": "int>=1", "model_string_": "str", "n_iter_": "int>=1",
+                     "best_iteration_": "int>=1", "evals_result_": "dicts?", "objective_": "float",
+                     "converged_": "bool", "features_used_": "int[*] in [0, d)|None?", "min_child_samples_": "int>=1?",
+                     "history_": "dict?"}  # history_: model files saved before evals_result_ (issue 30)
+
+    def get_params(self, deep=True):
+        """The parameters of ``__init__`` and the LightGBM parameters passed by name (``**kwargs``)."""
+        return {**super().get_params(deep=deep), **self._lightgbm_params}
+
+    def set_params(self, **params):
+        """Set parameters; a name that is not one of ``__init__``'s is a LightGBM parameter (checked at fit)."""
+        own = set(self._get_param_names())
+        lightgbm_params = {name: params.pop(name) for name in list(params) if name.partition("__")[0] not in own}
+        super().set_params(**params)
+        self._lightgbm_params = {**self._lightgbm_params, **lightgbm_params}
+        return self
+
+    # cyrank._base.SolverEstimator: the fit is _MART's own (LightGBM grows the trees); _check is the subclass's
+    _own_params = None  # LightGBM's names of the subclass's parameters (None: OWN_PARAMS)
+    _refused_params = None  # LightGBM parameters the subclass refuses (None: REFUSED_PARAMS)
+
+    def _check_params(self):
+        """The LightGBM parameters passed by name (:func:`check_lightgbm_params`), then the others (``_check``,
+        what it returns): at fit, and when a model file is loaded."""
+        check_lightgbm_params(self._lightgbm_params, own=self._own_params, refused=self._refused_params,
+                              who=type(self).__name__)
+        return super()._check_params()
+    _stale_attributes = ("history_",)
+
+    @staticmethod
+    def _min_child(min_child, n):
+        """min_child_samples for n training rows: "auto" resolved, an integer that forbids every split refused."""
+        if min_child == "auto":
+            return min(MIN_CHILD_AUTO, max(1, n // 10))
+        if 2 * min_child > n:
+            raise ValueError(f"min_child_samples={min_child} forbids every split on {n} training rows (a split "
+                             f"needs 2 * min_child_samples rows): give at most {max(1, n // 2)}, or "
+                             "min_child_samples='auto' (the default)")
+        return min_child
+
+    def fit(self, X, y, qid=None, eval_set=None, sample_weight=None, *, eval_names=None, eval_metric=None,
+            eval_at=None, callbacks=None):
+        """Grow the trees on (X, y) grouped by ``qid``.
+
+        ``sample_weight``: None, a number or one weight >= 0 per row, the weight c_i of the pairs where row i is
+        preferred (class docstring). ``eval_set``: one (X, y, qid) tuple or a list of them (LightGBM's eval_set),
+        each scored after every round with ``eval_metric`` (unweighted; :func:`eval_metric_names` gives the names
+        and their order, ``eval_at`` the cut-offs), named by ``eval_names`` (default "valid_<i>", and "training"
+        for the fit's own X and y); the values are ``evals_result_``. ``callbacks``: LightGBM's callbacks
+        (lightgbm.log_evaluation, early_stopping, record_evaluation, reset_parameter, or your own), which see
+        cyrank's metrics, higher is better, as LightGBM's evaluation results."""
+        checked = self._check_params()
+        n_estimators, learning_rate, num_leaves, min_child, colsample, *_, patience, n_jobs = checked
+        who = type(self).__name__
+        lightgbm_params = self._lightgbm_params
+        verbose = check_verbose(self.verbose)
+        names = eval_metric_names(self.metric, eval_metric, eval_at)
+        if callbacks is not None and not (isinstance(callbacks, (list, tuple)) and all(map(callable, callbacks))):
+            raise TypeError("callbacks must be a list of callables (LightGBM's callbacks, e.g. "
+                            "[lightgbm.log_evaluation(10)])")
+        sets = _eval_sets(eval_set, eval_names, X, y, qid)
+        watched = next((name for name, data in sets if data is not None), None)
+        if patience is not None and watched is None:
+            raise ValueError("early_stopping_rounds needs an eval_set (other than the training set) to watch")
+        boosting = [v for k, v in lightgbm_params.items() if lightgbm_aliases()[k] == "boosting"]
+        if patience is not None and boosting and str(boosting[0]).lower() == "dart":
+            raise ValueError("early_stopping_rounds cannot keep a best round with boosting='dart' (DART rescales the "
+                             "earlier trees at every round, as LightGBM says refusing it): fit without it")
+        X, y, qid = check_ranking_data(X, y, qid)
+        n = X.shape[0]
+        if n < 2:
+            raise ValueError(f"{who} needs at least 2 samples ({self._needs}), got {n} sample")
+        min_child = self._min_child(min_child, n)
+        lgb = _lightgbm()
+        pairs = self._prepare(checked, X, y, qid, sample_weight)
+        valid = _checked_eval_sets(sets, X.shape[1], self.metric, names, y)
+        # LightGBM's rows: a sparse X in the kernel's order (a CSR copy, nnz-sized, its empty columns left out);
+        # a dense X as given, in its own dtype, never copied (LightGBM bins it and keeps only the bins), the scores
+        # then permuted into the kernel's order (to_kernel) and the lambdas back, O(n) per round
+        if sp.issparse(X):
+            Xs, used = _used_columns(sp.csr_matrix(X.tocsr()[pairs.order]))
+            to_kernel, y_rows, q_rows = None, pairs.y, qid[pairs.order]
+        else:
+            Xs, used = X, None
+            to_kernel, y_rows, q_rows = pairs.order, y, qid
+        if not _varies(Xs):
+            raise ValueError("every column of X is constant, so no tree can split and every document would get the "
+                             f"same score (LightGBM stops with an error); {who} needs a feature that varies")
+        buffers = []
+
+        def objective(preds, dataset):
+            # buffers allocated at the first round, after LightGBM has binned X (its peak); the lambdas handed back
+            # in float32, which LightGBM keeps (it would convert float64 ones in a copy)
+            if not buffers:
+                buffers.extend([np.empty(n), np.empty(n)] if to_kernel is None else
+                               [np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.float32),
+                                np.empty(n, np.float32)])
+            if to_kernel is None:
+                lam, hess = buffers
+                pairs.gradients(np.ascontiguousarray(preds, dtype=np.float64), lam, hess)
+                return lam, hess
+            lam, hess, s_kernel, lam_rows, hess_rows = buffers
+            np.take(preds, to_kernel, out=s_kernel)
+            pairs.gradients(s_kernel, lam, hess)
+            lam_rows[to_kernel], hess_rows[to_kernel] = lam, hess
+            return lam_rows, hess_rows
+
+        params = {**DEFAULT_LIGHTGBM, "objective": objective, "metric": "None", "learning_rate": learning_rate,
+                  "num_leaves": num_leaves, "min_data_in_leaf": min_child, "feature_fraction": colsample,
+                  "num_threads": 0 if n_jobs in (None, -1) else n_jobs, "seed": random_seed(self.random_state),
+                  "verbosity": -1}
+        if lightgbm_params.get("force_col_wise"):
+            del params["force_row_wise"]
+        params.update(_per_column(lightgbm_params, X.shape[1], used))
+        train = lgb.Dataset(Xs, label=y_rows, params={"verbosity": -1})  # our objective: LightGBM needs no group
+        valid_sets, valid_names, targets = [], [], {}
+        for name, data in sets:
+            if data is None:
+                dataset, target = train, (y_rows, q_rows)
+            else:
+                Xv, yv, qv = valid[name]
+                dataset = lgb.Dataset(self._columns(Xv, used), label=yv, reference=train, params={"verbosity": -1})
+                target = (yv, qv)
+            valid_sets.append(dataset)
+            valid_names.append(name)
+            targets[id(dataset)] = target
+        scorers = [(name, _scorer(name, pairs.max_rel)) for name in names]
+
+        def score(preds, dataset):  # cyrank's metrics, higher is better
+            yv, qv = targets[id(dataset)]
+            preds = np.asarray(preds, dtype=np.float64)
+            return [(name, f(yv, preds, qv), True) for name, f in scorers]
+
+        record = {}
+        callbacks = [*(callbacks or ()), lgb.record_evaluation(record)]
+        if verbose:
+            callbacks.append(_LogEvery(verbose, who))
+        if patience is not None:
+            callbacks.append(_EarlyStopping(patience, watched, names[0]))
+        try:
+            booster = lgb.train(params, train, num_boost_round=n_estimators, valid_sets=valid_sets,
+                                valid_names=valid_names, feval=score if valid_sets else None, callbacks=callbacks)
+        except lgb.basic.LightGBMError as exc:  # a refusal not foreseen above: LightGBM's words, and ours
+            if "num_features()" in str(exc):
+                raise ValueError("LightGBM finds no column of X it can split on (values within 1e-35 of 0 count as "
+                                 f"0 for it); {who} needs a feature that varies") from None
+            raise ValueError(f"LightGBM could not train {who} on this data with these parameters: "
+                             f"{str(exc).rstrip('.')}. "
+                             "Check num_leaves, min_child_samples, colsample_bytree and the LightGBM parameters "
+                             "passed against the data") from None
+        best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
+        model_string = booster.model_to_string(num_iteration=best)
+        if model_string.count("\nnum_leaves=1\n") == best:
+            warnings.warn("LightGBM found no split in any feature (every feature constant, or min_child_samples "
+                          f"= {min_child} too large for the queries): every document gets the same score",
+                          RankingDataWarning, stacklevel=2)
+        final = np.asarray(booster.predict(Xs, num_iteration=best), dtype=np.float64)
+        if to_kernel is not None:
+            final = final[to_kernel]
+        cost = pairs.loss(final)
+        evals = {s: {m: np.asarray(v, dtype=np.float64) for m, v in d.items()} for s, d in record.items()}
+        result = SolveResult(model_string=model_string, n_iter=int(best), best_iteration=int(best),
+                             evals_result=evals, objective=float(cost), converged=True, n_features_in=X.shape[1],
+                             features_used=used, min_child_samples=min_child, optimality_name="objective")
+        set_fitted(self, result, stale=self._stale_attributes)
+        self._booster = lgb.Booster(model_str=model_string)  # predict builds it after a load or unpickling
+        return self
+
+    @staticmethod
+    def _check_model_attributes(values):
+        """cyrank.io.load_model's check of a model file's fitted attributes (name -> value) beyond the schema:
+        the model text against n_iter_, best_iteration_, n_features_in_ and features_used_ (ValueError)."""
+        _checked_model_text(values)
+
+    @property
+    def booster_(self):
+        check_is_fitted(self, "model_string_")
+        if self.__dict__.get("_booster") is None:
+            values = {k: getattr(self, k, None) for k in ("n_features_in_", "n_iter_", "best_iteration_",
+                                                          "features_used_", "model_string_")}
+            self._booster = _lightgbm().Booster(model_str=_checked_model_text(values))
+        return self._booster
+
+    @property
+    def best_score_(self):
+        check_is_fitted(self, "model_string_")
+        at = self.best_iteration_ - 1
+        return {s: {m: float(v[at]) for m, v in d.items() if at < v.size}
+                for s, d in getattr(self, "evals_result_", {}).items()}
+
+    @property
+    def feature_importances_(self):
+        importance = self.booster_.feature_importance(
+            importance_type=check_option("importance_type", self.importance_type, IMPORTANCE_TYPES))
+        used = getattr(self, "features_used_", None)
+        if used is None:
+            return importance
+        out = np.zeros(self.n_features_in_, dtype=importance.dtype)
+        out[used] = importance
+        return out
+
+    @staticmethod
+    def _columns(X, used):
+        """X restricted to the columns the trees were grown on (csr_matrix when sparse: LightGBM reads it)."""
+        if used is None:
+            return sp.csr_matrix(X) if sp.issparse(X) else X
+        if sp.issparse(X):
+            return _select_columns(sp.csr_matrix(X), used)
+        return np.ascontiguousarray(X[:, used])
+
+    def decision_function(self, X):
+        """Scores of the trees (the sum of their leaf values)."""
+        X = check_predict_X(self, X)
+        booster = self.booster_
+        return np.asarray(booster.predict(self._columns(X, getattr(self, "features_used_", None))),
+                          dtype=np.float64)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_booster", None)  # rebuilt from model_string_
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__({"_lightgbm_params": {}, **state})  # a pickle made before **kwargs has none
+
+
+class _LambdaGradients:
+    """LambdaMART's gradient source: the lambdas of _Pairs (rows in its ``order``), and their cost."""
+
+    def __init__(self, pairs):
+        self.pairs, self.order, self.y, self.max_rel = pairs, pairs.order, pairs.y, pairs.max_rel
+
+    def gradients(self, scores, grad, hess):
+        self.pairs.lambdas(scores, grad, hess, with_cost=False)
+
+    def loss(self, scores):
+        return float(self.pairs.lambdas(scores, np.empty(scores.size), np.empty(scores.size)))
+
+
+class LambdaMART(_MART):
     """Boosted trees trained on the lambdas of a ranking metric (module docstring).
 
     Weights (``fit(..., sample_weight=c)``): the pair (i, j) of a query with y_i > y_j counts with c_i, the weight of
@@ -666,11 +923,6 @@ class LambdaMART(RankerMixin, SolverEstimator):
     n_features_in_, min_child_samples_ : int
     """
 
-    _model_schema = {"n_features_in_": "int>=1", "model_string_": "str", "n_iter_": "int>=1",
-                     "best_iteration_": "int>=1", "evals_result_": "dicts?", "objective_": "float",
-                     "converged_": "bool", "features_used_": "int[*] in [0, d)|None?", "min_child_samples_": "int>=1?",
-                     "history_": "dict?"}  # history_: model files saved before evals_result_ (issue 30)
-
     def __init__(self, metric="ndcg@10", n_estimators=100, learning_rate=0.1, num_leaves=31,
                  min_child_samples="auto", colsample_bytree=1.0, sigma=1.0, truncation=None, ties="pessimistic",
                  norm=False, early_stopping_rounds=None, n_jobs=None, random_state=None, verbose=0,
@@ -692,221 +944,11 @@ class LambdaMART(RankerMixin, SolverEstimator):
         self.importance_type = importance_type
         self._lightgbm_params = dict(kwargs)
 
-    def get_params(self, deep=True):
-        """The parameters of ``__init__`` and the LightGBM parameters passed by name (``**kwargs``)."""
-        return {**super().get_params(deep=deep), **self._lightgbm_params}
+    _check = check_params
+    _needs = "pairs within queries"
 
-    def set_params(self, **params):
-        """Set parameters; a name that is not one of ``__init__``'s is a LightGBM parameter (checked at fit)."""
-        own = set(self._get_param_names())
-        lightgbm_params = {name: params.pop(name) for name in list(params) if name.partition("__")[0] not in own}
-        super().set_params(**params)
-        self._lightgbm_params = {**self._lightgbm_params, **lightgbm_params}
-        return self
-
-    _check = check_params  # cyrank._base.SolverEstimator: LambdaMART's fit is its own (LightGBM grows the trees)
-
-    def _check_params(self):
-        """The LightGBM parameters passed by name (:func:`check_lightgbm_params`), then the others (check_params,
-        what it returns): at fit, and when a model file is loaded."""
-        check_lightgbm_params(self._lightgbm_params)
-        return super()._check_params()
-    _stale_attributes = ("history_",)
-
-    @staticmethod
-    def _min_child(min_child, n):
-        """min_child_samples for n training rows: "auto" resolved, an integer that forbids every split refused."""
-        if min_child == "auto":
-            return min(MIN_CHILD_AUTO, max(1, n // 10))
-        if 2 * min_child > n:
-            raise ValueError(f"min_child_samples={min_child} forbids every split on {n} training rows (a split "
-                             f"needs 2 * min_child_samples rows): give at most {max(1, n // 2)}, or "
-                             "min_child_samples='auto' (the default)")
-        return min_child
-
-    def fit(self, X, y, qid=None, eval_set=None, sample_weight=None, *, eval_names=None, eval_metric=None,
-            eval_at=None, callbacks=None):
-        """Grow the trees on (X, y) grouped by ``qid``.
-
-        ``sample_weight``: None, a number or one weight >= 0 per row, the weight c_i of the pairs where row i is
-        preferred (class docstring). ``eval_set``: one (X, y, qid) tuple or a list of them (LightGBM's eval_set),
-        each scored after every round with ``eval_metric`` (unweighted; :func:`eval_metric_names` gives the names
-        and their order, ``eval_at`` the cut-offs), named by ``eval_names`` (default "valid_<i>", and "training"
-        for the fit's own X and y); the values are ``evals_result_``. ``callbacks``: LightGBM's callbacks
-        (lightgbm.log_evaluation, early_stopping, record_evaluation, reset_parameter, or your own), which see
-        cyrank's metrics, higher is better, as LightGBM's evaluation results."""
-        n_estimators, learning_rate, num_leaves, min_child, colsample, sigma, patience, n_jobs = self._check_params()
-        lightgbm_params = self._lightgbm_params
-        verbose = check_verbose(self.verbose)
-        names = eval_metric_names(self.metric, eval_metric, eval_at)
-        if callbacks is not None and not (isinstance(callbacks, (list, tuple)) and all(map(callable, callbacks))):
-            raise TypeError("callbacks must be a list of callables (LightGBM's callbacks, e.g. "
-                            "[lightgbm.log_evaluation(10)])")
-        sets = _eval_sets(eval_set, eval_names, X, y, qid)
-        watched = next((name for name, data in sets if data is not None), None)
-        if patience is not None and watched is None:
-            raise ValueError("early_stopping_rounds needs an eval_set (other than the training set) to watch")
-        boosting = [v for k, v in lightgbm_params.items() if lightgbm_aliases()[k] == "boosting"]
-        if patience is not None and boosting and str(boosting[0]).lower() == "dart":
-            raise ValueError("early_stopping_rounds cannot keep a best round with boosting='dart' (DART rescales the "
-                             "earlier trees at every round, as LightGBM says refusing it): fit without it")
-        X, y, qid = check_ranking_data(X, y, qid)
-        n = X.shape[0]
-        if n < 2:
-            raise ValueError(f"LambdaMART needs at least 2 samples (pairs within queries), got {n} sample")
-        min_child = self._min_child(min_child, n)
-        lgb = _lightgbm()
-        pairs = _Pairs(y, qid, metric=self.metric, sigma=sigma, truncation=self.truncation, ties=self.ties,
+    def _prepare(self, checked, X, y, qid, sample_weight):
+        pairs = _Pairs(y, qid, metric=self.metric, sigma=checked[5], truncation=self.truncation, ties=self.ties,
                        norm=self.norm, X=X, sample_weight=sample_weight)
         check_metric_data(self.metric, y, qid)
-        valid = _checked_eval_sets(sets, X.shape[1], self.metric, names, y)
-        # LightGBM's rows: a sparse X in the kernel's order (a CSR copy, nnz-sized, its empty columns left out);
-        # a dense X as given, in its own dtype, never copied (LightGBM bins it and keeps only the bins), the scores
-        # then permuted into the kernel's order (to_kernel) and the lambdas back, O(n) per round
-        if sp.issparse(X):
-            Xs, used = _used_columns(sp.csr_matrix(X.tocsr()[pairs.order]))
-            to_kernel, y_rows, q_rows = None, pairs.y, qid[pairs.order]
-        else:
-            Xs, used = X, None
-            to_kernel, y_rows, q_rows = pairs.order, y, qid
-        if not _varies(Xs):
-            raise ValueError("every column of X is constant, so no tree can split and every document would get the "
-                             "same score (LightGBM stops with an error); LambdaMART needs a feature that varies")
-        buffers = []
-
-        def objective(preds, dataset):
-            # buffers allocated at the first round, after LightGBM has binned X (its peak); the lambdas handed back
-            # in float32, which LightGBM keeps (it would convert float64 ones in a copy)
-            if not buffers:
-                buffers.extend([np.empty(n), np.empty(n)] if to_kernel is None else
-                               [np.empty(n), np.empty(n), np.empty(n), np.empty(n, np.float32),
-                                np.empty(n, np.float32)])
-            if to_kernel is None:
-                lam, hess = buffers
-                pairs.lambdas(np.ascontiguousarray(preds, dtype=np.float64), lam, hess, with_cost=False)
-                return lam, hess
-            lam, hess, s_kernel, lam_rows, hess_rows = buffers
-            np.take(preds, to_kernel, out=s_kernel)
-            pairs.lambdas(s_kernel, lam, hess, with_cost=False)
-            lam_rows[to_kernel], hess_rows[to_kernel] = lam, hess
-            return lam_rows, hess_rows
-
-        params = {**DEFAULT_LIGHTGBM, "objective": objective, "metric": "None", "learning_rate": learning_rate,
-                  "num_leaves": num_leaves, "min_data_in_leaf": min_child, "feature_fraction": colsample,
-                  "num_threads": 0 if n_jobs in (None, -1) else n_jobs, "seed": random_seed(self.random_state),
-                  "verbosity": -1}
-        if lightgbm_params.get("force_col_wise"):
-            del params["force_row_wise"]
-        params.update(_per_column(lightgbm_params, X.shape[1], used))
-        train = lgb.Dataset(Xs, label=y_rows, params={"verbosity": -1})  # our objective: LightGBM needs no group
-        valid_sets, valid_names, targets = [], [], {}
-        for name, data in sets:
-            if data is None:
-                dataset, target = train, (y_rows, q_rows)
-            else:
-                Xv, yv, qv = valid[name]
-                dataset = lgb.Dataset(self._columns(Xv, used), label=yv, reference=train, params={"verbosity": -1})
-                target = (yv, qv)
-            valid_sets.append(dataset)
-            valid_names.append(name)
-            targets[id(dataset)] = target
-        scorers = [(name, _scorer(name, pairs.max_rel)) for name in names]
-
-        def score(preds, dataset):  # cyrank's metrics, higher is better
-            yv, qv = targets[id(dataset)]
-            preds = np.asarray(preds, dtype=np.float64)
-            return [(name, f(yv, preds, qv), True) for name, f in scorers]
-
-        record = {}
-        callbacks = [*(callbacks or ()), lgb.record_evaluation(record)]
-        if verbose:
-            callbacks.append(_LogEvery(verbose))
-        if patience is not None:
-            callbacks.append(_EarlyStopping(patience, watched, names[0]))
-        try:
-            booster = lgb.train(params, train, num_boost_round=n_estimators, valid_sets=valid_sets,
-                                valid_names=valid_names, feval=score if valid_sets else None, callbacks=callbacks)
-        except lgb.basic.LightGBMError as exc:  # a refusal not foreseen above: LightGBM's words, and ours
-            if "num_features()" in str(exc):
-                raise ValueError("LightGBM finds no column of X it can split on (values within 1e-35 of 0 count as "
-                                 "0 for it); LambdaMART needs a feature that varies") from None
-            raise ValueError(f"LightGBM could not train LambdaMART on this data with these parameters: "
-                             f"{str(exc).rstrip('.')}. "
-                             "Check num_leaves, min_child_samples, colsample_bytree and the LightGBM parameters "
-                             "passed against the data") from None
-        best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
-        model_string = booster.model_to_string(num_iteration=best)
-        if model_string.count("\nnum_leaves=1\n") == best:
-            warnings.warn("LightGBM found no split in any feature (every feature constant, or min_child_samples "
-                          f"= {min_child} too large for the queries): every document gets the same score",
-                          RankingDataWarning, stacklevel=2)
-        final = np.asarray(booster.predict(Xs, num_iteration=best), dtype=np.float64)
-        if to_kernel is not None:
-            final = final[to_kernel]
-        if not buffers:  # no round ran (a callback stopped the fit before the first)
-            buffers.extend([np.empty(n), np.empty(n)])
-        cost = pairs.lambdas(final, buffers[0], buffers[1])
-        evals = {s: {m: np.asarray(v, dtype=np.float64) for m, v in d.items()} for s, d in record.items()}
-        result = SolveResult(model_string=model_string, n_iter=int(best), best_iteration=int(best),
-                             evals_result=evals, objective=float(cost), converged=True, n_features_in=X.shape[1],
-                             features_used=used, min_child_samples=min_child, optimality_name="objective")
-        set_fitted(self, result, stale=self._stale_attributes)
-        self._booster = lgb.Booster(model_str=model_string)  # predict builds it after a load or unpickling
-        return self
-
-    @staticmethod
-    def _check_model_attributes(values):
-        """cyrank.io.load_model's check of a model file's fitted attributes (name -> value) beyond the schema:
-        the model text against n_iter_, best_iteration_, n_features_in_ and features_used_ (ValueError)."""
-        _checked_model_text(values)
-
-    @property
-    def booster_(self):
-        check_is_fitted(self, "model_string_")
-        if self.__dict__.get("_booster") is None:
-            values = {k: getattr(self, k, None) for k in ("n_features_in_", "n_iter_", "best_iteration_",
-                                                          "features_used_", "model_string_")}
-            self._booster = _lightgbm().Booster(model_str=_checked_model_text(values))
-        return self._booster
-
-    @property
-    def best_score_(self):
-        check_is_fitted(self, "model_string_")
-        at = self.best_iteration_ - 1
-        return {s: {m: float(v[at]) for m, v in d.items() if at < v.size}
-                for s, d in getattr(self, "evals_result_", {}).items()}
-
-    @property
-    def feature_importances_(self):
-        importance = self.booster_.feature_importance(
-            importance_type=check_option("importance_type", self.importance_type, IMPORTANCE_TYPES))
-        used = getattr(self, "features_used_", None)
-        if used is None:
-            return importance
-        out = np.zeros(self.n_features_in_, dtype=importance.dtype)
-        out[used] = importance
-        return out
-
-    @staticmethod
-    def _columns(X, used):
-        """X restricted to the columns the trees were grown on (csr_matrix when sparse: LightGBM reads it)."""
-        if used is None:
-            return sp.csr_matrix(X) if sp.issparse(X) else X
-        if sp.issparse(X):
-            return _select_columns(sp.csr_matrix(X), used)
-        return np.ascontiguousarray(X[:, used])
-
-    def decision_function(self, X):
-        """Scores of the trees (the sum of their leaf values)."""
-        X = check_predict_X(self, X)
-        booster = self.booster_
-        return np.asarray(booster.predict(self._columns(X, getattr(self, "features_used_", None))),
-                          dtype=np.float64)
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_booster", None)  # rebuilt from model_string_
-        return state
-
-    def __setstate__(self, state):
-        super().__setstate__({"_lightgbm_params": {}, **state})  # a pickle made before **kwargs has none
+        return _LambdaGradients(pairs)

@@ -57,6 +57,7 @@ LOSSES = ("listnet", "listmle")
 TARGETS = ("exp", "gain", "xendcg")
 TIES = ("efron", "breslow")
 INT64_MAX = 2**63 - 1
+BLOCK_BYTES = 1 << 30  # hessian_block forms X_ws and H_f X_ws (float64) up to this size, else Hessian products
 DEFAULT_SEED = 0  # random_state=None: the noise of target="xendcg" drawn from seed 0 (reproducible fits)
 
 
@@ -204,6 +205,27 @@ class ListwiseLoss(Datafit):
         if self.ridge:
             grad += 2.0 * self.ridge * w
         return loss + self.ridge * float(w @ w), grad
+
+    def hessian_block(self, ws):
+        """H[ws, ws] at the point of the last ``grad`` call (proximal Newton's model): X_ws' (H_f X_ws) + 2 ridge I,
+        H_f applied to the columns of X_ws by the kernel (O(n) each) and the product by one BLAS call, instead of
+        |ws| Hessian products (each two passes over X). Falls back to the products when X_ws would take more than
+        BLOCK_BYTES."""
+        ws = np.ascontiguousarray(ws, dtype=np.int64)
+        k, n = ws.size, self.n_rows
+        if k == 0 or 16 * n * k > BLOCK_BYTES:
+            return super().hessian_block(ws)
+        Xw = self.X[:, ws]
+        Xw = Xw.toarray() if hasattr(Xw, "toarray") else Xw
+        Xw = np.asarray(Xw, dtype=np.float64, order="F")
+        HZ = np.empty((n, k), order="F")
+        for j in range(k):
+            _loss.hess_vec(self.prep.layout, self.state.kernel, Xw[:, j], HZ[:, j], self._work)
+        with one_blas_thread():
+            H = Xw.T @ HZ
+        H = 0.5 * (H + H.T)
+        H[np.diag_indices(k)] += 2.0 * self.ridge
+        return H
 
     def hessian_product(self, state, v, Mv):
         self.lx.dot(v, out=self._t)

@@ -28,10 +28,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import RankerMixin, SolverEstimator, check_predict_X, set_fitted
 from .._result import SolveResult
-from .._validation import (RankingDataWarning, check_n_jobs, check_option, check_param, check_ranking_data,
-                           check_verbose, random_seed)
-from .solver import (TIES, _err_scale_message, _Pairs, check_eval_set, check_metric_data, parse_metric,
-                     resolve_ties)
+from .._queries import QueryGroups
+from .._validation import (RankingDataWarning, check_gain_labels, check_n_jobs, check_option, check_param,
+                           check_ranking_data, check_sample_weight, check_verbose, random_seed)
+from .solver import (TIES, _err_scale_message, _Pairs, check_eval_set, check_metric_data, content_order,
+                     parse_metric, resolve_ties)
 
 MAX_LEAVES = 131072  # LightGBM's bound on num_leaves
 MAX_ROUNDS = 2**31 - 1  # LightGBM's num_iterations is a C int
@@ -564,6 +565,198 @@ class _LogEvery:
         print(f"{self.who} round {i:4d} {time.perf_counter() - self.start:9.2f} s{values}", flush=True)
 
 
+# ------------------------------------------------------------------------------------------ listwise losses
+LOSSES = ("listnet", "listmle")
+TARGETS = ("exp", "gain", "xendcg")
+LABEL_TIES = ("efron", "breslow")
+
+
+def check_listwise_params(*, loss, target, ties, top_k, metric, n_estimators, learning_rate, num_leaves,
+                          min_child_samples, colsample_bytree, early_stopping_rounds, n_jobs, random_state, verbose,
+                          importance_type="split"):
+    """ListwiseMART's parameters checked (a ValueError naming the first bad one): (loss, target, ties, top_k) with
+    each loss's defaults filled in (ListNet: target "exp"; ListMLE: ties "efron"), then what the trees take
+    (n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree, early_stopping_rounds, n_jobs).
+    A parameter of the other loss (ties or top_k with ListNet, target with ListMLE) is refused, not ignored."""
+    check_option("importance_type", importance_type, IMPORTANCE_TYPES)
+    check_option("loss", loss, LOSSES)
+    parse_metric(metric)
+    if loss == "listnet":
+        for name, value, why in (("ties", ties, "ListMLE's rule for equal labels (ListNet's target gives equal "
+                                                "labels equal probability)"),
+                                 ("top_k", top_k, "ListMLE's truncation of the Plackett-Luce likelihood")):
+            if value is not None:
+                raise ValueError(f"{name}={value!r:.40} is {why}; loss='listnet' takes no {name}: leave {name}=None, "
+                                 "or choose loss='listmle'")
+        target = check_option("target", "exp" if target is None else target, TARGETS)
+    else:
+        if target is not None:
+            raise ValueError(f"target={target!r:.40} is ListNet's target distribution; loss='listmle' is the "
+                             "likelihood of the label order and takes no target: leave target=None, or choose "
+                             "loss='listnet'")
+        ties = check_option("ties", "efron" if ties is None else ties, LABEL_TIES)
+        if top_k is not None:
+            top_k = check_param("top_k", top_k, low=1, integer=True)
+    trees = _check_tree_params(n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree,
+                               early_stopping_rounds, n_jobs, random_state, verbose)
+    return (*trees[:5], (loss, target, ties, top_k), *trees[5:])
+
+
+def _run_lse(v, starts, lengths):
+    """log sum exp of ``v`` over the contiguous non-empty segments beginning at ``starts`` (each shifted by its
+    maximum); -inf for a segment of -inf values only."""
+    top = np.maximum.reduceat(v, starts)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return shift + np.log(np.add.reduceat(np.exp(v - np.repeat(shift, lengths)), starts))
+
+
+class _Scan:
+    """Cumulative log-sum-exp inside segments (the label runs of each query): the segments are laid out as rows of
+    2-d blocks, one block per power-of-two width, padded with -inf, so each scan is a few np.logaddexp.accumulate
+    calls (exact and stable: no subtraction of sums)."""
+
+    def __init__(self, offsets):
+        sizes = np.diff(offsets)
+        n = int(offsets[-1])
+        width = np.left_shift(1, np.ceil(np.log2(np.maximum(sizes, 1))).astype(np.int64))
+        self.blocks = []
+        for w in np.unique(width):
+            seg = np.flatnonzero(width == w)
+            cols = np.arange(w)
+            valid = cols < sizes[seg, None]
+            idx = np.where(valid, offsets[seg, None] + cols, n)  # n: a -inf slot
+            self.blocks.append((idx, valid, idx[valid]))
+        self.first = np.zeros(n, dtype=bool)
+        self.first[offsets[:-1]] = True
+        self.last = np.zeros(n, dtype=bool)
+        self.last[offsets[1:] - 1] = True
+
+    def exclusive(self, z, reverse=False):
+        """Per entry, log sum exp of the entries of its segment before it (reverse: after it); -inf if none."""
+        ext = np.append(z, -np.inf)
+        out = np.empty_like(z)
+        with np.errstate(invalid="ignore"):
+            for idx, valid, flat in self.blocks:
+                a = ext[idx]
+                a = np.logaddexp.accumulate(a[:, ::-1], axis=1)[:, ::-1] if reverse else \
+                    np.logaddexp.accumulate(a, axis=1)
+                out[flat] = a[valid]
+        if reverse:
+            return np.where(self.last, -np.inf, np.append(out[1:], -np.inf))
+        return np.where(self.first, -np.inf, np.append(-np.inf, out[:-1]))
+
+
+class _ListwiseGradients:
+    """Per-document gradients and diagonal Hessians of the listwise losses (ListwiseMART's docstring), NUMPY
+    FALLBACK: vectorised over queries, used until cyrank.listwise.doc_gradients (the Cython kernel of the linear
+    estimators) is available. Rows in (query, label ascending, content) order (``order``, the rows' positions in
+    the input), the structure precomputed once; each round costs a few passes over the rows (ListMLE: plus
+    segmented log-sum-exp scans over the label runs).
+
+    xendcg: ``gradients`` draws g = ``rng.random(n)`` over the rows in input order at each call (each boosting
+    round), as LightGBM's rank_xendcg redraws per round; ``loss`` uses the first draw of a generator seeded as
+    ``rng`` (the draw the linear fit fixes for the same random_state)."""
+
+    def __init__(self, y, qid, X, *, loss, target, ties, top_k, sample_weight, seed):
+        groups = QueryGroups(qid, y)
+        self.order = content_order(groups, X)
+        n = self.n = y.shape[0]
+        self.y = np.ascontiguousarray(y[self.order], dtype=np.float64)
+        self.max_rel = float(y.max())
+        self.loss_name, self.target, self.seed = loss, target, seed
+        self.rng = np.random.default_rng(seed)
+        w = check_sample_weight(sample_weight, n)
+        self.w = np.ones(n) if w is None else np.ascontiguousarray(w[self.order])
+        offsets = groups.offsets.astype(np.int64)
+        self.q_starts, self.q_len = offsets[:-1], np.diff(offsets)
+        if target in ("gain", "xendcg"):
+            check_gain_labels(y, f"target={target!r}")
+        if loss == "listnet":
+            if target == "exp":
+                ey = np.exp(self.y - np.repeat(np.maximum.reduceat(self.y, self.q_starts), self.q_len))
+                self.p = ey / np.repeat(np.add.reduceat(ey, self.q_starts), self.q_len)
+            elif target == "gain":
+                gain = np.exp2(self.y) - 1.0
+                total = np.repeat(np.add.reduceat(gain, self.q_starts), self.q_len)
+                self.p = np.divide(gain, total, out=np.zeros(n), where=total > 0)  # all-0 query: no target
+            else:
+                self.pow2 = np.exp2(self.y)
+            return
+        runs = groups.label_runs.astype(np.int64)  # label runs in this order (content_order keeps them)
+        self.r_starts, self.r_len = runs[:-1], np.diff(runs)
+        run_of = np.repeat(np.arange(self.r_len.size), self.r_len)
+        self.run_of = run_of
+        q_end = np.repeat(offsets[1:], self.q_len)
+        run_end = np.repeat(runs[1:], self.r_len)
+        i = np.arange(n)
+        m = self.r_len[run_of].astype(np.float64)
+        # the descending position of row i in its query is t = q_end - 1 - i; inside its tie group r = run_end-1-i
+        in_top = np.ones(n, dtype=bool) if top_k is None else (q_end - 1 - i) < top_k
+        a = 1.0 - (run_end - 1 - i) / m if ties == "efron" else np.ones(n)
+        k_run = np.add.reduceat(in_top.astype(np.float64), self.r_starts)
+        w_run = np.add.reduceat(self.w, self.r_starts)
+        self.c = np.where(in_top, (w_run / self.r_len)[run_of], 0.0)  # the coefficient of log D_t
+        with np.errstate(divide="ignore"):
+            self.log_c, self.log_a = np.log(self.c), np.log(a)
+        self.a = a
+        self.lin = self.w * (k_run / self.r_len)[run_of]  # the coefficient of f_i
+        q_runs = np.searchsorted(self.r_starts, offsets)  # each query's runs
+        self.scan = _Scan(q_runs)
+
+    def _p(self, g):
+        """ListNet's target distribution (xendcg: with the uniform draw g, kernel order)."""
+        if self.target != "xendcg":
+            return self.p
+        phi = self.pow2 - g
+        return phi / np.repeat(np.add.reduceat(phi, self.q_starts), self.q_len)
+
+    def _listnet(self, f, g, grad, hess):
+        top = np.repeat(np.maximum.reduceat(f, self.q_starts), self.q_len)
+        e = np.exp(f - top)
+        z = np.add.reduceat(e, self.q_starts)
+        soft = e / np.repeat(z, self.q_len)
+        wp = self.w * self._p(g)
+        mass = np.repeat(np.add.reduceat(wp, self.q_starts), self.q_len)
+        if grad is not None:
+            np.subtract(mass * soft, wp, out=grad)
+            np.multiply(mass * soft, 1.0 - soft, out=hess)
+        return float(np.dot(wp, top + np.repeat(np.log(z), self.q_len) - f))
+
+    def _listmle(self, f, grad, hess):
+        run_of = self.run_of
+        s_run = _run_lse(f, self.r_starts, self.r_len)  # log sum exp over each tie group
+        below = self.scan.exclusive(s_run)  # ... over the groups of lower labels in the query
+        log_d = np.logaddexp(below[run_of], self.log_a + s_run[run_of])  # log D_t, one position per row
+        value = float(np.dot(self.c, log_d) - np.dot(self.lin, f))
+        if grad is None:
+            return value
+        u = self.scan.exclusive(_run_lse(self.log_c - log_d, self.r_starts, self.r_len), reverse=True)[run_of]
+        u2 = self.scan.exclusive(_run_lse(self.log_c - 2.0 * log_d, self.r_starts, self.r_len), reverse=True)[run_of]
+        ratio = np.exp(s_run[run_of] - log_d)  # S_G / D_t <= 1 / a_t
+        v = np.add.reduceat(self.c * self.a * ratio, self.r_starts)[run_of]
+        v2 = np.add.reduceat(self.c * (self.a * ratio) ** 2, self.r_starts)[run_of]
+        x = np.exp(f - s_run[run_of])  # e_j / sum over its group, <= 1
+        above, above2 = np.exp(f + u), np.exp(2.0 * f + u2)  # positions of higher groups (each e_j / D_t <= 1)
+        np.subtract(above + x * v, self.lin, out=grad)
+        np.add(np.maximum(above - above2, 0.0), np.maximum(x * v - x * x * v2, 0.0), out=hess)
+        return value
+
+    def gradients(self, scores, grad, hess):
+        if self.loss_name == "listnet":
+            g = self.rng.random(self.n)[self.order] if self.target == "xendcg" else None
+            self._listnet(scores, g, grad, hess)
+        else:
+            self._listmle(scores, grad, hess)
+
+    def loss(self, scores):
+        scores = np.ascontiguousarray(scores, dtype=np.float64)
+        if self.loss_name == "listnet":
+            g = np.random.default_rng(self.seed).random(self.n)[self.order] if self.target == "xendcg" else None
+            return self._listnet(scores, g, None, None)
+        return self._listmle(scores, None, None)
+
+
 class _MART(RankerMixin, SolverEstimator):
     """LightGBM trees grown on the gradients and hessians of a cyrank loss through LightGBM's custom-objective
     interface: the machinery LambdaMART and ListwiseMART share (LightGBM parameters, eval sets, callbacks, model
@@ -952,3 +1145,110 @@ class LambdaMART(_MART):
                        norm=self.norm, X=X, sample_weight=sample_weight)
         check_metric_data(self.metric, y, qid)
         return _LambdaGradients(pairs)
+
+
+_LISTWISE_OBJECTIVE = ("it configures LightGBM's built-in objectives, which ListwiseMART does not use (its gradients "
+                       "are cyrank's listwise loss), so it would be ignored")
+# ListwiseMART's LightGBM parameter tables: LambdaMART's, less the lambdas' own settings (refused here instead)
+LISTWISE_OWN_PARAMS = {k: v for k, v in OWN_PARAMS.items() if v not in ("truncation", "norm", "sigma")}
+LISTWISE_REFUSED_PARAMS = {
+    **REFUSED_PARAMS,
+    "objective": "ListwiseMART's objective is cyrank's listwise loss: choose it with loss='listnet' (target='exp', "
+                 "'gain' or 'xendcg': target='xendcg' is LightGBM's rank_xendcg) or loss='listmle'",
+    **dict.fromkeys(("lambdarank_truncation_level", "lambdarank_norm", "sigmoid"), _LISTWISE_OBJECTIVE),
+}
+
+
+class ListwiseMART(_MART):
+    """Boosted trees trained on a listwise loss: LightGBM grows each tree on the per-document gradient and diagonal
+    Hessian of ListNet / softmax cross-entropy or ListMLE at the current scores, through the custom-objective path
+    of :class:`LambdaMART` (same LightGBM parameters, eval sets, callbacks, model files).
+
+    The losses are sums over queries (f the trees' scores, w_i the ``sample_weight`` of row i, 1 without):
+
+    - ``loss="listnet"``: ListNet's top-one cross-entropy (Cao, Qin, Liu, Tsai & Li, ICML 2007, section 4), the
+      softmax cross-entropy L_q = sum_i w_i p_i (LSE_q(f) - f_i), LSE_q = log sum_{j in q} exp(f_j), with the target
+      p over the query's rows by ``target``: "exp" (default, Cao et al.'s phi = exp: p_i = exp(y_i) / sum_j
+      exp(y_j)), "gain" (p_i = (2^y_i - 1) / sum_j (2^y_j - 1); a query of labels 0 only contributes nothing), or
+      "xendcg" (p_i = (2^y_i - g_i) / sum_j (2^y_j - g_j), g_i ~ U(0, 1): XE-NDCG, Bruch, Wang, Bendersky & Najork,
+      ICTIR 2019, section 4; LightGBM's ``rank_xendcg``). Gradient (mass_q = sum_i w_i p_i, s the softmax of f over
+      the query): mass_q s_i - w_i p_i; Hessian diagonal mass_q s_i (1 - s_i), exact.
+    - ``loss="listmle"``: ListMLE (Xia, Liu, Wang, Zhang & Li, ICML 2008, section 3.3), the Plackett-Luce negative
+      log-likelihood of the label order, summed over the first ``top_k`` positions (None: all), equal labels by
+      ``ties``: "efron" (default; Efron 1977: position t, r-th of its tie group G of size m, has denominator D_t =
+      sum_{j below G} exp f_j + (1 - r/m) sum_{j in G} exp f_j and term (1/m) sum_{j in G} w_j (log D_t - f_j),
+      the expected denominator over the orders of the group) or "breslow" (Breslow 1974: D_t = sum_{j below G}
+      exp f_j + sum_{j in G} exp f_j for every t of G). Gradient and Hessian diagonal exact: with q_tj = a_tj
+      exp(f_j) / D_t (a_tj the share of row j in D_t: 1 below G(t), 1 - r/m inside it), the gradient is
+      sum_t c_t q_tj - w_j k_G / m and the Hessian diagonal sum_t c_t q_tj (1 - q_tj), c_t = (1/m) sum_{j in G(t)}
+      w_j, k_G the positions of G within top_k.
+
+    Every log-sum-exp is shifted by its maximum (safe for score gaps of 1e3). The trees are Newton steps on these
+    gradients and Hessians (LightGBM's leaf value -sum(grad) / sum(hess)).
+
+    ``target="xendcg"`` on trees draws a fresh g every boosting round, as LightGBM's rank_xendcg does: round r
+    uses the r-th draw ``rng.random(n)`` over the rows in input order of ``rng = np.random.default_rng(seed)``,
+    seed = ``random_state`` (None: 0), so a fit is reproducible by its random_state, and round 0's g is the one the
+    linear estimators fix for the same integer random_state (their objective is exact with one draw). ``objective_``
+    is the loss of the final scores with that first draw.
+
+    Differences from LightGBM's rank_xendcg (src/objective/rank_objective.hpp, RankXENDCG, LightGBM 4): LightGBM
+    draws g from a per-query linear congruential generator seeded by objective_seed + query index (multiples of
+    2^-15), and uses 2^int(y); its gradient is not the exact gradient rho_i - p_i (rho the softmax) but that plus
+    two higher-order correction terms (rho_i sum_{j != i} t_j / (1 - rho_j) and one more level, t_j the previous
+    term: the paper's approximation of the Newton direction through the inverse Hessian), with Hessian rho_i (1 -
+    rho_i). ListwiseMART uses the exact gradient and the exact Hessian diagonal of the loss it states (with unit
+    weights the same Hessian as LightGBM's), so the objective the trees descend is the one written above.
+
+    Parameters
+    ----------
+    loss : {"listnet", "listmle"}, default="listnet"
+    target : {"exp", "gain", "xendcg"} or None, default=None
+        ListNet's target distribution; None: "exp". Refused with loss="listmle".
+    ties : {"efron", "breslow"} or None, default=None
+        ListMLE's rule for equal labels; None: "efron". Refused with loss="listnet".
+    top_k : int >= 1 or None, default=None
+        ListMLE's truncation to the first top_k positions; None: all. Refused with loss="listnet".
+    metric : str, default="ndcg@10"
+        The metric scored on ``eval_set`` (after fit's ``eval_metric``, as LambdaMART's metric) and watched by
+        ``early_stopping_rounds`` when fit has no eval_metric. It does not change the gradients.
+    n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree, early_stopping_rounds, n_jobs,
+    random_state, verbose, importance_type, **kwargs
+        As :class:`LambdaMART`'s. random_state also seeds the xendcg draws. LightGBM's sigmoid,
+        lambdarank_truncation_level and lambdarank_norm are refused (they configure its lambdarank objective).
+
+    Attributes
+    ----------
+    As :class:`LambdaMART`'s; ``objective_`` is the listwise loss (above) of the training scores.
+    """
+
+    _check = check_listwise_params
+    _needs = "lists within queries"
+    _own_params = LISTWISE_OWN_PARAMS
+    _refused_params = LISTWISE_REFUSED_PARAMS
+
+    def __init__(self, loss="listnet", target=None, ties=None, top_k=None, metric="ndcg@10", n_estimators=100,
+                 learning_rate=0.1, num_leaves=31, min_child_samples="auto", colsample_bytree=1.0,
+                 early_stopping_rounds=None, n_jobs=None, random_state=None, verbose=0, importance_type="split",
+                 **kwargs):
+        self.loss = loss
+        self.target = target
+        self.ties = ties
+        self.top_k = top_k
+        self.metric = metric
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_child_samples = min_child_samples
+        self.colsample_bytree = colsample_bytree
+        self.early_stopping_rounds = early_stopping_rounds
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.importance_type = importance_type
+        self._lightgbm_params = dict(kwargs)
+
+    def _prepare(self, checked, X, y, qid, sample_weight):
+        loss, target, ties, top_k = checked[5]
+        return _ListwiseGradients(y, qid, X, loss=loss, target=target, ties=ties, top_k=top_k,
+                                  sample_weight=sample_weight, seed=random_seed(self.random_state))

@@ -63,13 +63,18 @@ DEFAULT_SEED = 0  # random_state=None: the noise of target="xendcg" drawn from s
 
 # ------------------------------------------------------------------------------------------------ parameters
 def check_random_state(random_state):
-    """``random_state`` for the noise of target="xendcg": None (seed 0), an int >= 0, or a numpy Generator."""
+    """``random_state`` for the noise of target="xendcg", as np.random.default_rng takes it: None (seed 0, so
+    fits are reproducible), an int >= 0, or a numpy Generator; a numpy RandomState gives a seed drawn from it.
+    A Generator or RandomState is drawn from at every use (successive fits differ, as in scikit-learn)."""
     if random_state is None or isinstance(random_state, np.random.Generator):
         return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
     if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) \
             or random_state < 0:
-        raise ValueError(f"random_state must be None, an int >= 0 or a numpy Generator (it seeds "
-                         f"np.random.default_rng for target='xendcg'), got {random_state!r}")
+        raise ValueError(f"random_state must be None, an int >= 0, a numpy Generator or RandomState (it seeds "
+                         f"np.random.default_rng for target='xendcg'), got {random_state!r}; e.g. random_state=0 "
+                         f"for a reproducible fit")
     return int(random_state)
 
 

@@ -32,10 +32,11 @@ the orders of the tie group (each row of G is still unplaced at position r with 
 ``ties="breslow"`` (Breslow, Biometrics 1974): D_t = sum_{j below G} exp(f_j) + sum_{j in G} exp(f_j) for every t
 of G. Without ties both are plain ListMLE, sum_t s_pi(t) (log sum_{u >= t} exp f_pi(u) - f_pi(t)).
 
-cvxpy form: every log-sum-exp is one ``cp.log_sum_exp`` atom over the query's rows (ListNet) or over the risk set
-G + below (ListMLE, one row of atoms per tie group, Efron's factors entering as log-weights log(1 - r/m) added to
-f inside the atom); F is convex (log-sum-exps minus a linear term plus R), solved by Clarabel, status checked
-(reference._solve). :func:`objective` is the same F in plain numpy (scipy.special.logsumexp). Written
+cvxpy form: ListNet's log-sum-exp is one ``cp.log_sum_exp`` atom over the query's rows; ListMLE's over the risk
+set G + below is LSE(u_G, z_below), u_G = LSE over G, z_below = LSE over the rows below (nested from the last group
+up), Efron's factors entering as log-weights log(1 - r/m) added to u_G inside the atom; F is convex (log-sum-exps minus a linear term plus R), solved by Clarabel, status checked
+(reference._solve). :func:`objective` is the same F in plain numpy, one scipy.special.logsumexp over each risk
+set with the log-weights (1 - r/m) on G's rows, straight from D_t. Written
 independently of cyrank; for a few hundred rows.
 """
 import cvxpy as cp
@@ -126,6 +127,44 @@ def _listmle_terms(y, rows, ties, top_k):
     return terms
 
 
+def _listmle_atoms(X, w, y, s, rows, ties, top_k):
+    """The cvxpy terms of one query's ListMLE loss (module docstring). The risk set's log-sum-exp is written through
+    its groups, log sum_{j in G + below} = LSE(u_G, z_below), with u_G = LSE_{j in G} f_j and z_below the same over
+    the rows below G (nested from the last counted group up; the rows below every counted group in one flat atom),
+    so the problem holds O(n_q) exponential cones instead of one per (position, row of the risk set): Clarabel then
+    certifies the optimum at 1e-10 where the flat form stalled. Efron's D_t enters as
+    LSE(u_G + log(1 - r/m), z_below)."""
+    order = rows[np.argsort(-y[rows], kind="stable")]
+    n_q = order.size
+    stop = n_q if top_k is None else min(int(top_k), n_q)
+    bounds = np.flatnonzero(np.r_[True, y[order][1:] != y[order][:-1], True])
+    spans = [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if a < stop]   # the groups holding counted positions
+    rest = order[spans[-1][1]:]                  # the rows below every counted group
+    z_below = None if rest.size == 0 else (cp.log_sum_exp(X[rest] @ w) if rest.size > 1 else X[rest[0]] @ w)
+    terms = []
+    for a, b in reversed(spans):               # from the lowest counted group up
+        G = order[a:b]
+        m = G.size
+        fG = X[G] @ w
+        u = cp.log_sum_exp(fG) if m > 1 else fG[0]
+        z = u if z_below is None else cp.log_sum_exp(cp.hstack([u, z_below]))   # LSE over G + below
+        k = min(b, stop) - a                    # counted positions of the group
+        c = s[G]
+        if np.any(c > 0):
+            if ties == "breslow":
+                log_d = k * z
+            else:
+                logfac = np.log(1.0 - np.arange(k) / m)
+                if z_below is None:
+                    log_d = k * u + logfac.sum()
+                else:
+                    both = cp.vstack([u + logfac, z_below + np.zeros(k)])
+                    log_d = cp.sum(cp.log_sum_exp(both, axis=0))
+            terms.append((c.sum() / m) * log_d - (k / m) * (c @ fG))
+        z_below = z
+    return terms
+
+
 def objective(coef, X, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=None, penalty="l2",
               alpha=1.0, l1_ratio=0.5, sample_weight=None, random_state=None):
     """F(coef) in plain numpy (module docstring); every log-sum-exp by scipy.special.logsumexp (shifted by its
@@ -179,17 +218,8 @@ def solve(X, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=N
             parts.append(c.sum() * cp.log_sum_exp(fq) - c @ fq)
     else:
         for rows in groups:
-            if rows.size < 2:
-                continue
-            for G, R, logw in _listmle_terms(y, rows, ties, top_k):
-                m, k = G.size, logw.shape[0]
-                c = sw[G]
-                if not np.any(c > 0):
-                    continue
-                fR = X[R] @ w
-                # one log_sum_exp per counted position t of the group: log D_t = LSE_j (f_j + log-weight_tj)
-                lse = cp.log_sum_exp(np.ones((k, 1)) @ cp.reshape(fR, (1, R.size), order="C") + logw, axis=1)
-                parts.append((c.sum() / m) * cp.sum(lse) - (k / m) * (c @ (X[G] @ w)))
+            if rows.size >= 2:
+                parts.extend(_listmle_atoms(X, w, y, sw, rows, ties, top_k))
     data = sum(parts) if parts else 0.0
     w_pen = w if scale is None else cp.multiply(1.0 / scale, w)
     pen = 0.0

@@ -17,7 +17,8 @@ with the target distribution p over the query's rows given by ``target``:
   "exp"    p_i = exp(y_i) / sum_j exp(y_j) (Cao et al.'s phi = exp);
   "gain"   p_i = (2^y_i - 1) / sum_j (2^y_j - 1) (a query whose labels are all 0 contributes nothing);
   "xendcg" p_i = (2^y_i - g_i) / sum_j (2^y_j - g_j), g = np.random.default_rng(random_state).random(n) over the
-           rows in input order (XE-NDCG, Bruch et al. 2019, equation 6, its noise drawn once).
+           rows in input order, random_state=None meaning 0 as in cyrank.listwise (XE-NDCG, Bruch et al. 2019,
+           section 4, its noise drawn once).
 
 ``loss="listmle"`` (Xia, Liu, Wang, Zhang & Li, ICML 2008, section 3.3, the Plackett-Luce likelihood of the label
 order), ties by Efron's rule (Efron, JASA 1977, section 6, for Cox's partial likelihood): the query's rows are split
@@ -93,7 +94,7 @@ def _targets(y, groups, target, random_state):
     elif target == "gain":
         num = np.exp2(y) - 1.0
     else:
-        num = np.exp2(y) - np.random.default_rng(random_state).random(n)
+        num = np.exp2(y) - np.random.default_rng(0 if random_state is None else random_state).random(n)
     p = np.zeros(n)
     for rows in groups:
         if target == "exp":

@@ -191,6 +191,7 @@ class ListwiseLoss(Datafit):
         self._g, self._t, self._u, self._work = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
         self._qloss = np.empty(prepared.groups.n_queries)
         self._squares = None
+        self._cols = {}  # column r of X in float64, for hessian_block
         super().__init__()
 
     def column_squares(self):
@@ -214,17 +215,23 @@ class ListwiseLoss(Datafit):
     def hessian_block(self, ws):
         """H[ws, ws] at the point of the last ``grad`` call (proximal Newton's model): X_ws' (H_f X_ws) + 2 ridge I,
         H_f applied to the columns of X_ws by the kernel (O(n) each) and the product by one BLAS call, instead of
-        |ws| Hessian products (each two passes over X). Falls back to the products when X_ws would take more than
-        BLOCK_BYTES."""
+        |ws| Hessian products (each two passes over X). The columns of X read so far are kept in float64 (the
+        working set grows from iteration to iteration: each column is gathered from X once per fit). Falls back
+        to the products when they would take more than BLOCK_BYTES."""
         ws = np.ascontiguousarray(ws, dtype=np.int64)
         k, n = ws.size, self.n_rows
-        if k == 0 or 16 * n * k > BLOCK_BYTES:
+        if k == 0 or 8 * n * (k + len(self._cols)) > BLOCK_BYTES:
             return super().hessian_block(ws)
-        Xw = self.X[:, ws]
-        Xw = Xw.toarray() if hasattr(Xw, "toarray") else Xw
-        Xw = np.asarray(Xw, dtype=np.float64, order="F")
+        new = [int(r) for r in ws if int(r) not in self._cols]
+        if new:
+            block = self.X[:, new]
+            block = np.asfortranarray(block.toarray() if hasattr(block, "toarray") else block, dtype=np.float64)
+            for j, r in enumerate(new):
+                self._cols[r] = block[:, j]
         HZ = np.empty((n, k), order="F")
-        for j in range(k):
+        Xw = np.empty((n, k), order="F")
+        for j, r in enumerate(ws):
+            Xw[:, j] = self._cols[int(r)]
             _loss.hess_vec(self.prep.layout, self.state.kernel, Xw[:, j], HZ[:, j], self._work)
         with one_blas_thread():
             H = Xw.T @ HZ

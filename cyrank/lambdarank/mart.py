@@ -6,6 +6,11 @@ The lambdas are those of _lambdas.pyx for the chosen metric (NDCG@k, ERR@k, MAP,
 LambdaMART trains on metrics LightGBM's built-in ``lambdarank`` objective does not offer (ERR, MAP). The extra
 ``lightgbm`` (``pip install "cyrank[lightgbm]"``) provides LightGBM; without it, fit raises ImportError naming it.
 
+:class:`ListwiseMART` grows the same LightGBM trees on the gradients and Hessian diagonals of the listwise losses
+(ListNet / softmax cross-entropy with the exp, gain or xendcg target, ListMLE with Efron or Breslow ties and top_k),
+from the Cython kernel of cyrank.listwise (:class:`cyrank.listwise.DocGradients`); both estimators share this
+module's machinery (the base class ``_MART``).
+
 LightGBM's model-text parser trusts its input (a wrong array length or child index reads out of bounds; an error
 inside its parallel tree parser aborts the process), so no model text reaches it unchecked:
 :func:`check_model_string` verifies the whole structure first, and a model file is checked when it is loaded.
@@ -29,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import RankerMixin, SolverEstimator, check_predict_X, set_fitted
 from .._result import SolveResult
 from .._queries import QueryGroups
-from .._validation import (RankingDataWarning, check_gain_labels, check_n_jobs, check_option, check_param,
+from .._validation import (RankingDataWarning, check_n_jobs, check_option, check_param,
                            check_ranking_data, check_sample_weight, check_verbose, random_seed)
 from .solver import (TIES, _err_scale_message, _Pairs, check_eval_set, check_metric_data, content_order,
                      parse_metric, resolve_ties)
@@ -566,7 +571,7 @@ class _LogEvery:
 
 
 # ------------------------------------------------------------------------------------------ listwise losses
-LOSSES = ("listnet", "listmle")
+LOSSES = ("listnet", "listmle")  # as cyrank.listwise's (not imported here: its kernel loads at the first fit)
 TARGETS = ("exp", "gain", "xendcg")
 LABEL_TIES = ("efron", "breslow")
 
@@ -602,160 +607,53 @@ def check_listwise_params(*, loss, target, ties, top_k, metric, n_estimators, le
     return (*trees[:5], (loss, target, ties, top_k), *trees[5:])
 
 
-def _run_lse(v, starts, lengths):
-    """log sum exp of ``v`` over the contiguous non-empty segments beginning at ``starts`` (each shifted by its
-    maximum); -inf for a segment of -inf values only."""
-    top = np.maximum.reduceat(v, starts)
-    shift = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return shift + np.log(np.add.reduceat(np.exp(v - np.repeat(shift, lengths)), starts))
-
-
-class _Scan:
-    """Cumulative log-sum-exp inside segments (the label runs of each query): the segments are laid out as rows of
-    2-d blocks, one block per power-of-two width, padded with -inf, so each scan is a few np.logaddexp.accumulate
-    calls (exact and stable: no subtraction of sums)."""
-
-    def __init__(self, offsets):
-        sizes = np.diff(offsets)
-        n = int(offsets[-1])
-        width = np.left_shift(1, np.ceil(np.log2(np.maximum(sizes, 1))).astype(np.int64))
-        self.blocks = []
-        for w in np.unique(width):
-            seg = np.flatnonzero(width == w)
-            cols = np.arange(w)
-            valid = cols < sizes[seg, None]
-            idx = np.where(valid, offsets[seg, None] + cols, n)  # n: a -inf slot
-            self.blocks.append((idx, valid, idx[valid]))
-        self.first = np.zeros(n, dtype=bool)
-        self.first[offsets[:-1]] = True
-        self.last = np.zeros(n, dtype=bool)
-        self.last[offsets[1:] - 1] = True
-
-    def exclusive(self, z, reverse=False):
-        """Per entry, log sum exp of the entries of its segment before it (reverse: after it); -inf if none."""
-        ext = np.append(z, -np.inf)
-        out = np.empty_like(z)
-        with np.errstate(invalid="ignore"):
-            for idx, valid, flat in self.blocks:
-                a = ext[idx]
-                a = np.logaddexp.accumulate(a[:, ::-1], axis=1)[:, ::-1] if reverse else \
-                    np.logaddexp.accumulate(a, axis=1)
-                out[flat] = a[valid]
-        if reverse:
-            return np.where(self.last, -np.inf, np.append(out[1:], -np.inf))
-        return np.where(self.first, -np.inf, np.append(-np.inf, out[:-1]))
-
-
 class _ListwiseGradients:
-    """Per-document gradients and diagonal Hessians of the listwise losses (ListwiseMART's docstring), NUMPY
-    FALLBACK: vectorised over queries, used until cyrank.listwise.doc_gradients (the Cython kernel of the linear
-    estimators) is available. Rows in (query, label ascending, content) order (``order``, the rows' positions in
-    the input), the structure precomputed once; each round costs a few passes over the rows (ListMLE: plus
-    segmented log-sum-exp scans over the label runs).
+    """ListwiseMART's gradient source: the per-row gradient and Hessian diagonal of the listwise loss from
+    cyrank.listwise.DocGradients (the Cython kernel of the linear ListNet / ListMLE, O(n) per query, the label order
+    and tie groups laid out once per fit), on the rows in an order fixed by their content (``order``: query, label,
+    then content_order's key), so that every row gets the same gradient however the rows are permuted.
 
-    xendcg: ``gradients`` draws g = ``rng.random(n)`` over the rows in input order at each call (each boosting
-    round), as LightGBM's rank_xendcg redraws per round; ``loss`` uses the first draw of a generator seeded as
-    ``rng`` (the draw the linear fit fixes for the same random_state)."""
+    xendcg: each call of ``gradients`` (one per boosting round) draws g = ``rng.random(n)`` over the rows in the
+    caller's input order, ``rng = np.random.default_rng(seed)``, and sets the kernel's per-row coefficients w_i p_i
+    to that draw's target; ``loss`` uses the first draw of a fresh generator of the same seed (the g the linear
+    estimators fix for that random_state)."""
 
     def __init__(self, y, qid, X, *, loss, target, ties, top_k, sample_weight, seed):
-        groups = QueryGroups(qid, y)
-        self.order = content_order(groups, X)
+        from ..listwise import DocGradients
+
         n = self.n = y.shape[0]
+        self.order = content_order(QueryGroups(qid, y), X)
         self.y = np.ascontiguousarray(y[self.order], dtype=np.float64)
         self.max_rel = float(y.max())
-        self.loss_name, self.target, self.seed = loss, target, seed
-        self.rng = np.random.default_rng(seed)
         w = check_sample_weight(sample_weight, n)
-        self.w = np.ones(n) if w is None else np.ascontiguousarray(w[self.order])
-        offsets = groups.offsets.astype(np.int64)
-        self.q_starts, self.q_len = offsets[:-1], np.diff(offsets)
-        if target in ("gain", "xendcg"):
-            check_gain_labels(y, f"target={target!r}")
-        if loss == "listnet":
-            if target == "exp":
-                ey = np.exp(self.y - np.repeat(np.maximum.reduceat(self.y, self.q_starts), self.q_len))
-                self.p = ey / np.repeat(np.add.reduceat(ey, self.q_starts), self.q_len)
-            elif target == "gain":
-                gain = np.exp2(self.y) - 1.0
-                total = np.repeat(np.add.reduceat(gain, self.q_starts), self.q_len)
-                self.p = np.divide(gain, total, out=np.zeros(n), where=total > 0)  # all-0 query: no target
-            else:
-                self.pow2 = np.exp2(self.y)
-            return
-        runs = groups.label_runs.astype(np.int64)  # label runs in this order (content_order keeps them)
-        self.r_starts, self.r_len = runs[:-1], np.diff(runs)
-        run_of = np.repeat(np.arange(self.r_len.size), self.r_len)
-        self.run_of = run_of
-        q_end = np.repeat(offsets[1:], self.q_len)
-        run_end = np.repeat(runs[1:], self.r_len)
-        i = np.arange(n)
-        m = self.r_len[run_of].astype(np.float64)
-        # the descending position of row i in its query is t = q_end - 1 - i; inside its tie group r = run_end-1-i
-        in_top = np.ones(n, dtype=bool) if top_k is None else (q_end - 1 - i) < top_k
-        a = 1.0 - (run_end - 1 - i) / m if ties == "efron" else np.ones(n)
-        k_run = np.add.reduceat(in_top.astype(np.float64), self.r_starts)
-        w_run = np.add.reduceat(self.w, self.r_starts)
-        self.c = np.where(in_top, (w_run / self.r_len)[run_of], 0.0)  # the coefficient of log D_t
-        with np.errstate(divide="ignore"):
-            self.log_c, self.log_a = np.log(self.c), np.log(a)
-        self.a = a
-        self.lin = self.w * (k_run / self.r_len)[run_of]  # the coefficient of f_i
-        q_runs = np.searchsorted(self.r_starts, offsets)  # each query's runs
-        self.scan = _Scan(q_runs)
+        self.kernel = DocGradients(self.y, qid[self.order], loss=loss, target=target or "exp", ties=ties or "efron",
+                                   top_k=top_k, sample_weight=None if w is None else w[self.order],
+                                   random_state=seed)
+        self.seed, self.xendcg = seed, target == "xendcg"
+        if self.xendcg:  # the kernel's positions: queries, labels decreasing (prep.perm: our rows at each position)
+            prep = self.kernel.prep
+            self._rows = self.order[prep.perm]  # input row at each position
+            self._pow2 = np.exp2(self.y[prep.perm])
+            self._w = np.ones(n) if w is None else w[self._rows]
+            self._starts, self._sizes = prep.groups.offsets[:-1], prep.groups.sizes
+            self.rng = np.random.default_rng(seed)
 
-    def _p(self, g):
-        """ListNet's target distribution (xendcg: with the uniform draw g, kernel order)."""
-        if self.target != "xendcg":
-            return self.p
-        phi = self.pow2 - g
-        return phi / np.repeat(np.add.reduceat(phi, self.q_starts), self.q_len)
-
-    def _listnet(self, f, g, grad, hess):
-        top = np.repeat(np.maximum.reduceat(f, self.q_starts), self.q_len)
-        e = np.exp(f - top)
-        z = np.add.reduceat(e, self.q_starts)
-        soft = e / np.repeat(z, self.q_len)
-        wp = self.w * self._p(g)
-        mass = np.repeat(np.add.reduceat(wp, self.q_starts), self.q_len)
-        if grad is not None:
-            np.subtract(mass * soft, wp, out=grad)
-            np.multiply(mass * soft, 1.0 - soft, out=hess)
-        return float(np.dot(wp, top + np.repeat(np.log(z), self.q_len) - f))
-
-    def _listmle(self, f, grad, hess):
-        run_of = self.run_of
-        s_run = _run_lse(f, self.r_starts, self.r_len)  # log sum exp over each tie group
-        below = self.scan.exclusive(s_run)  # ... over the groups of lower labels in the query
-        log_d = np.logaddexp(below[run_of], self.log_a + s_run[run_of])  # log D_t, one position per row
-        value = float(np.dot(self.c, log_d) - np.dot(self.lin, f))
-        if grad is None:
-            return value
-        u = self.scan.exclusive(_run_lse(self.log_c - log_d, self.r_starts, self.r_len), reverse=True)[run_of]
-        u2 = self.scan.exclusive(_run_lse(self.log_c - 2.0 * log_d, self.r_starts, self.r_len), reverse=True)[run_of]
-        ratio = np.exp(s_run[run_of] - log_d)  # S_G / D_t <= 1 / a_t
-        v = np.add.reduceat(self.c * self.a * ratio, self.r_starts)[run_of]
-        v2 = np.add.reduceat(self.c * (self.a * ratio) ** 2, self.r_starts)[run_of]
-        x = np.exp(f - s_run[run_of])  # e_j / sum over its group, <= 1
-        above, above2 = np.exp(f + u), np.exp(2.0 * f + u2)  # positions of higher groups (each e_j / D_t <= 1)
-        np.subtract(above + x * v, self.lin, out=grad)
-        np.add(np.maximum(above - above2, 0.0), np.maximum(x * v - x * x * v2, 0.0), out=hess)
-        return value
+    def _draw(self, g):
+        """The kernel's coefficients w_i p_i for the xendcg target with noise g (input row order)."""
+        phi = self._pow2 - g[self._rows]
+        total = np.repeat(np.add.reduceat(phi, self._starts), self._sizes)
+        self.kernel.prep.layout.coef = self._w * (phi / total)
 
     def gradients(self, scores, grad, hess):
-        if self.loss_name == "listnet":
-            g = self.rng.random(self.n)[self.order] if self.target == "xendcg" else None
-            self._listnet(scores, g, grad, hess)
-        else:
-            self._listmle(scores, grad, hess)
+        if self.xendcg:
+            self._draw(self.rng.random(self.n))
+        grad[:], hess[:] = self.kernel(scores)
 
     def loss(self, scores):
-        scores = np.ascontiguousarray(scores, dtype=np.float64)
-        if self.loss_name == "listnet":
-            g = np.random.default_rng(self.seed).random(self.n)[self.order] if self.target == "xendcg" else None
-            return self._listnet(scores, g, None, None)
-        return self._listmle(scores, None, None)
-
+        if self.xendcg:
+            self._draw(np.random.default_rng(self.seed).random(self.n))
+        self.kernel(np.ascontiguousarray(scores, dtype=np.float64))
+        return float(self.kernel.loss_value)
 
 class _MART(RankerMixin, SolverEstimator):
     """LightGBM trees grown on the gradients and hessians of a cyrank loss through LightGBM's custom-objective
@@ -1183,8 +1081,11 @@ class ListwiseMART(_MART):
       sum_t c_t q_tj - w_j k_G / m and the Hessian diagonal sum_t c_t q_tj (1 - q_tj), c_t = (1/m) sum_{j in G(t)}
       w_j, k_G the positions of G within top_k.
 
-    Every log-sum-exp is shifted by its maximum (safe for score gaps of 1e3). The trees are Newton steps on these
-    gradients and Hessians (LightGBM's leaf value -sum(grad) / sum(hess)).
+    The gradients and Hessian diagonals come from the kernel of the linear estimators
+    (:class:`cyrank.listwise.DocGradients`, O(n) per query once the label order is laid out at fit; every
+    log-sum-exp shifted by its maximum, safe for score gaps of 1e3), computed on the rows in an order fixed by their
+    content, so that a row's gradient does not depend on the row order. The trees are Newton steps on them
+    (LightGBM's leaf value -sum(grad) / (sum(hess) + lambda_l2)).
 
     ``target="xendcg"`` on trees draws a fresh g every boosting round, as LightGBM's rank_xendcg does: round r
     uses the r-th draw ``rng.random(n)`` over the rows in input order of ``rng = np.random.default_rng(seed)``,

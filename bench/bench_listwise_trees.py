@@ -1,0 +1,143 @@
+"""Listwise losses on trees (issue 31, item 4): cyrank's ListwiseMART (softmax cross-entropy with the xendcg
+target, ListNet, ListMLE) against LightGBM's built-in ``rank_xendcg`` and ``lambdarank`` objectives, the same trees,
+side by side in one run, one thread. Prints markdown tables (for bench/RESULTS.md).
+
+    python bench/bench_listwise_trees.py            # embedded data + LETOR-style 1e5 x 136 generated data
+    python bench/bench_listwise_trees.py --small    # generated data 2e4 x 136, 2 seeds (quick check)
+    python bench/bench_listwise_trees.py --profile  # where a ListwiseMART fit spends its time
+
+Every contender grows the same trees: num_leaves 31, learning_rate 0.1, 100 rounds, min_data_in_leaf 20,
+feature_fraction 0.8 drawn from the seed (so that the 5 seeds give 5 different models for every contender; the
+xendcg draws too), deterministic, force_row_wise, feature_pre_filter off (ListwiseMART's LightGBM defaults), one
+thread. Fit time = wall time of the whole fit (LightGBM: Dataset construction + train, rows sorted by query
+beforehand, outside the time; cyrank: ListwiseMART.fit on the rows as given). Test NDCG@10 in LightGBM's convention
+(cyrank.metrics.ndcg_score(..., convention="lightgbm")), mean and spread (min-max) over the seeds; seconds: the
+median fit time over the seeds, contenders alternated within each seed.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core for every contender
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from cyrank.datasets import load_lightgbm_rank, make_ranking  # noqa: E402
+from cyrank.lambdarank.mart import ListwiseMART  # noqa: E402
+from cyrank.metrics import ndcg_score  # noqa: E402
+
+TREES = {"learning_rate": 0.1, "num_leaves": 31, "min_data_in_leaf": 20, "feature_fraction": 0.8}
+ROUNDS = 100
+CYRANK = (("cyrank softmax CE, xendcg target", dict(loss="listnet", target="xendcg")),
+          ("cyrank ListNet (exp target)", dict(loss="listnet")),
+          ("cyrank ListMLE (Efron ties)", dict(loss="listmle")))
+LIGHTGBM = (("LightGBM rank_xendcg", "rank_xendcg"), ("LightGBM lambdarank", "lambdarank"))
+
+
+def fit_lightgbm(objective, X, y, qid, seed):
+    import lightgbm as lgb
+
+    order = np.argsort(qid, kind="stable")
+    Xs, ys, groups = X[order], y[order], np.unique(qid[order], return_counts=True)[1]
+    t = time.perf_counter()
+    data = lgb.Dataset(Xs, label=ys, group=groups, params={"verbosity": -1})
+    booster = lgb.train({"objective": objective, **TREES, "num_threads": 1, "seed": seed, "verbosity": -1,
+                         "deterministic": True, "force_row_wise": True, "feature_pre_filter": False}, data,
+                        num_boost_round=ROUNDS)
+    return time.perf_counter() - t, booster.predict
+
+
+def fit_cyrank(options, X, y, qid, seed):
+    t = time.perf_counter()
+    m = ListwiseMART(n_estimators=ROUNDS, learning_rate=TREES["learning_rate"], num_leaves=TREES["num_leaves"],
+                     min_child_samples=TREES["min_data_in_leaf"], colsample_bytree=TREES["feature_fraction"],
+                     n_jobs=1, random_state=seed, **options).fit(X, y, qid)
+    return time.perf_counter() - t, m.predict
+
+
+def side_by_side(name, train, test, seeds):
+    (X, y, qid), (Xt, yt, qt) = train, test
+    print(f"\n### {name}: {y.size:,} training documents, {np.unique(qid).size:,} queries, {X.shape[1]} features; "
+          f"test {yt.size:,} documents; {len(seeds)} seeds\n")
+    contenders = [(label, lambda s, o=o: fit_cyrank(o, X, y, qid, s)) for label, o in CYRANK] + \
+                 [(label, lambda s, o=o: fit_lightgbm(o, X, y, qid, s)) for label, o in LIGHTGBM]
+    times = {label: [] for label, _ in contenders}
+    scores = {label: [] for label, _ in contenders}
+    for i, seed in enumerate(seeds):
+        turn = contenders[i % len(contenders):] + contenders[:i % len(contenders)]  # alternate who goes first
+        for label, fit in turn:
+            seconds, predict = fit(seed)
+            times[label].append(seconds)
+            scores[label].append(ndcg_score(yt, predict(Xt), qt, k=10, convention="lightgbm"))
+    ref = np.median(times["LightGBM rank_xendcg"])
+    print("| contender | fit seconds (median) | / rank_xendcg | test NDCG@10 mean | min - max |")
+    print("|---|---:|---:|---:|---:|")
+    for label, _ in contenders:
+        t, s = np.median(times[label]), np.array(scores[label])
+        print(f"| {label} | {t:.2f} | {t / ref:.2f}x | {s.mean():.4f} | {s.min():.4f} - {s.max():.4f} |", flush=True)
+
+
+def letor_like(n_docs, seed):
+    """LETOR-style generated data: 136 features, labels 0-4, queries of about 100 documents (MSLR-WEB's shape)."""
+    return make_ranking(n_docs // 100, n_docs, 136, 5, noise=2.0, random_state=seed)
+
+
+def profile(n_docs):
+    """One ListwiseMART fit split into: LightGBM alone (a custom objective returning fixed arrays), and the
+    gradient source (the numpy kernel) called once per round, for each loss."""
+    import lightgbm as lgb
+
+    from cyrank.lambdarank.mart import _ListwiseGradients
+
+    X, y, qid = letor_like(n_docs, 0)
+    print(f"\n### Where the time goes: {y.size:,} x 136, {ROUNDS} rounds, one thread\n")
+    print("| part | seconds |")
+    print("|---|---:|")
+    fixed_g, fixed_h = np.random.default_rng(0).normal(size=y.size).astype(np.float32), np.ones(y.size, np.float32)
+    t = time.perf_counter()
+    lgb.train({"objective": lambda p, d: (fixed_g, fixed_h), **TREES, "num_threads": 1, "verbosity": -1,
+               "deterministic": True, "force_row_wise": True, "feature_pre_filter": False},
+              lgb.Dataset(X, label=y, params={"verbosity": -1}), num_boost_round=ROUNDS)
+    print(f"| LightGBM tree growth + Dataset, fixed gradients (custom objective doing no work) | "
+          f"{time.perf_counter() - t:.2f} |")
+    for label, options in CYRANK:
+        source = _ListwiseGradients(y, qid, X, target=options.get("target", "exp" if options["loss"] == "listnet"
+                                                                    else None),
+                                    ties=None if options["loss"] == "listnet" else "efron", top_k=None,
+                                    sample_weight=None, seed=0, loss=options["loss"])
+        s = np.random.default_rng(1).normal(size=y.size)[source.order]
+        g, h = np.empty(y.size), np.empty(y.size)
+        t = time.perf_counter()
+        for _ in range(ROUNDS):
+            source.gradients(s, g, h)
+        print(f"| {label}: {ROUNDS} gradient calls (numpy kernel) | {time.perf_counter() - t:.2f} |")
+        t = time.perf_counter()
+        fit_cyrank(options, X, y, qid, 0)
+        print(f"| {label}: whole fit | {time.perf_counter() - t:.2f} |", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--small", action="store_true", help="generated data of 2e4 documents, 2 seeds")
+    parser.add_argument("--profile", action="store_true", help="only the time split of one fit")
+    args = parser.parse_args()
+    import lightgbm
+
+    print(f"LightGBM {lightgbm.__version__}, numpy {np.__version__}, Python {platform.python_version()}, "
+          f"{platform.machine()}, one thread")
+    n_docs = 20_000 if args.small else 100_000
+    if args.profile:
+        profile(n_docs)
+        return
+    seeds = [1, 2] if args.small else [1, 2, 3, 4, 5]
+    side_by_side("Embedded data (load_lightgbm_rank)", load_lightgbm_rank("train"), load_lightgbm_rank("test"),
+                 seeds)
+    side_by_side("LETOR-style generated data (make_ranking, labels 0-4)", letor_like(n_docs, 0),
+                 letor_like(n_docs // 4, 1), seeds)
+
+
+if __name__ == "__main__":
+    main()

@@ -221,3 +221,10 @@ def test_the_model_does_not_depend_on_the_row_order(options):
     a = ListwiseMART(n_estimators=8, n_jobs=1, **options).fit(X, y, qid)
     b = ListwiseMART(n_estimators=8, n_jobs=1, **options).fit(X[perm], y[perm], qid[perm])
     np.testing.assert_allclose(b.predict(X), a.predict(X), rtol=1e-6, atol=1e-9)
+
+
+def test_the_option_lists_are_those_of_the_linear_listwise_solver():
+    from cyrank.lambdarank import mart
+    from cyrank.listwise import solver
+
+    assert (mart.LOSSES, mart.TARGETS, mart.LABEL_TIES) == (solver.LOSSES, solver.TARGETS, solver.TIES)

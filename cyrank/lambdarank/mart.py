@@ -706,8 +706,9 @@ class _MART(RankerMixin, SolverEstimator):
             eval_at=None, callbacks=None):
         """Grow the trees on (X, y) grouped by ``qid``.
 
-        ``sample_weight``: None, a number or one weight >= 0 per row, the weight c_i of the pairs where row i is
-        preferred (class docstring). ``eval_set``: one (X, y, qid) tuple or a list of them (LightGBM's eval_set),
+        ``sample_weight``: None, a number or one weight >= 0 per row (class docstring: LambdaMART, the weight c_i
+        of the pairs where row i is preferred; ListwiseMART, w_i on the terms where row i is the target).
+        ``eval_set``: one (X, y, qid) tuple or a list of them (LightGBM's eval_set),
         each scored after every round with ``eval_metric`` (unweighted; :func:`eval_metric_names` gives the names
         and their order, ``eval_at`` the cut-offs), named by ``eval_names`` (default "valid_<i>", and "training"
         for the fit's own X and y); the values are ``evals_result_``. ``callbacks``: LightGBM's callbacks

@@ -32,11 +32,17 @@ count.
 """
 import numpy as np
 
-from cython.parallel cimport prange
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport INFINITY, exp, log
 
-from cyrank._parallel cimport product_threads
-from cyrank._typedefs cimport intp_t
+from cyrank._parallel cimport (MAX_CHUNKS, Interrupt, balanced_chunks, check_interrupt, chunk_accumulators,
+                              chunk_count, interrupt_init, keep_going, product_threads, sum_chunks, sum_ordered,
+                              zero_row)
+from cyrank._rows cimport prefetch_row, row_axpy, row_dot
+from cyrank._typedefs cimport floating, index_t, intp_t
+
+cdef enum:
+    AHEAD = 2     # rows prefetched ahead of the one being read
 
 cdef enum:
     KIND_LISTNET = 0
@@ -50,7 +56,7 @@ cdef class Layout:
     """Positions of the rows (module docstring): ``perm``, ``offsets``, ``gstart``, ``gend``, ``coef``, the loss
     (``kind``: LISTNET or LISTMLE), ``efron`` (ListMLE's tie rule), ``top_k`` (0: every position) and the
     thread count of the passes (one below ``parallel_min_rows`` rows; < 0: the shared default)."""
-    cdef public object perm, offsets, gstart, gend, coef
+    cdef public object perm, offsets, gstart, gend, coef, acc
     cdef public intp_t n, n_queries, top_k, n_threads
     cdef public int kind
     cdef public bint efron
@@ -72,60 +78,62 @@ cdef class Layout:
                            or np.any(self.gstart > np.arange(n)) or np.any(self.gend <= np.arange(n))))):
             raise ValueError("listwise Layout: inconsistent arrays")
         self.kind, self.efron, self.top_k = kind, efron, top_k
+        self.acc = None  # the chunk accumulators of the passes over X (cyrank/_parallel.pxd), reused
         self.n_threads = product_threads(n, self.n_queries, parallel_min_rows)
 
 
 cdef class State:
     """What a Hessian product needs at a point: per position ex (e^{f - M} of its group), and at each group's
-    first position gm (M_G), gb (B~_G) and gs (S~_G); ListNet uses the query's first position (M, 0, Z)."""
-    cdef public object ex, gm, gb, gs
+    first position gm (M_G), gb (B~_G) and gs (S~_G); ListNet uses the query's first position (M, 0, Z). f: the
+    scores at the positions (written by :func:`evaluate_x`)."""
+    cdef public object f, ex, gm, gb, gs
 
     def __init__(self, intp_t n):
-        self.ex, self.gm, self.gb, self.gs = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        self.f, self.ex, self.gm, self.gb, self.gs = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
 
 
 # ------------------------------------------------------------------------------------------------ ListNet
-cdef double _listnet_eval(intp_t a, intp_t b, const intp_t* perm, const double* coef, const double* f,
-                          double* g, double* ex, double* gm, double* gs) noexcept nogil:
+cdef double _listnet_eval(intp_t a, intp_t b, const double* coef, const double* f, double* g, double* ex,
+                          double* gm, double* gs) noexcept nogil:
     cdef intp_t k
     cdef double M = -INFINITY, Z = 0.0, C = 0.0, lin = 0.0, inv
     for k in range(a, b):
         C += coef[k]
-        M = f[perm[k]] if f[perm[k]] > M else M
+        M = f[k] if f[k] > M else M
     if C == 0.0:  # no target: the query contributes nothing
         for k in range(a, b):
-            g[perm[k]] = 0.0
+            g[k] = 0.0
             ex[k] = 0.0
         gm[a] = M
         gs[a] = 1.0
         return 0.0
     for k in range(a, b):
-        ex[k] = exp(f[perm[k]] - M)
+        ex[k] = exp(f[k] - M)
         Z += ex[k]
-        lin += coef[k] * (M - f[perm[k]])
+        lin += coef[k] * (M - f[k])
     gm[a] = M
     gs[a] = Z
     inv = C / Z
     for k in range(a, b):
-        g[perm[k]] = inv * ex[k] - coef[k]
+        g[k] = inv * ex[k] - coef[k]
     return lin + C * log(Z)
 
 
-cdef void _listnet_hess(intp_t a, intp_t b, const intp_t* perm, const double* coef, const double* ex,
-                        const double* gs, const double* u, double* out, bint diag) noexcept nogil:
+cdef void _listnet_hess(intp_t a, intp_t b, const double* coef, const double* ex, const double* gs,
+                        const double* u, double* out, bint diag) noexcept nogil:
     cdef intp_t k
     cdef double C = 0.0, su = 0.0, Z = gs[a], s
     for k in range(a, b):
         C += coef[k]
         if not diag:
-            su += ex[k] * u[perm[k]]
+            su += ex[k] * u[k]
     su /= Z
     for k in range(a, b):
         s = ex[k] / Z
         if diag:
-            out[perm[k]] = C * s * (1.0 - s)
+            out[k] = C * s * (1.0 - s)
         else:
-            out[perm[k]] = C * s * (u[perm[k]] - su)
+            out[k] = C * s * (u[k] - su)
 
 
 # ------------------------------------------------------------------------------------------------ ListMLE
@@ -142,7 +150,7 @@ cdef inline double _a(bint efron, intp_t r, intp_t m) noexcept nogil:
     return 1.0 - (<double> r) / m if efron else 1.0
 
 
-cdef void _mle_backward(intp_t a, intp_t b, const intp_t* perm, const intp_t* gstart, const double* f,
+cdef void _mle_backward(intp_t a, intp_t b, const intp_t* gstart, const double* f,
                         double* ex, double* gm, double* gb, double* gs) noexcept nogil:
     """Bottom-up over the groups: M_G, ex, B~_G, S~_G (module docstring)."""
     cdef intp_t e = b, s, k
@@ -151,11 +159,11 @@ cdef void _mle_backward(intp_t a, intp_t b, const intp_t* perm, const intp_t* gs
         s = gstart[e - 1]
         mg = Mnext
         for k in range(s, e):
-            mg = f[perm[k]] if f[perm[k]] > mg else mg
+            mg = f[k] if f[k] > mg else mg
         below = R * exp(Mnext - mg) if R > 0.0 else 0.0
         S = 0.0
         for k in range(s, e):
-            ex[k] = exp(f[perm[k]] - mg)
+            ex[k] = exp(f[k] - mg)
             S += ex[k]
         gm[s] = mg
         gb[s] = below
@@ -165,7 +173,7 @@ cdef void _mle_backward(intp_t a, intp_t b, const intp_t* perm, const intp_t* gs
         e = s
 
 
-cdef double _mle_eval(intp_t a, intp_t b, const intp_t* perm, const intp_t* gend, const double* coef,
+cdef double _mle_eval(intp_t a, intp_t b, const intp_t* gend, const double* coef,
                       const double* f, bint efron, intp_t top_k, double* g, double* ex, const double* gm,
                       const double* gb, const double* gs) noexcept nogil:
     """Top-down: the loss and the gradient (written at the rows) from the backward pass's state."""
@@ -181,7 +189,7 @@ cdef double _mle_eval(intp_t a, intp_t b, const intp_t* perm, const intp_t* gend
         lin = 0.0
         for k in range(s, e):
             W += coef[k]
-            lin += coef[k] * (mg - f[perm[k]])
+            lin += coef[k] * (mg - f[k])
         c = W / m
         own = 0.0
         below = 0.0
@@ -195,14 +203,14 @@ cdef double _mle_eval(intp_t a, intp_t b, const intp_t* perm, const intp_t* gend
         frac = (<double> R) / m
         loss += frac * lin + c * logs
         for k in range(s, e):
-            g[perm[k]] = ex[k] * (A + own) - frac * coef[k]
+            g[k] = ex[k] * (A + own) - frac * coef[k]
         A += below
         Mprev = mg
         s = e
     return loss
 
 
-cdef void _mle_hess(intp_t a, intp_t b, const intp_t* perm, const intp_t* gstart, const intp_t* gend,
+cdef void _mle_hess(intp_t a, intp_t b, const intp_t* gstart, const intp_t* gend,
                     const double* coef, bint efron, intp_t top_k, const double* ex, const double* gm,
                     const double* gb, const double* gs, const double* u, double* out, double* work,
                     bint diag) noexcept nogil:
@@ -218,7 +226,7 @@ cdef void _mle_hess(intp_t a, intp_t b, const intp_t* perm, const intp_t* gstart
             Ub = U * exp(Mnext - mg) if U != 0.0 else 0.0
             SU = 0.0
             for k in range(s, e):
-                SU += ex[k] * u[perm[k]]
+                SU += ex[k] * u[k]
             work[s] = Ub
             U = Ub + SU
             Mnext = mg
@@ -238,7 +246,7 @@ cdef void _mle_hess(intp_t a, intp_t b, const intp_t* perm, const intp_t* gstart
         for k in range(s, e):
             W += coef[k]
             if not diag:
-                SU += ex[k] * u[perm[k]]
+                SU += ex[k] * u[k]
         c = W / m
         ownB = ownG = belowB = belowG = 0.0
         for r in range(R):
@@ -255,9 +263,9 @@ cdef void _mle_hess(intp_t a, intp_t b, const intp_t* perm, const intp_t* gstart
                 belowG += c * qu / D
         for k in range(s, e):
             if diag:
-                out[perm[k]] = max(ex[k] * (Bsum + ownB) - ex[k] * ex[k] * (Gsum + ownG), 0.0)
+                out[k] = max(ex[k] * (Bsum + ownB) - ex[k] * ex[k] * (Gsum + ownG), 0.0)
             else:
-                out[perm[k]] = ex[k] * (u[perm[k]] * (Bsum + ownB) - (Gsum + ownG))
+                out[k] = ex[k] * (u[k] * (Bsum + ownB) - (Gsum + ownG))
         Bsum += belowB
         Gsum += belowG
         Mprev = mg
@@ -265,68 +273,160 @@ cdef void _mle_hess(intp_t a, intp_t b, const intp_t* perm, const intp_t* gstart
 
 
 # ------------------------------------------------------------------------------------------------ the passes
-def evaluate(Layout lay, const double[::1] f, double[::1] g, State st, double[::1] qloss):
-    """The loss sum_q L_q at the scores f (input row order); g = dL/df (input row order), the state of
-    :func:`hess_vec` in ``st``, each query's loss in qloss (n_queries). Queries in parallel; the sum in order."""
-    cdef intp_t n = lay.n, nq = lay.n_queries, nt = lay.n_threads, q, a, b
-    cdef const intp_t[::1] perm = lay.perm, offsets = lay.offsets, gstart = lay.gstart, gend = lay.gend
+cdef inline double _query(int kind, bint efron, intp_t top_k, intp_t a, intp_t b, const intp_t* gstart,
+                          const intp_t* gend, const double* coef, const double* f, double* g, double* ex, double* gm,
+                          double* gb, double* gs) noexcept nogil:
+    """One query's loss at the position scores f; g = dL/df at the positions; the state (ex, gm, gb, gs)."""
+    if a == b:
+        return 0.0
+    if kind == KIND_LISTNET:
+        return _listnet_eval(a, b, coef, f, g, ex, gm, gs)
+    _mle_backward(a, b, gstart, f, ex, gm, gb, gs)
+    return _mle_eval(a, b, gend, coef, f, efron, top_k, g, ex, gm, gb, gs)
+
+
+cdef inline void _query_hess(int kind, bint efron, intp_t top_k, intp_t a, intp_t b, const intp_t* gstart,
+                             const intp_t* gend, const double* coef, const double* ex, const double* gm,
+                             const double* gb, const double* gs, const double* u, double* out, double* work,
+                             bint diag) noexcept nogil:
+    if a == b:
+        return
+    if kind == KIND_LISTNET:
+        _listnet_hess(a, b, coef, ex, gs, u, out, diag)
+    else:
+        _mle_hess(a, b, gstart, gend, coef, efron, top_k, ex, gm, gb, gs, u, out, work, diag)
+
+
+def _positions(Layout lay, int mode, State st, const double[::1] x, double[::1] y, double[::1] work,
+               double[::1] qloss):
+    """Every query on position arrays, no X: mode 0 the loss (f = x, g = y; returns the sum), 1 y = H x, 2
+    y = diag(H)."""
+    cdef intp_t n = lay.n, nq = lay.n_queries, nt = lay.n_threads, q
+    cdef const intp_t[::1] offsets = lay.offsets, gstart = lay.gstart, gend = lay.gend
     cdef const double[::1] coef = lay.coef
     cdef double[::1] ex = st.ex, gm = st.gm, gb = st.gb, gs = st.gs
     cdef int kind = lay.kind
     cdef bint efron = lay.efron
     cdef intp_t top_k = lay.top_k
     cdef double total = 0.0
-    if f.shape[0] != n or g.shape[0] != n or ex.shape[0] != n or qloss.shape[0] != nq:
-        raise ValueError("listwise evaluate: wrong array sizes")
+    if x.shape[0] != n or y.shape[0] != n or work.shape[0] != n or ex.shape[0] != n or qloss.shape[0] != nq:
+        raise ValueError("listwise kernel: wrong array sizes")
     if n == 0:
         return 0.0
     with nogil:
         for q in prange(nq, schedule="dynamic", chunksize=16, num_threads=nt):
-            a = offsets[q]
-            b = offsets[q + 1]
-            if a == b:
-                qloss[q] = 0.0
-            elif kind == KIND_LISTNET:
-                qloss[q] = _listnet_eval(a, b, &perm[0], &coef[0], &f[0], &g[0], &ex[0], &gm[0], &gs[0])
+            if mode == 0:
+                qloss[q] = _query(kind, efron, top_k, offsets[q], offsets[q + 1], &gstart[0], &gend[0], &coef[0],
+                                  &x[0], &y[0], &ex[0], &gm[0], &gb[0], &gs[0])
             else:
-                _mle_backward(a, b, &perm[0], &gstart[0], &f[0], &ex[0], &gm[0], &gb[0], &gs[0])
-                qloss[q] = _mle_eval(a, b, &perm[0], &gend[0], &coef[0], &f[0], efron, top_k, &g[0], &ex[0],
-                                     &gm[0], &gb[0], &gs[0])
-        for q in range(nq):
-            total += qloss[q]
+                _query_hess(kind, efron, top_k, offsets[q], offsets[q + 1], &gstart[0], &gend[0], &coef[0], &ex[0],
+                            &gm[0], &gb[0], &gs[0], &x[0], &y[0], &work[0], mode == 2)
+        if mode == 0:
+            total = sum_ordered(&qloss[0], nq)
     return total
 
 
-def _hess(Layout lay, State st, const double[::1] u, double[::1] out, double[::1] work, bint diag):
-    cdef intp_t n = lay.n, nq = lay.n_queries, nt = lay.n_threads, q, a, b
-    cdef const intp_t[::1] perm = lay.perm, offsets = lay.offsets, gstart = lay.gstart, gend = lay.gend
-    cdef const double[::1] coef = lay.coef
-    cdef const double[::1] ex = st.ex, gm = st.gm, gb = st.gb, gs = st.gs
-    cdef int kind = lay.kind
-    cdef bint efron = lay.efron
-    cdef intp_t top_k = lay.top_k
-    if u.shape[0] != n or out.shape[0] != n or work.shape[0] != n or ex.shape[0] != n:
-        raise ValueError("listwise Hessian: wrong array sizes")
-    if n == 0:
-        return
-    with nogil:
-        for q in prange(nq, schedule="dynamic", chunksize=16, num_threads=nt):
-            a = offsets[q]
-            b = offsets[q + 1]
-            if a == b:
-                continue
-            if kind == KIND_LISTNET:
-                _listnet_hess(a, b, &perm[0], &coef[0], &ex[0], &gs[0], &u[0], &out[0], diag)
-            else:
-                _mle_hess(a, b, &perm[0], &gstart[0], &gend[0], &coef[0], efron, top_k, &ex[0], &gm[0], &gb[0],
-                          &gs[0], &u[0], &out[0], &work[0], diag)
+def evaluate(Layout lay, const double[::1] f, double[::1] g, State st, double[::1] qloss):
+    """The loss sum_q L_q at the scores f (input row order); g = dL/df (input row order), the state of
+    :func:`hess_vec` in ``st``, each query's loss in qloss (n_queries). Queries in parallel; the sum in order."""
+    perm = lay.perm
+    fp = np.take(f, perm)
+    gp = np.empty(lay.n)
+    total = _positions(lay, 0, st, fp, gp, gp, qloss)
+    g_arr = np.asarray(g)
+    g_arr[perm] = gp
+    return total
 
 
 def hess_vec(Layout lay, State st, const double[::1] u, double[::1] out, double[::1] work):
     """out = H u (input row order) at the state of the last :func:`evaluate` into ``st``; work: n doubles."""
-    _hess(lay, st, u, out, work, False)
+    perm = lay.perm
+    up = np.take(u, perm)
+    op = np.empty(lay.n)
+    _positions(lay, 1, st, up, op, work, np.empty(lay.n_queries))
+    np.asarray(out)[perm] = op
 
 
 def hess_diag(Layout lay, State st, double[::1] out):
     """out = diag(H) (input row order) at the state of the last :func:`evaluate` into ``st``."""
-    _hess(lay, st, out, out, out, True)
+    op = np.empty(lay.n)
+    _positions(lay, 2, st, op, op, op, np.empty(lay.n_queries))
+    np.asarray(out)[lay.perm] = op
+
+
+# ------------------------------------------------------------------------------------------------ fused with X
+def _pass(int mode, const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+          intp_t d, intp_t rw, Layout lay, const double[::1] x, State st, double[::1] t, double[::1] u,
+          double[::1] work, double[::1] qloss, double[::1] out):
+    """One pass over X query by query, each query's rows read once while in cache: t = X x at its positions, then
+    (mode 0) the loss and u = dL/df, or (mode 1) u = H t, then out += X' u, one accumulator per chunk of queries
+    (a partition fixed by X's shape, summed in chunk order: cyrank/_parallel.pxd)."""
+    cdef intp_t n = lay.n, nq = lay.n_queries, nt = lay.n_threads, q, k, a, b, c, n_ch, tid
+    cdef const intp_t[::1] perm = lay.perm, offsets = lay.offsets, gstart = lay.gstart, gend = lay.gend
+    cdef const double[::1] coef = lay.coef
+    cdef double[::1] ex = st.ex, gm = st.gm, gb = st.gb, gs = st.gs
+    cdef int kind = lay.kind
+    cdef bint efron = lay.efron
+    cdef intp_t top_k = lay.top_k
+    cdef intp_t bounds[MAX_CHUNKS + 1]
+    cdef double[:, ::1] acc
+    cdef Interrupt intr
+    cdef const floating* X = &data[0] if data.shape[0] else NULL
+    cdef const index_t* ind_p = &indices[0]
+    cdef const index_t* ptr_p = &indptr[0]
+    cdef double total = 0.0
+    if (x.shape[0] != d or out.shape[0] != d or t.shape[0] != n or u.shape[0] != n or work.shape[0] != n
+            or ex.shape[0] != n or qloss.shape[0] != nq):
+        raise ValueError("listwise pass: wrong array sizes")
+    if n == 0:
+        out[:] = 0.0
+        return 0.0
+    n_ch = chunk_count(nq, d, n * rw, nt)
+    balanced_chunks(&offsets[0], nq, n_ch, bounds)
+    acc = chunk_accumulators(lay, n_ch, d)
+    interrupt_init(&intr)
+    tid = 0
+    with nogil, parallel(num_threads=nt):
+        tid = threadid()
+        for c in prange(n_ch, schedule="dynamic", chunksize=1):
+            zero_row(&acc[c, 0], acc.shape[1])
+            for q in range(bounds[c], bounds[c + 1]):
+                a = offsets[q]
+                b = offsets[q + 1]
+                if not keep_going(&intr, tid, (b - a) * rw):
+                    break
+                for k in range(a, b):
+                    if k + AHEAD < n:
+                        prefetch_row(X, ind_p, ptr_p, dense, d, perm[k + AHEAD])
+                    t[k] = row_dot(X, ind_p, ptr_p, dense, d, perm[k], &x[0])
+                if mode == 0:
+                    qloss[q] = _query(kind, efron, top_k, a, b, &gstart[0], &gend[0], &coef[0], &t[0], &u[0],
+                                      &ex[0], &gm[0], &gb[0], &gs[0])
+                else:
+                    _query_hess(kind, efron, top_k, a, b, &gstart[0], &gend[0], &coef[0], &ex[0], &gm[0], &gb[0],
+                                &gs[0], &t[0], &u[0], &work[0], False)
+                for k in range(a, b):
+                    if u[k] != 0.0:
+                        row_axpy(X, ind_p, ptr_p, dense, d, perm[k], u[k], &acc[c, 0])
+    check_interrupt(&intr)
+    sum_chunks(acc, out)
+    if mode == 0:
+        total = sum_ordered(&qloss[0], nq)
+    return total
+
+
+def evaluate_x(parts, Layout lay, const double[::1] w, State st, double[::1] g, double[::1] qloss,
+               double[::1] grad):
+    """L(w) = sum_q L_q(X w); grad = X' dL/df; st.f = X w and g = dL/df at the positions (the state of
+    :func:`hess_vec_x`). ``parts``: cyrank._linear.product_parts(X)."""
+    data, indices, indptr, dense, n_rows, d = parts
+    rw = d if dense else max(1, (int(indptr[n_rows]) - int(indptr[0])) // max(n_rows, 1))
+    return _pass(0, data, indices, indptr, dense, d, rw, lay, w, st, st.f, g, g, qloss, grad)
+
+
+def hess_vec_x(parts, Layout lay, const double[::1] v, State st, double[::1] t, double[::1] u, double[::1] work,
+               double[::1] out):
+    """out = X' H X v at the state of the last :func:`evaluate_x` into ``st``; t, u, work: n doubles."""
+    data, indices, indptr, dense, n_rows, d = parts
+    rw = d if dense else max(1, (int(indptr[n_rows]) - int(indptr[0])) // max(n_rows, 1))
+    _pass(1, data, indices, indptr, dense, d, rw, lay, v, st, t, u, work, np.empty(lay.n_queries), out)

@@ -326,3 +326,14 @@ def test_columns_spread_over_orders_of_magnitude(kw):
     assert res.converged and res.n_iter <= 15  # 84 (ListNet) and 641 (ListMLE) Newton steps without it
     sol = ref.solve(X * s, y, qid, **kw, feature_scale=s)
     assert -REF_ACCURACY <= (res.objective - sol.objective) / max(1.0, abs(sol.objective)) <= REL
+
+
+@pytest.mark.parametrize("cls", [ListNet, ListMLE])
+def test_no_order_to_learn(cls):
+    """Every query of one label (or one row): a RankingDataWarning and w = 0, converged."""
+    X, _, qid = ranking_data()
+    from cyrank import RankingDataWarning
+
+    with pytest.warns(RankingDataWarning, match="no query has two different labels.*w = 0 is optimal"):
+        est = fit(cls(), X, np.ones(X.shape[0]), qid)
+    assert est.converged_ and not np.any(est.coef_) and est.objective_ >= 0.0

@@ -40,6 +40,8 @@ cyrank.optim.certificate (``gap``, ``gap_kind``). The loss, gradient in f, H u a
 kernel _loss.pyx (O(n) per query; the label order and the tie groups computed once per fit); X w and X' g from
 the shared products (cyrank._linear.LinearX: X never copied, float32 read as float32, sums in float64).
 """
+import warnings
+
 import numpy as np
 
 from .._linear import LinearX, product_parts
@@ -47,7 +49,7 @@ from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import (check_coef, check_gain_labels, check_option, check_param, check_qid, check_ranking_data,
-                           check_sample_weight, check_scores, check_y, warn_if_no_pairs)
+                           check_sample_weight, check_y, RankingDataWarning)
 from ..optim.certificate import group_column_squares, worth_preconditioning
 from ..optim.datafit import Datafit, minimise, solve_result
 from ..optim.penalties import Penalty, penalty_weights
@@ -120,7 +122,7 @@ def targets(y, groups, perm, target, random_state):
     if target == "exp":
         num = np.exp(ys - np.maximum.reduceat(ys, starts)[qpos]) if n else ys
     else:
-        check_gain_labels(y, f"target={target!r}", hint=f"; use target='exp' for labels of any scale")
+        check_gain_labels(y, f"target={target!r}", hint="; use target='exp' for labels of any scale")
         if target == "gain":
             num = np.exp2(ys) - 1.0
         else:
@@ -143,7 +145,7 @@ class Prepared:
         random_state = check_random_state(random_state)
         n = y.shape[0]
         w = check_sample_weight(sample_weight, n, of=of)
-        groups = QueryGroups(qid, y)
+        groups = QueryGroups(qid)  # the tie groups below; QueryGroups' label runs are not needed
         qidx = groups.query_index()
         perm = np.lexsort((-y, qidx)).astype(np.int64)  # queries in id order, labels decreasing, stable
         qs, ys = qidx[perm], y[perm]
@@ -162,6 +164,7 @@ class Prepared:
         self.layout = _loss.Layout(perm, groups.offsets, gstart, gend, coef, kind, ties == "efron", top_k or 0,
                                    parallel_min_rows)
         self.n = n
+        self.n_tie_groups = int(starts.size)  # == n_queries: no query has two different labels
 
     def new_state(self):
         return _loss.State(self.n)
@@ -241,6 +244,18 @@ class ListwiseLoss(Datafit):
         if self.ridge:
             out += 2.0 * self.ridge * v
         return out
+
+
+def _zero_is_optimal(prep):
+    """Whether w = 0 is exactly optimal whatever X: no query has two different labels and the weights are
+    constant within each query (then every L_q is minimal at equal scores: its gradient there is 0), and no noise
+    (target="xendcg") makes the targets unequal. TRON would chase the rounding error of that zero gradient."""
+    if prep.n_tie_groups != prep.groups.n_queries or (prep.loss == "listnet" and prep.target == "xendcg"):
+        return False
+    if prep.sample_weight is None or prep.n == 0:
+        return True
+    wp, starts = prep.sample_weight[prep.perm], prep.groups.offsets[:-1]
+    return bool(np.all(np.maximum.reduceat(wp, starts) == np.minimum.reduceat(wp, starts)))
 
 
 def _prepare(X, y, qid, *, loss, target, ties, top_k, sample_weight, random_state):
@@ -339,9 +354,14 @@ def solve(X, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=N
                      random_state=random_state, verbose=verbose)
     X, y, qid, prep = _prepare(X, y, qid, loss=p["loss"], target=p["target"], ties=p["ties"], top_k=p["top_k"],
                                sample_weight=sample_weight, random_state=p["random_state"])
-    if prep.sample_weight is None:
-        warn_if_no_pairs(prep.groups)
     d = X.shape[1]
+    if _zero_is_optimal(prep):
+        warnings.warn("no query has two different labels, so there is no order to learn from: w = 0 is optimal",
+                      RankingDataWarning, stacklevel=2)
+        w = np.zeros(d)
+        return SolveResult(coef=w, objective=float(ListwiseLoss(X, prep).fun(w)), grad_norm=0.0, gap=0.0,
+                           gap_kind="exact", n_iter=0, n_cg_iter=0, converged=True, n_features_in=d,
+                           history={"eval": np.zeros(0)}, best_iteration=0, optimality_name="grad_norm")
     w0 = np.zeros(d) if coef_init is None else check_coef(coef_init, d, "coef_init")
     if eval_set is not None:
         Xv, yv, qv = check_eval_set(eval_set, d)

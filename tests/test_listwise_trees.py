@@ -228,3 +228,15 @@ def test_the_option_lists_are_those_of_the_linear_listwise_solver():
     from cyrank.listwise import solver
 
     assert (mart.LOSSES, mart.TARGETS, mart.LABEL_TIES) == (solver.LOSSES, solver.TARGETS, solver.TIES)
+
+
+def test_sparse_and_float32_x_give_the_dense_model():
+    import scipy.sparse as sp
+
+    X, y, qid = make_ranking(20, 300, 4, 3, density=0.6, random_state=6)
+    X = np.round(X, 1)
+    dense = ListwiseMART(loss="listmle", n_estimators=6, n_jobs=1).fit(X, y, qid)
+    for other in (sp.csr_matrix(X), X.astype(np.float32)):
+        m = ListwiseMART(loss="listmle", n_estimators=6, n_jobs=1).fit(other, y, qid)
+        np.testing.assert_allclose(m.predict(X), dense.predict(X), rtol=1e-6, atol=1e-9)
+        assert m.objective_ == pytest.approx(dense.objective_, rel=1e-6)

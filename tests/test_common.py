@@ -11,6 +11,7 @@ from cyrank import MissingQidWarning, RankingDataWarning
 from cyrank.domination import DominationRank
 from cyrank.labelrank import LabelRankBoost
 from cyrank.lambdarank import LambdaRank, RankNet
+from cyrank.listwise import ListMLE, ListNet
 from cyrank.mlr import MLR
 from cyrank.ranksvm import RankSVM
 
@@ -43,14 +44,31 @@ ESTIMATORS = [
     RankSVM(kernel="rbf", max_iter=50),
     RankSVM(kernel="precomputed", max_iter=50),
     MLR(C=1.0),
+    ListNet(max_iter=50, tol=1e-4),
+    ListNet(target="xendcg", penalty="l1", alpha=0.1, max_iter=50, tol=1e-4),
+    ListMLE(max_iter=50, tol=1e-4),
+    ListMLE(ties="breslow", top_k=3, max_iter=50, tol=1e-4),
 ]
 if importlib.util.find_spec("lightgbm") is not None:
     from cyrank import LambdaMART
+    from cyrank.lambdarank.mart import ListwiseMART
 
-    ESTIMATORS += [LambdaMART(n_estimators=3, n_jobs=1, min_child_samples=2), LambdaMART()]
+    ESTIMATORS += [LambdaMART(n_estimators=3, n_jobs=1, min_child_samples=2), LambdaMART(),
+                   ListwiseMART(n_estimators=3, n_jobs=1, min_child_samples=2),
+                   ListwiseMART(loss="listmle", n_estimators=3, n_jobs=1, min_child_samples=2)]
+
+
+LISTWISE_WEIGHTS = {
+    check: "a row's weight multiplies the terms where it is the target (ListNet: w_i p_i; ListMLE: the position it "
+           "fills), while a repeated row is also a second entry of every softmax / risk set of its query and shares "
+           "the target mass: the two differ (the listwise tests check what weights do mean)"
+    for check in ("check_sample_weight_equivalence_on_dense_data", "check_sample_weight_equivalence_on_sparse_data")
+}
 
 
 def expected_failed_checks(estimator):
+    if type(estimator).__name__ in ("ListNet", "ListMLE", "ListwiseMART"):
+        return {**DTYPE_OBJECT, **LISTWISE_WEIGHTS}
     if isinstance(estimator, LabelRankBoost):  # instance weights: repetition holds exactly
         return LABEL_RANKING_FAILED
     if isinstance(estimator, MLR):
@@ -61,9 +79,9 @@ def expected_failed_checks(estimator):
 
 
 def one_openmp_thread(estimator):
-    """LambdaMART: the checks fit 40 models of a few dozen rows; LightGBM's default thread count only adds overhead
+    """LambdaMART and ListwiseMART: the checks fit 40 models of a few dozen rows; LightGBM's default thread count only adds overhead
     there."""
-    if type(estimator).__name__ != "LambdaMART":
+    if type(estimator).__name__ not in ("LambdaMART", "ListwiseMART"):
         return contextlib.nullcontext()
     from threadpoolctl import threadpool_limits
     return threadpool_limits(1, user_api="openmp")

@@ -337,3 +337,19 @@ def test_no_order_to_learn(cls):
     with pytest.warns(RankingDataWarning, match="no query has two different labels.*w = 0 is optimal"):
         est = fit(cls(), X, np.ones(X.shape[0]), qid)
     assert est.converged_ and not np.any(est.coef_) and est.objective_ >= 0.0
+
+
+def test_functional_layers_name_the_estimator_parameters():
+    """solve_listnet / solve_listmle (the estimators' _solve, for the command line) take every parameter by name."""
+    import inspect
+
+    from cyrank.listwise import solve_listmle, solve_listnet
+
+    for cls, fn in ((ListNet, solve_listnet), (ListMLE, solve_listmle)):
+        names = set(inspect.signature(fn).parameters)
+        assert set(cls().get_params()) - {"warm_start"} <= names
+        assert {"sample_weight", "coef_init", "eval_set"} <= names
+    X, y, qid = ranking_data()
+    a = solve_listmle(X, y, qid, top_k=3)
+    b = solve(X, y, qid, loss="listmle", top_k=3)
+    np.testing.assert_array_equal(a.coef, b.coef)

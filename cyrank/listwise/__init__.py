@@ -2,7 +2,8 @@
 and ListMLE (Xia et al., ICML 2008; Efron's or Breslow's ties), linear, convex, solved exactly (solver.py: the
 functional layer, no scikit-learn import); ``doc_gradients`` / ``DocGradients`` give the per-row gradients and
 Hessian diagonals for tree learners. The estimators ``ListNet`` and ``ListMLE`` are imported on first use."""
-from .solver import DocGradients, ListwiseLoss, check_params, doc_gradients, loss, objective, solve
+from .solver import (DocGradients, ListwiseLoss, check_params, doc_gradients, loss, objective, solve, solve_listmle,
+                     solve_listnet)
 
 
 def __getattr__(name):
@@ -14,4 +15,4 @@ def __getattr__(name):
 
 
 __all__ = ["DocGradients", "ListMLE", "ListNet", "ListwiseLoss", "check_params", "doc_gradients", "loss",
-           "objective", "solve"]
+           "objective", "solve", "solve_listmle", "solve_listnet"]

@@ -50,14 +50,6 @@ _SCHEMA = {
 }
 
 
-def _solve_listnet(X, y, qid=None, **params):
-    return solver.solve(X, y, qid, loss="listnet", **params)
-
-
-def _solve_listmle(X, y, qid=None, **params):
-    return solver.solve(X, y, qid, loss="listmle", **params)
-
-
 class _Listwise(LinearRankerMixin, SolverEstimator):
     _check = solver.check_params
     _estimator_only_params = ("warm_start",)
@@ -103,7 +95,7 @@ class ListNet(_Listwise):
         order); None means 0, so fits are reproducible. Unused by the other targets.""" + _DOC_COMMON
 
     _loss = "listnet"
-    _solve = _solve_listnet
+    _solve = solver.solve_listnet
 
     def __init__(self, target="exp", penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6, max_iter=1000,
                  early_stopping_rounds=None, warm_start=False, random_state=None, verbose=0):
@@ -141,7 +133,7 @@ class ListMLE(_Listwise):
         below still enter the denominators.""" + _DOC_COMMON
 
     _loss = "listmle"
-    _solve = _solve_listmle
+    _solve = solver.solve_listmle
 
     def __init__(self, ties="efron", top_k=None, penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6, max_iter=1000,
                  early_stopping_rounds=None, warm_start=False, verbose=0):

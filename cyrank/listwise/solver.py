@@ -425,6 +425,26 @@ def solve(X, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=N
                         best_iteration=int(best_iteration))
 
 
+def solve_listnet(X, y, qid=None, *, target="exp", penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6, max_iter=1000,
+                  early_stopping_rounds=None, random_state=None, verbose=0, sample_weight=None, coef_init=None,
+                  eval_set=None):
+    """:func:`solve` with loss="listnet": the functional layer of :class:`cyrank.listwise.ListNet` (its
+    parameters, named)."""
+    return solve(X, y, qid, loss="listnet", target=target, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, tol=tol,
+                 max_iter=max_iter, early_stopping_rounds=early_stopping_rounds, random_state=random_state,
+                 verbose=verbose, sample_weight=sample_weight, coef_init=coef_init, eval_set=eval_set)
+
+
+def solve_listmle(X, y, qid=None, *, ties="efron", top_k=None, penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6,
+                  max_iter=1000, early_stopping_rounds=None, verbose=0, sample_weight=None, coef_init=None,
+                  eval_set=None):
+    """:func:`solve` with loss="listmle": the functional layer of :class:`cyrank.listwise.ListMLE` (its
+    parameters, named)."""
+    return solve(X, y, qid, loss="listmle", ties=ties, top_k=top_k, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                 tol=tol, max_iter=max_iter, early_stopping_rounds=early_stopping_rounds, verbose=verbose,
+                 sample_weight=sample_weight, coef_init=coef_init, eval_set=eval_set)
+
+
 # ------------------------------------------------------------------------------------------------ for trees
 class DocGradients:
     """The gradient of sum_q L_q in the scores and the diagonal of its Hessian, per row (input order), for one

@@ -25,10 +25,16 @@ no sum overflows, whatever the score gaps (tested with gaps of 1e3).
 
 Layout (:class:`Layout`, built once per fit): position k holds row perm[k]; query q owns positions
 offsets[q]:offsets[q+1], labels decreasing; gstart[k] / gend[k] the first / one-past-last position of k's tie
-group; coef[k] = c (ListNet: w_i p_i; ListMLE: w_i) of the row at k. Scores and outputs are in the input row
-order (read and written through perm). Queries run in parallel (OpenMP, dynamic schedule), each writing only
-its own rows and its loss into qloss[q]; the losses are summed in query order: the same bits for any thread
-count.
+group; coef[k] = c (ListNet: w_i p_i; ListMLE: w_i) of the row at k. The per-query kernels work on arrays indexed
+by position.
+
+The solver's passes (:func:`evaluate_x`, :func:`hess_vec_x`) read X (dense C-ordered or CSR, float32 or float64,
+never copied; cyrank/_rows.pxd, sums in float64) query by query, rows perm[k]: the query's scores X w, its loss and
+gradient (or H t), then X' of that gradient while the rows are in cache, so an evaluation or a Hessian product is
+one pass over X. Queries run in parallel (OpenMP) in a fixed partition of contiguous chunks with one accumulator
+of X' g each, summed in chunk order (cyrank/_parallel.pxd); each query's loss goes to qloss[q], summed in query
+order: the same bits for any thread count. :func:`evaluate`, :func:`hess_vec` and :func:`hess_diag` are the same
+kernels on scores in the input row order, without X (the tree learners' gradients, the tests).
 """
 import numpy as np
 

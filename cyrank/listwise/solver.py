@@ -37,8 +37,11 @@ ties both are plain ListMLE. Every L_q is convex in f (log-sum-exps minus a line
 Solver: TRON (trust-region Newton-CG, exact Hessian products) for "l2", proximal Newton with working sets for
 "l1" / "elasticnet", through the shared driver cyrank.optim.datafit.minimise, with the certificates of
 cyrank.optim.certificate (``gap``, ``gap_kind``). The loss, gradient in f, H u and diag(H) come from the Cython
-kernel _loss.pyx (O(n) per query; the label order and the tie groups computed once per fit); X w and X' g from
-the shared products (cyrank._linear.LinearX: X never copied, float32 read as float32, sums in float64).
+kernel _loss.pyx (O(n) per query; the label order and the tie groups computed once per fit), in one pass over X
+per evaluation or Hessian product: each query's rows are read once, while in cache, for its scores X w and for
+X' of its gradient (the shared row helpers of cyrank/_rows.pxd, as linear RankNet's kernel; X never copied,
+float32 read as float32, sums in float64). Two passes through cyrank._linear.LinearX (X w, then X' g) measured
+17.9 ms against 8.7 ms for the fused one on 1e5 x 136 float32 rows, one thread.
 """
 import warnings
 

@@ -804,7 +804,8 @@ class _MART(RankerMixin, SolverEstimator):
             callbacks.append(_EarlyStopping(patience, watched, names[0]))
         try:
             booster = lgb.train(params, train, num_boost_round=n_estimators, valid_sets=valid_sets,
-                                valid_names=valid_names, feval=score if valid_sets else None, callbacks=callbacks)
+                                valid_names=valid_names, feval=score if valid_sets else None, callbacks=callbacks,
+                                keep_training_booster=True)  # its training scores are read below; then dropped
         except lgb.basic.LightGBMError as exc:  # a refusal not foreseen above: LightGBM's words, and ours
             if "num_features()" in str(exc):
                 raise ValueError("LightGBM finds no column of X it can split on (values within 1e-35 of 0 count as "
@@ -819,7 +820,7 @@ class _MART(RankerMixin, SolverEstimator):
             warnings.warn("LightGBM found no split in any feature (every feature constant, or min_child_samples "
                           f"= {min_child} too large for the queries): every document gets the same score",
                           RankingDataWarning, stacklevel=2)
-        final = np.asarray(booster.predict(Xs, num_iteration=best), dtype=np.float64)
+        final = self._training_scores(booster, best, Xs)
         if to_kernel is not None:
             final = final[to_kernel]
         cost = pairs.loss(final)
@@ -830,6 +831,17 @@ class _MART(RankerMixin, SolverEstimator):
         set_fitted(self, result, stale=self._stale_attributes)
         self._booster = lgb.Booster(model_str=model_string)  # predict builds it after a load or unpickling
         return self
+
+    @staticmethod
+    def _training_scores(booster, best, Xs):
+        """The scores of the training rows (LightGBM's Dataset order) after ``best`` rounds: those LightGBM keeps
+        (Booster.eval_train hands them to a feval, no pass over X) when every round is kept, else a prediction."""
+        kept = []
+        if best == booster.current_iteration():
+            booster.eval_train(feval=lambda preds, data: kept.append(np.array(preds, dtype=np.float64)) or [])
+        if kept and kept[0].shape == (Xs.shape[0],):
+            return kept[0]
+        return np.asarray(booster.predict(Xs, num_iteration=best), dtype=np.float64)
 
     @staticmethod
     def _check_model_attributes(values):

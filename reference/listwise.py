@@ -230,3 +230,17 @@ def solve(X, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=N
         pen = pen + lam2 * cp.sum_squares(w_pen)
     problem = cp.Problem(cp.Minimize(data + pen))
     return unscale(solve_problem(problem, {"w": w}, **solver_options), scale, "w")
+
+
+def solve_listnet(X, y, qid=None, *, target="exp", penalty="l2", alpha=1.0, l1_ratio=0.5, sample_weight=None,
+                  random_state=None):
+    """:func:`solve` with loss="listnet": the reference of :class:`cyrank.listwise.ListNet` (its parameters, named)."""
+    return solve(X, y, qid, loss="listnet", target=target, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                 sample_weight=sample_weight, random_state=random_state)
+
+
+def solve_listmle(X, y, qid=None, *, ties="efron", top_k=None, penalty="l2", alpha=1.0, l1_ratio=0.5,
+                  sample_weight=None):
+    """:func:`solve` with loss="listmle": the reference of :class:`cyrank.listwise.ListMLE` (its parameters, named)."""
+    return solve(X, y, qid, loss="listmle", ties=ties, top_k=top_k, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                 sample_weight=sample_weight)

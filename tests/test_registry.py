@@ -61,8 +61,8 @@ def test_what_is_derived_from_the_table():
         assert (spec.class_name in cyrank.__all__) == (spec.extra != "dask")
     assert set(NAMES) <= set(registered_models())
     assert _registry.SOLVERS == {spec.name: spec for spec in SPECS if spec.name}
-    assert list(_registry.SOLVERS) == ["domination", "ranksvm", "ranknet", "lambdarank", "lambdamart", "mlr",
-                                       "labelrank"]
+    assert list(_registry.SOLVERS) == ["domination", "ranksvm", "ranknet", "lambdarank", "lambdamart", "listnet",
+                                       "listmle", "listwisemart", "mlr", "labelrank"]
     with pytest.raises(ValueError, match="unknown solver 'svm'; available: domination, ranksvm"):
         _registry.get("svm")
 
@@ -92,6 +92,9 @@ REFERENCE_CASES = [
     ("ranksvm", {"C": 0.7, "kernel": "poly", "degree": 2, "gamma": 0.5, "coef0": 2.0, "tol": 1e-10}),
     ("ranknet", {"sigma": 2.0, "penalty": "l1", "alpha": 0.4, "tol": 1e-10}),
     ("ranknet", {"sigma": 0.5, "penalty": "elasticnet", "alpha": 0.9, "l1_ratio": 0.2, "tol": 1e-10}),
+    ("listnet", {"target": "xendcg", "random_state": 3, "penalty": "elasticnet", "alpha": 0.6, "l1_ratio": 0.4,
+                 "tol": 1e-10}),
+    ("listmle", {"ties": "breslow", "top_k": 3, "penalty": "l1", "alpha": 0.3, "tol": 1e-10}),
 ]
 
 
@@ -101,7 +104,9 @@ def test_reference_params_are_the_shared_names():
     pytest.importorskip("cvxpy")
     before = {"domination": {"penalty", "alpha", "l1_ratio", "binary", "group_by_query"},
               "ranksvm": {"C", "loss", "kernel", "gamma", "degree", "coef0"},
-              "ranknet": {"sigma", "penalty", "alpha", "l1_ratio"}}
+              "ranknet": {"sigma", "penalty", "alpha", "l1_ratio"},
+              "listnet": {"target", "penalty", "alpha", "l1_ratio", "random_state"},
+              "listmle": {"ties", "top_k", "penalty", "alpha", "l1_ratio"}}
     for name, spec in _registry.SOLVERS.items():
         if not spec.reference:
             assert spec.reference_params == ()

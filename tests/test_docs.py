@@ -15,10 +15,10 @@ import pytest
 API = Path(__file__).resolve().parent.parent / "docs" / "api.rst"
 PUBLIC = ["cyrank", "cyrank.domination", "cyrank.ranksvm", "cyrank.mlr", "cyrank.labelrank", "cyrank.lambdarank",
           "cyrank.metrics", "cyrank.io", "cyrank.datasets", "cyrank.model_selection", "cyrank.many", "cyrank.dask",
-          "cyrank.clicks",
+          "cyrank.clicks", "cyrank.listwise",
           "reference"]
 REFERENCE = ["reference.domination", "reference.ranksvm", "reference.mlr", "reference.labelrank",
-             "reference.ranknet"]
+             "reference.ranknet", "reference.listwise"]
 
 
 def documented():

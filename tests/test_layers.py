@@ -19,7 +19,7 @@ PACKAGE = pathlib.Path(cyrank.__file__).parent
 # many-model tools work on estimators)
 UPPER = {"_base.py", "cli.py", "__main__.py", "domination/estimator.py", "ranksvm/estimator.py",
          "mlr/estimator.py", "labelrank/estimator.py", "lambdarank/estimator.py",
-         "lambdarank/mart.py", "model_selection.py", "many.py", "dask.py"}
+         "lambdarank/mart.py", "listwise/estimator.py", "model_selection.py", "many.py", "dask.py"}
 
 
 def _module_imports(path):

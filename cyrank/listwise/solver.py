@@ -52,7 +52,7 @@ from .._queries import QueryGroups
 from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import (check_coef, check_gain_labels, check_option, check_param, check_qid, check_ranking_data,
-                           check_sample_weight, check_y, RankingDataWarning)
+                           check_sample_weight, check_verbose, check_y, RankingDataWarning)
 from ..optim.certificate import group_column_squares, worth_preconditioning
 from ..optim.datafit import Datafit, minimise, solve_result
 from ..optim.penalties import Penalty, penalty_weights
@@ -105,9 +105,7 @@ def check_params(*, loss="listnet", target="exp", ties="efron", top_k=None, pena
                max_iter=check_param("max_iter", max_iter, low=1, integer=True),
                early_stopping_rounds=check_param("early_stopping_rounds", early_stopping_rounds, low=1,
                                                  integer=True, none_ok=True),
-               random_state=check_random_state(random_state), verbose=check_param("verbose", verbose, low=0,
-                                                                                    integer=True)
-               if not isinstance(verbose, (bool, np.bool_)) else int(verbose))
+               random_state=check_random_state(random_state), verbose=check_verbose(verbose))
     out["lam1"], out["lam2"] = penalty_weights(penalty, alpha, l1_ratio)
     if out["early_stopping_rounds"] is not None and out["lam1"]:
         raise ValueError(f"early_stopping_rounds needs penalty='l2' (TRON, whose iterates are scored on eval_set); "

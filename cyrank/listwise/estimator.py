@@ -51,7 +51,6 @@ _SCHEMA = {
 
 
 class _Listwise(LinearRankerMixin, SolverEstimator):
-    _check = solver.check_params
     _estimator_only_params = ("warm_start",)
     _warm_starts = True
     _model_schema = _SCHEMA
@@ -96,6 +95,7 @@ class ListNet(_Listwise):
 
     _loss = "listnet"
     _solve = solver.solve_listnet
+    _check = solver.check_listnet_params
 
     def __init__(self, target="exp", penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6, max_iter=1000,
                  early_stopping_rounds=None, warm_start=False, random_state=None, verbose=0):
@@ -134,6 +134,7 @@ class ListMLE(_Listwise):
 
     _loss = "listmle"
     _solve = solver.solve_listmle
+    _check = solver.check_listmle_params
 
     def __init__(self, ties="efron", top_k=None, penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6, max_iter=1000,
                  early_stopping_rounds=None, warm_start=False, verbose=0):

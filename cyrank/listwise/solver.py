@@ -113,6 +113,21 @@ def check_params(*, loss="listnet", target="exp", ties="efron", top_k=None, pena
     return out
 
 
+def check_listnet_params(*, target="exp", penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6, max_iter=1000,
+                         early_stopping_rounds=None, random_state=None, verbose=0):
+    """:func:`check_params` with loss="listnet": the check of :class:`cyrank.listwise.ListNet`'s parameters."""
+    return check_params(loss="listnet", target=target, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio, tol=tol,
+                        max_iter=max_iter, early_stopping_rounds=early_stopping_rounds, random_state=random_state,
+                        verbose=verbose)
+
+
+def check_listmle_params(*, ties="efron", top_k=None, penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6, max_iter=1000,
+                         early_stopping_rounds=None, verbose=0):
+    """:func:`check_params` with loss="listmle": the check of :class:`cyrank.listwise.ListMLE`'s parameters."""
+    return check_params(loss="listmle", ties=ties, top_k=top_k, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                        tol=tol, max_iter=max_iter, early_stopping_rounds=early_stopping_rounds, verbose=verbose)
+
+
 # ------------------------------------------------------------------------------------------------ layout
 def targets(y, groups, perm, target, random_state):
     """p at the positions ``perm`` (the target distribution of each query, module docstring)."""

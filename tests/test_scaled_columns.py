@@ -394,3 +394,23 @@ def test_quasi_newton_on_uniformly_huge_or_tiny_X_reaches_the_optimum(factor, pe
     caught = fit_recording(est, X, (y, qid))
     assert est.converged_ and not caught
     assert est.objective_ - fstar <= 1e-6 * max(1.0, abs(fstar)) + REF_ACCURACY * max(1.0, abs(fstar))
+
+
+@pytest.mark.parametrize("make", [lambda: RankNet(alpha=1.0, max_iter=60),
+                                  lambda: DominationRank(penalty="l2", alpha=1.0, solver="newton", max_iter=60),
+                                  lambda: LabelRankBoost(alpha=1.0, max_iter=60)],
+                         ids=["ranknet", "domination-newton", "labelrank"])
+def test_every_column_on_its_own_scale_converges_in_a_few_newton_steps(make):
+    """Columns spread over 10^-2 .. 10^4 each (raw LETOR-like features): the shared driver preconditions TRON from
+    the first step (cyrank.optim.datafit._minimise_smooth). Before, unpreconditioned TRON crawled: RankNet on
+    1e5 x 136 ran its 200 Newton steps for 191 s without converging, 10x above the optimum."""
+    X, y, qid = make_ranking(n_queries=40, n_docs=[25] * 40, n_features=30, n_levels=4, random_state=0)
+    X = X * 10 ** np.random.default_rng(0).uniform(-2, 4, X.shape[1])
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        if isinstance(est, LabelRankBoost):
+            est.fit(X[:300], PreferenceGraphs.from_relevance(np.eye(4)[y[:300].astype(int)] * 2))
+        else:
+            est.fit(X, y, qid)
+    assert est.converged_ and est.n_iter_ <= 25, (est.n_iter_, est.converged_)

@@ -165,9 +165,10 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=No
 
     TRON stops when ||grad||_2 <= tol * scale, scale = max_r |dL/dw_r| at w = 0, which bounds
     kkt_violation = ||grad||_inf / scale by tol, and the gap (cyrank.optim.certificate) is within
-    tol * max(1, |objective|); when the first holds and the second is not certified, TRON continues preconditioned
-    by the Jacobi diagonal of the within-query column scales (made then), so a feature on a scale of 1e9 or 1e-3
-    costs few more iterations than a standardised one.
+    tol * max(1, |objective|). TRON is preconditioned by the Jacobi diagonal of the within-query column scales from
+    the first step when those scales are far apart (every column on its own scale: waiting lets TRON crawl), else
+    only when the first rule holds and the second is not certified, so a feature on a scale of 1e9 or 1e-3 costs
+    few more iterations than a standardised one.
     """
     _, problem, scale, noise, _, _ = smooth or _smooth_problem(X, layout, lam2, options)
     nnz = []
@@ -178,10 +179,15 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=No
             if lam2 > 0:
                 w[:] = 0.0
             return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
+        # from the first step when the columns' scales call for it (as cyrank.optim.datafit.minimise), else only
+        # if TRON asks for it later (None costs no Hessian product)
+        precond = _preconditioner(X, layout, problem, lam2, w)
+        if precond is None:
+            def precond(x):
+                return _preconditioner(X, layout, problem, lam2, x)
         res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=scale,
                    callback=lambda x: nnz.append(np.count_nonzero(x)), verbose=verbose, name="DominationRank",
-                   precond=lambda x: _preconditioner(X, layout, problem, lam2, x), gap_tol=tol,
-                   strong_convexity=2.0 * lam2)
+                   precond=precond, gap_tol=tol, strong_convexity=2.0 * lam2)
         w[:] = res.x
         objective = problem.fun(w)  # exact float64 objective and gradient at the returned point
         excess = np.maximum(np.abs(problem.grad(w)) - noise, 0.0)  # beyond the gradient's rounding error

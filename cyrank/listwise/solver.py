@@ -53,10 +53,9 @@ from .._result import SolveResult
 from .._threads import one_blas_thread
 from .._validation import (check_coef, check_gain_labels, check_option, check_param, check_qid, check_ranking_data,
                            check_sample_weight, check_verbose, check_y, RankingDataWarning)
-from ..optim.certificate import group_column_squares, worth_preconditioning
+from ..optim.certificate import group_column_squares
 from ..optim.datafit import Datafit, minimise, solve_result
 from ..optim.penalties import Penalty, penalty_weights
-from ..optim.tron import tron
 from . import _loss
 
 LOSSES = ("listnet", "listmle")
@@ -303,27 +302,6 @@ def objective(coef, X, y, qid=None, *, loss="listnet", target="exp", ties="efron
     return prep.evaluate(f, np.empty(X.shape[0]), prep.new_state()) + Penalty(lam1, lam2).value(coef)
 
 
-def _tron(problem, penalty, w, *, tol, max_iter, verbose, name, callback):
-    """cyrank.optim.datafit.minimise's smooth path (TRON, gradient rule relative to ||grad at 0||, certified gap),
-    except that the Jacobi preconditioner is built at the start when the columns' within-query scales call for
-    it (cyrank.optim.certificate.worth_preconditioning), not only once the gradient rule holds: on columns
-    spread over 10^-2..10^4 the unpreconditioned TRON neither meets that rule nor stalls, its trust region
-    shrinks to 1e-3 and it crawls (ListNet on 1e4 x 136 rows: 40 Newton steps, |g|/|g0| still 0.08, where the
-    preconditioned run converges)."""
-    problem.ridge = float(penalty.ridge)
-    g0 = float(np.linalg.norm(problem.grad(np.zeros(w.shape[0])))) if np.any(w) else None
-    if worth_preconditioning(problem.column_squares(), problem.n_rows):
-        precond = problem.preconditioner(w, always=True)
-    else:
-        def precond(x):
-            return problem.preconditioner(x)
-    res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name=name, precond=precond,
-               gap_tol=tol, strong_convexity=penalty.strong_convexity, callback=callback)
-    if res.converged:
-        res.message = ""
-    return res
-
-
 class _EarlyStop(Exception):
     pass
 
@@ -408,8 +386,8 @@ def solve(X, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=N
             history.append(score(w0))
         try:
             if penalty_obj.smooth:
-                res = _tron(problem, penalty_obj, w0, tol=p["tol"], max_iter=p["max_iter"], verbose=p["verbose"],
-                            name=name, callback=callback if eval_set is not None else None)
+                res = minimise(problem, penalty_obj, w0, tol=p["tol"], max_iter=p["max_iter"], verbose=p["verbose"],
+                               name=name, callback=callback if eval_set is not None else None)
             else:
                 res = minimise(problem, penalty_obj, w0, tol=p["tol"], max_iter=p["max_iter"], verbose=p["verbose"],
                                name=f"{name} prox_newton")

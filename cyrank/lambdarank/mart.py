@@ -1126,14 +1126,26 @@ class ListwiseMART(_MART):
     metric : str, default="ndcg@10"
         The metric scored on ``eval_set`` (after fit's ``eval_metric``, as LambdaMART's metric) and watched by
         ``early_stopping_rounds`` when fit has no eval_metric. It does not change the gradients.
-    n_estimators, learning_rate, num_leaves, min_child_samples, colsample_bytree, early_stopping_rounds, n_jobs,
-    random_state, verbose, importance_type, **kwargs
-        As :class:`LambdaMART`'s. random_state also seeds the xendcg draws. LightGBM's sigmoid,
-        lambdarank_truncation_level and lambdarank_norm are refused (they configure its lambdarank objective).
+    n_estimators : int in [1, 2**31 - 1], default=100
+    learning_rate : float > 0, default=0.1
+    num_leaves : int in [2, 131072], default=31
+    min_child_samples : int >= 1 or "auto", default="auto"
+    colsample_bytree : float in (0, 1], default=1.0
+    early_stopping_rounds : int >= 1 or None, default=None
+    n_jobs : int or None, default=None
+    random_state : None, int in [0, 2**31 - 1], numpy RandomState or Generator, default=None
+        As LambdaMART's; it also seeds the xendcg draws.
+    verbose : int >= 0, default=0
+    importance_type : {"split", "gain"}, default="split"
+        The parameters above mean what they mean for :class:`LambdaMART`.
+    **kwargs
+        LightGBM parameters, as LambdaMART's; LightGBM's sigmoid, lambdarank_truncation_level and lambdarank_norm
+        are refused (they configure its lambdarank objective).
 
     Attributes
     ----------
-    As :class:`LambdaMART`'s; ``objective_`` is the listwise loss (above) of the training scores.
+    objective_ : float
+        The listwise loss (above) of the training scores; the other attributes are LambdaMART's.
     """
 
     _check = check_listwise_params

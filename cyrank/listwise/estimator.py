@@ -97,9 +97,10 @@ class ListNet(_Listwise):
     _solve = solver.solve_listnet
     _check = solver.check_listnet_params
 
-    def __init__(self, target="exp", penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6, max_iter=1000,
-                 early_stopping_rounds=None, warm_start=False, random_state=None, verbose=0):
+    def __init__(self, target="exp", random_state=None, penalty="l2", alpha=1.0, l1_ratio=0.5, tol=1e-6,
+                 max_iter=1000, early_stopping_rounds=None, warm_start=False, verbose=0):
         self.target = target
+        self.random_state = random_state
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -107,7 +108,6 @@ class ListNet(_Listwise):
         self.max_iter = max_iter
         self.early_stopping_rounds = early_stopping_rounds
         self.warm_start = warm_start
-        self.random_state = random_state
         self.verbose = verbose
 
 

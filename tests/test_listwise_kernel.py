@@ -261,3 +261,20 @@ def test_doc_gradients_prepared_once_and_checks():
         doc_gradients(f, y, qid, loss="listmle", top_k=1.5)
     with pytest.raises(ValueError, match="sample_weight"):
         doc_gradients(f, y, qid, sample_weight=-np.ones(y.shape[0]))
+
+
+def test_set_noise_redraws_the_xendcg_target_as_a_seed_would():
+    """DocGradients.set_noise(g) (a tree learner's per-round redraw) gives exactly the gradients of the xendcg
+    target drawn from a seed whose draw is g; anything but ListNet's xendcg, or a bad g, is refused."""
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 4, 60).astype(float)
+    qid = np.repeat(np.arange(6), 10)
+    scores = rng.normal(size=60)
+    kernel = DocGradients(y, qid, target="xendcg", random_state=1)
+    kernel.set_noise(np.random.default_rng(7).random(60))
+    for ours, seeded in zip(kernel(scores), doc_gradients(scores, y, qid, target="xendcg", random_state=7)):
+        np.testing.assert_array_equal(ours, seeded)
+    with pytest.raises(ValueError, match="60 values in \\[0, 1\\)"):
+        kernel.set_noise(np.full(60, 1.0))
+    with pytest.raises(ValueError, match="redraws the xendcg target of ListNet"):
+        DocGradients(y, qid, loss="listmle").set_noise(np.zeros(60))

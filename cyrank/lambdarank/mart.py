@@ -630,19 +630,12 @@ class _ListwiseGradients:
                                    top_k=top_k, sample_weight=None if w is None else w[self.order],
                                    random_state=seed)
         self.seed, self.xendcg = seed, target == "xendcg"
-        if self.xendcg:  # the kernel's positions: queries, labels decreasing (prep.perm: our rows at each position)
-            prep = self.kernel.prep
-            self._rows = self.order[prep.perm]  # input row at each position
-            self._pow2 = np.exp2(self.y[prep.perm])
-            self._w = np.ones(n) if w is None else w[self._rows]
-            self._starts, self._sizes = prep.groups.offsets[:-1], prep.groups.sizes
+        if self.xendcg:
             self.rng = np.random.default_rng(seed)
 
     def _draw(self, g):
-        """The kernel's coefficients w_i p_i for the xendcg target with noise g (input row order)."""
-        phi = self._pow2 - g[self._rows]
-        total = np.repeat(np.add.reduceat(phi, self._starts), self._sizes)
-        self.kernel.prep.layout.coef = self._w * (phi / total)
+        """The xendcg target with noise g (caller's input row order) set in the kernel (its rows: ``order``)."""
+        self.kernel.set_noise(g[self.order])
 
     def gradients(self, scores, grad, hess):
         if self.xendcg:
@@ -654,6 +647,7 @@ class _ListwiseGradients:
             self._draw(np.random.default_rng(self.seed).random(self.n))
         self.kernel(np.ascontiguousarray(scores, dtype=np.float64))
         return float(self.kernel.loss_value)
+
 
 class _MART(RankerMixin, SolverEstimator):
     """LightGBM trees grown on the gradients and hessians of a cyrank loss through LightGBM's custom-objective

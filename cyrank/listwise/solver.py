@@ -128,8 +128,9 @@ def check_listmle_params(*, ties="efron", top_k=None, penalty="l2", alpha=1.0, l
 
 
 # ------------------------------------------------------------------------------------------------ layout
-def targets(y, groups, perm, target, random_state):
-    """p at the positions ``perm`` (the target distribution of each query, module docstring)."""
+def targets(y, groups, perm, target, random_state, noise=None):
+    """p at the positions ``perm`` (the target distribution of each query, module docstring); xendcg's g is
+    ``noise`` (one value in [0, 1) per row, input order) when given, else drawn from ``random_state``."""
     n = y.shape[0]
     ys = y[perm]
     starts = groups.offsets[:-1]
@@ -141,7 +142,8 @@ def targets(y, groups, perm, target, random_state):
         if target == "gain":
             num = np.exp2(ys) - 1.0
         else:
-            g = np.random.default_rng(DEFAULT_SEED if random_state is None else random_state).random(n)
+            g = noise if noise is not None else \
+                np.random.default_rng(DEFAULT_SEED if random_state is None else random_state).random(n)
             num = np.exp2(ys) - g[perm]
     den = np.add.reduceat(num, starts)[qpos] if n else num
     return np.divide(num, den, out=np.zeros(n), where=den > 0)
@@ -176,10 +178,23 @@ class Prepared:
             coef, kind = wp, _loss.LISTMLE
         self.loss, self.target, self.ties, self.top_k = loss, target, ties, top_k
         self.groups, self.perm, self.sample_weight = groups, perm, w
+        self._y, self._wp = y, wp
         self.layout = _loss.Layout(perm, groups.offsets, gstart, gend, coef, kind, ties == "efron", top_k or 0,
                                    parallel_min_rows)
         self.n = n
         self.n_tie_groups = int(starts.size)  # == n_queries: no query has two different labels
+
+    def set_noise(self, g):
+        """Redraw ListNet's xendcg target with the noise ``g`` (n values in [0, 1), input row order): the kernel's
+        coefficients become w_i p_i, p_i = (2^y_i - g_i) / sum_{j in q} (2^y_j - g_j). A tree learner redraws it
+        every boosting round, as LightGBM's rank_xendcg."""
+        if (self.loss, self.target) != ("listnet", "xendcg"):
+            raise ValueError(f"set_noise redraws the xendcg target of ListNet; this loss is {self.loss!r} with "
+                             f"target {self.target!r}")
+        g = np.asarray(g, dtype=np.float64)
+        if g.shape != (self.n,) or not np.all((g >= 0) & (g < 1)):
+            raise ValueError(f"the xendcg noise must be {self.n} values in [0, 1), one per row")
+        self.layout.coef = self._wp * targets(self._y, self.groups, self.perm, "xendcg", None, noise=g)
 
     def new_state(self):
         return _loss.State(self.n)
@@ -455,6 +470,10 @@ class DocGradients:
         self.n_samples = y.shape[0]
         self._state = self.prep.new_state()
         self.loss_value = None
+
+    def set_noise(self, g):
+        """Redraw the xendcg target with noise ``g`` (:meth:`Prepared.set_noise`; ListNet with target="xendcg")."""
+        self.prep.set_noise(g)
 
     def __call__(self, scores):
         scores = check_y(scores, self.n_samples, name="scores", of="y")

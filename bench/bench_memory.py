@@ -31,6 +31,8 @@ FITS = {
     "DominationRank": ("ranking", "cyrank:DominationRank", {}),
     "RankNet": ("ranking", "cyrank:RankNet", {}),
     "LambdaRank": ("ranking", "cyrank:LambdaRank", {}),
+    "ListNet": ("ranking", "cyrank:ListNet", {}),
+    "ListMLE": ("ranking", "cyrank:ListMLE", {}),
     "LabelRankBoost": ("labels", "cyrank:LabelRankBoost", {"alpha": 1e-2}),
     "LambdaMART": ("ranking", "cyrank:LambdaMART", {"n_estimators": 20, "n_jobs": 1}),
     "LightGBM": ("ranking", "lightgbm", {"n_estimators": 20}),

@@ -49,9 +49,10 @@ def feature_names(X):
     return names
 
 
-def remember_feature_names(estimator, X):
-    """Set ``feature_names_in_`` from a DataFrame ``X`` fitted on (removed when X has no column names)."""
-    names = feature_names(X)
+def remember_feature_names(estimator, X, names=None):
+    """Set ``feature_names_in_`` from a DataFrame ``X`` fitted on (removed when X has no column names); ``names``:
+    :func:`feature_names` of X when the caller has it already."""
+    names = feature_names(X) if names is None else names
     if names is None:
         estimator.__dict__.pop("feature_names_in_", None)
     else:
@@ -164,9 +165,9 @@ def remembering_feature_names(fit):
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         X = args[0] if args else kwargs.get("X")
-        feature_names(X)  # mixed-type column names are refused before any work
+        names = feature_names(X)  # mixed-type column names are refused before any work
         out = fit(self, *args, **kwargs)
-        remember_feature_names(self, X)
+        remember_feature_names(self, X, names)
         return out
 
     wrapper._remembers_feature_names = True

@@ -260,6 +260,7 @@ class SortedX:
         row_work = d if dense else (int(indptr[n]) - int(indptr[0])) // max(n, 1)
         self.rows = _ranknet.Rows(pairs.order, pairs.offsets, pairs.y, n, row_work, pairs.parallel_min_rows, pairs.w)
         self.order, self.offsets = pairs.order, pairs.offsets
+        self._squares = None
 
     def dot(self, w, out=None):
         out = np.empty(self.shape[0]) if out is None else out
@@ -272,7 +273,11 @@ class SortedX:
         return out
 
     def column_squares(self):
-        return group_column_squares(self.X, self.offsets, self.order)
+        """The within-query centred column squares (computed once: the shared driver reads them at the start of
+        every fit, and again if TRON asks for its preconditioner later)."""
+        if self._squares is None:
+            self._squares = group_column_squares(self.X, self.offsets, self.order)
+        return self._squares
 
 
 class _State:

@@ -400,12 +400,10 @@ def solve(X, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=N
         if eval_set is not None:
             history.append(score(w0))
         try:
-            if penalty_obj.smooth:
-                res = minimise(problem, penalty_obj, w0, tol=p["tol"], max_iter=p["max_iter"], verbose=p["verbose"],
-                               name=name, callback=callback if eval_set is not None else None)
-            else:
-                res = minimise(problem, penalty_obj, w0, tol=p["tol"], max_iter=p["max_iter"], verbose=p["verbose"],
-                               name=f"{name} prox_newton")
+            per_step = eval_set is not None and penalty_obj.smooth  # proximal Newton has no per-step hook
+            res = minimise(problem, penalty_obj, w0, tol=p["tol"], max_iter=p["max_iter"], verbose=p["verbose"],
+                           name=name if penalty_obj.smooth else f"{name} prox_newton",
+                           callback=callback if per_step else None)
         except _EarlyStop:
             stopped = True
         if stopped:

@@ -17,8 +17,11 @@ Solvers (T, the number of cutting planes, is small; d x d matrices are dense):
 * trace and diagonal: a primal-dual interior-point method (Mehrotra predictor-corrector with the HKM direction;
   Helmberg, Rendl, Vanderbei & Wolkowicz 1996) on the conic form
   min <I, W> + C xi  s.t.  <Psi_t, W> + xi - s_t = Delta_t,  W PSD (or w >= 0), xi >= 0, s >= 0.
-  Each iteration solves one T x T Schur-complement system, O(T d^3 + T^2 d^2). The dual iterate is kept exactly
-  feasible (Z = I - G(y) is recomputed from y), so Delta'y is always a valid lower bound.
+  Each iteration solves one T x T Schur-complement system, O(T d^3 + T^2 d^2); step lengths come from the
+  smallest eigenvalue of L^-1 dX L^-T (L the Cholesky factor of X = W or Z). The dual iterate is kept exactly
+  feasible (Z = I - G(y) is recomputed from y and checked by Cholesky), so Delta'y is always a valid lower bound.
+  The whole loop runs in Cython without the GIL on preallocated buffers (cyrank/mlr/_ipm.pyx: formulas, BLAS
+  calls); the start, the active set and the purification below stay here.
 * frobenius: the dual is smooth in y, with W = Pi_+(G(y)) exact; it is maximised by a log-barrier
   path-following Newton method on S (the generalised Hessian of 0.5 ||Pi_+(G)||^2 is the Loewner divided-
   difference operator), and the central-path gap is mu (T + 1).
@@ -38,7 +41,9 @@ docstring); the certificate is for the whole working set.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_factor, cho_solve, lapack
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from ._ipm import IPMWorkspace, ipm
 
 REGULARIZERS = ("trace", "frobenius", "diagonal")
 
@@ -82,35 +87,6 @@ def _sym(A):
     return 0.5 * (A + A.T)
 
 
-def _max_step(X, dX, diagonal):
-    """Largest a with X + a dX in the cone (X interior); inf when dX points inside."""
-    if diagonal:
-        neg = dX < 0
-        return float(np.min(-X[neg] / dX[neg])) if np.any(neg) else np.inf
-    lam, _, info = lapack.dsygvd(dX, X, itype=1, jobz="N")     # dX v = lam X v (direct LAPACK: low overhead)
-    if info != 0:
-        raise LinAlgError("generalised eigenproblem failed")
-    return -1.0 / lam[0] if lam[0] < 0 else np.inf
-
-
-def _chol(A):
-    """Lower Cholesky factor, or None if A is not (numerically) positive definite."""
-    L, info = lapack.dpotrf(A, lower=1, clean=1)
-    return L if info == 0 else None
-
-
-def _chol_solve(L, B):
-    X, info = lapack.dpotrs(L, B, lower=1)
-    if info != 0:
-        raise LinAlgError("dpotrs failed")
-    return X
-
-
-def _lp_step(x, dx):
-    neg = dx < 0
-    return float(np.min(-x[neg] / dx[neg])) if np.any(neg) else np.inf
-
-
 def spectrum(W, diagonal):
     """``(lam, V)``: the eigenvalues (ascending) and eigenvectors of the symmetric part of W, or for a diagonal
     metric its entries and None (no eigendecomposition). The one decomposition behind every truncation of W."""
@@ -144,28 +120,29 @@ def _purify(W, deltas, psis, C, regularizer):
     return best_W
 
 
-def _ipm(deltas, psis, C, diagonal, tol, max_iter, start=None, theta=0.01):
+def _ipm(deltas, psis, C, diagonal, tol, max_iter, start=None, theta=0.01, work=None):
     """Primal-dual interior point (Mehrotra predictor-corrector, HKM direction) for the trace / diagonal
     restricted problem; see the module docstring. ``start = (W, x, y)`` (x = (xi, s)) is blended with the
-    cold start (weight ``theta``) to warm-start from the previous working set's solution.
+    cold start (weight ``theta``) to warm-start from the previous working set's solution. The iterations run in
+    Cython (cyrank/mlr/_ipm.pyx, where the formulas are) on the buffers of ``work`` (an
+    :class:`~cyrank.mlr._ipm.IPMWorkspace`; a new one if None).
     Returns the iterate of smallest certified gap ``(W, x, y, gap, iterations)``."""
     T = len(deltas)
     d = psis.shape[1]
-    flat = psis.reshape(T, -1)
+    deltas = np.ascontiguousarray(deltas, dtype=np.float64)
+    if not diagonal:
+        psis = 0.5 * (psis + psis.transpose(0, 2, 1))         # exactly symmetric: the kernel reads triangles
+    flat = np.ascontiguousarray(psis.reshape(T, -1), dtype=np.float64)
     eye = np.ones(d) if diagonal else np.eye(d)
     nu = d + T + 1
-    reg = "diagonal" if diagonal else "trace"
-    if not diagonal:
-        Ph = np.ascontiguousarray(psis.transpose(1, 0, 2).reshape(d, T * d))   # [Psi_1 | ... | Psi_T]
 
-    def G(y):
+    def top_eig(y):          # largest eigenvalue of G(y) (largest entry for "diagonal")
         g = (y @ flat).reshape(psis.shape[1:])
-        return g if diagonal else _sym(g)
+        return float(np.max(g)) if diagonal else float(np.linalg.eigvalsh(g)[-1])
 
     # cold start: y = C/(2T) shrunk until G(y) <= I/2; W = x = scale
     y = np.full(T, C / (2.0 * T))
-    g0 = G(y)
-    top = float(np.max(g0)) if diagonal else float(np.linalg.eigvalsh(g0)[-1])
+    top = top_eig(y)
     if top > 0.5:
         y *= 0.5 / top
     scale = max(1.0, C * float(np.max(deltas)) / nu)
@@ -174,94 +151,18 @@ def _ipm(deltas, psis, C, diagonal, tol, max_iter, start=None, theta=0.01):
     if start is not None:
         # the previous y may violate G(y) <= I on this constraint set (pruned constraints): rescale it first
         ys = start[2]
-        gs = G(ys)
-        top = float(np.max(gs)) if diagonal else float(np.linalg.eigvalsh(gs)[-1])
+        top = top_eig(ys)
         if top > 1.0:
             ys = ys / top
         W = (1 - theta) * start[0] + theta * W
         x = (1 - theta) * start[1] + theta * x
         y = (1 - theta) * ys + theta * y
-    best = None
-    it = 0
-    while True:
-        Z = eye - G(y)
-        zl = np.concatenate(([C - np.sum(y)], y))
-        primal, _ = restricted_objective(W, deltas, psis, C, reg)
-        gap = primal - float(deltas @ y)
-        if best is None or gap < best[3]:
-            best = (W, x, y, gap)
-        if gap <= tol or it >= max_iter:
-            break
-        it += 1
-        mu = (float(np.vdot(W, Z)) + float(x @ zl)) / nu
-        rp = deltas - flat @ np.ravel(W) - x[0] + x[1:]
-        D = x / zl
-        if diagonal:
-            Zi = 1.0 / Z
-            M = psis @ (psis * (W * Zi)).T                                    # P diag(w / z) P'
-        else:
-            Lz = _chol(Z)
-            if Lz is None:
-                break
-            Zi = _chol_solve(Lz, np.eye(d))
-            WP = (W @ Ph).reshape(d, T, d).transpose(1, 0, 2).reshape(T * d, d)  # W Psi_t, stacked
-            M = flat @ (WP @ Zi).reshape(T, d * d).T                           # tr(Psi_s W Psi_t Z^-1)
-        M = _sym(M) + np.diag(D[1:]) + D[0]
-        Mc = _chol(M)
-        if Mc is None:
-            Mc = _chol(M + 1e-12 * np.trace(M) / T * np.eye(T))
-            if Mc is None:
-                break
-
-        def direction(K, kl):
-            # dW0 = sym(K Z^-1), dx0 = kl / zl; M dy = rp - A_W(dW0) - A_l dx0; back-substitute
-            dW0 = K * Zi if diagonal else _sym(K @ Zi)
-            dx0 = kl / zl
-            dy = _chol_solve(Mc, rp - flat @ np.ravel(dW0) - (dx0[0] - dx0[1:]))
-            dZ = -G(dy)
-            dzl = np.concatenate(([-np.sum(dy)], dy))
-            dW = dW0 - (W * dZ * Zi if diagonal else _sym(W @ dZ @ Zi))
-            return dW, dx0 - D * dzl, dy, dZ, dzl
-
-        def steps(dW, dx, dZ, dzl):
-            return (min(_max_step(W, dW, diagonal), _lp_step(x, dx)),
-                    min(_max_step(Z, dZ, diagonal), _lp_step(zl, dzl)))
-
-        WZ = W * Z if diagonal else W @ Z
-        dWa, dxa, dya, dZa, dzla = direction(-WZ, -x * zl)                  # predictor (sigma = 0)
-        try:
-            ap, ad = steps(dWa, dxa, dZa, dzla)
-        except LinAlgError:  # W or Z is no longer positive definite in floating point: keep the best iterate
-            break
-        ap, ad = min(1.0, ap), min(1.0, ad)
-        mu_a = (float(np.vdot(W + ap * dWa, Z + ad * dZa)) + float((x + ap * dxa) @ (zl + ad * dzla))) / nu
-        sigma = min(1.0, max(0.0, mu_a / mu)) ** 3
-        K = sigma * mu * eye - WZ - (dWa * dZa if diagonal else dWa @ dZa)   # corrector
-        dW, dx, dy, dZ, dzl = direction(K, sigma * mu - x * zl - dxa * dzla)
-        try:
-            ap, ad = steps(dW, dx, dZ, dzl)
-        except LinAlgError:
-            break
-        ap, ad = min(1.0, 0.98 * ap), min(1.0, 0.98 * ad)
-        W = W + ap * dW
-        if not diagonal:
-            W = _sym(W)
-        x = x + ap * dx
-        # the dual stays exactly feasible: shrink its step while rounding breaks y > 0, sum y < C, I - G(y) PD
-        for _ in range(40):
-            y_new = y + ad * dy
-            ok = bool(np.all(y_new > 0)) and float(np.sum(y_new)) < C
-            if ok:
-                Zn = eye - G(y_new)
-                ok = bool(np.all(Zn > 0)) if diagonal else _chol(Zn) is not None
-            if ok:
-                break
-            ad *= 0.5
-        else:
-            break
-        y = y_new
-    W, x, y, gap = best
-    return W, x, y, gap, it
+    W = np.array(W, dtype=np.float64).ravel()       # copies: the kernel works in place
+    x = np.array(x, dtype=np.float64)
+    y = np.array(y, dtype=np.float64)
+    gap, it = ipm(IPMWorkspace() if work is None else work, deltas, flat, float(C), bool(diagonal), float(tol),
+                  int(max_iter), W, x, y)
+    return (W if diagonal else W.reshape(d, d)), x, y, gap, it
 
 
 def _frobenius(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, sigma=0.2):
@@ -362,6 +263,7 @@ class RestrictedSolver:
         self.n_unsolved = 0   # restricted solves that stopped on max_iter short of tol
         self.n_calls = 0
         self.y = np.zeros(0)       # the full dual point of the last call (MLR's working set only grows)
+        self.work = IPMWorkspace()  # the interior-point buffers, reused across calls
 
     def __call__(self, ws):
         y_start = np.zeros(ws.K)
@@ -403,7 +305,8 @@ class RestrictedSolver:
                     Wp, xip = self.state
                     s = np.maximum(flat[idx] @ np.ravel(Wp) + xip - dl, 0.0)
                     start = (Wp, np.concatenate(([xip], s)), y_all[idx])
-                W, x, ys, gap, k = _ipm(dl, ps, C, reg == "diagonal", tol, self.max_iter - n_iter, start)
+                W, x, ys, gap, k = _ipm(dl, ps, C, reg == "diagonal", tol, self.max_iter - n_iter, start,
+                                        work=self.work)
                 self.state = (W, float(x[0]))
                 dual = float(ys @ dl)
             n_iter += k

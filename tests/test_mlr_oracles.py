@@ -322,3 +322,74 @@ def test_oracle_on_radix_sorted_sets(loss):
             assert np.array_equal(rel_order, np.lexsort((np.arange(P), -r)))
             assert np.array_equal(irr_order, np.lexsort((np.arange(N), -u)))
             assert value == pytest.approx(plain_dp(loss, k, -np.sort(-r), -np.sort(-u)), abs=1e-11)
+
+
+@pytest.mark.parametrize("buckets", [1, 2, 7, 64, 1000, 5000])
+def test_bucket_sort_matches_numpy(buckets):
+    """The bucket sort (cyrank/_sort.pxd) with any number of buckets orders exactly as numpy's lexsort: the
+    buckets are monotone in the key under rounding, ties and -0.0/+0.0 are settled by the comparator; a range
+    that overflows or is too narrow for the scale falls back to the radix sort."""
+    rng = np.random.default_rng(buckets)
+    extra = [rng.normal(size=n) ** 2 * rng.choice([1e-3, 1.0, 1e3]) for n in (0, 1, 2, 5, 17, 300, 5000)]
+    extra += [np.concatenate([rng.random(200) * 1e-12, [1e12]]),                   # skewed: one full bucket
+              np.array([5e-324, 0.0, -0.0, 1e-323] * 30), np.array([1e308, -1e308, 0.0] * 30),
+              np.round(rng.normal(size=3000), 2)]
+    for keys in list(_key_sets()) + extra:
+        expected = np.lexsort((np.arange(keys.size), -keys))
+        assert np.array_equal(_oracles.sort_order(keys, buckets=buckets), expected), keys[:10]
+
+
+def _coefficients_from_ranking(P, N, n_before, rel_order, irr_order):
+    """a_i = s k_i (relevant), a_j = -s #{i: k_i >= rank of j} (irrelevant), from a sorted oracle's answer."""
+    s = 2.0 / (P * N)
+    a_rel, a_irr = np.empty(P), np.empty(N)
+    a_rel[rel_order] = s * n_before
+    a_irr[irr_order] = -s * np.array([np.count_nonzero(n_before >= j) for j in range(1, N + 1)], dtype=float)
+    return a_rel, a_irr
+
+
+def _block_on_scores(loss, k, r, u):
+    """oracle_block on one query whose relevant / irrelevant scores are r / u exactly (2 g - rsq with rsq = 0)."""
+    P, N = len(r), len(u)
+    G = np.concatenate([r, u])[None, :] / 2.0
+    sets = (np.array([0, P]), np.arange(P), np.array([0, N]), np.arange(P, P + N))
+    A, dl, vl = np.empty((1, P + N)), np.zeros(1), np.zeros(1)
+    _oracles.oracle_block(G, np.zeros(P + N), 0, _oracles.MODE_SETS, np.zeros(0, dtype=np.int64),
+                          *(np.asarray(a, dtype=np.int64) for a in sets), _oracles.LOSSES[loss], k, A, dl, vl)
+    return A[0, :P], A[0, P:], dl[0], vl[0]
+
+
+@pytest.mark.parametrize("loss", [l for l in LOSSES if l != "knn"])
+def test_block_kernel_equals_sorted_oracle(loss):
+    """The block kernel (AUC: counting over value buckets without a sort; the others: the bucket sort) writes
+    exactly the coefficients and Delta of the sorted oracle (query_oracle), H up to rounding, on sets of 1 to
+    400 points full of ties, with equal scores, huge / tiny magnitudes and skewed ranges (AUC's fallback)."""
+    rng = np.random.default_rng(500 + LOSSES.index(loss))
+    cases = []
+    for _ in range(25):
+        P, N = int(rng.integers(1, 400)), int(rng.integers(1, 400))
+        cases.append((random_scores(rng, P), random_scores(rng, N)))
+        cases.append((rng.normal(size=P) ** 2, rng.normal(size=N) ** 2 + rng.choice([-1.0, 0.0, 0.5])))
+    cases += [(np.zeros(5), np.zeros(7)), (np.full(80, 3.0), np.full(90, 2.5)),           # ties, thresholds
+              (np.array([0.0, -0.0] * 40), np.array([-0.5, 0.5, -0.0] * 30)),
+              (np.concatenate([rng.random(100) * 1e-9, [1e9]]), rng.random(120) * 1e-9),   # one full bucket
+              (np.array([1e300, -1e300, 0.0] * 30), np.array([1e300, 3.0] * 40)),           # range overflows
+              (rng.normal(size=300) * 1e-300, rng.normal(size=200) * 1e-300)]
+    for r, u in cases:
+        value, dl, n_before, rel_order, irr_order = query_oracle(loss, 5, r, u)
+        a_rel, a_irr = _coefficients_from_ranking(len(r), len(u), n_before, rel_order, irr_order)
+        b_rel, b_irr, bdl, bvl = _block_on_scores(loss, 5, r, u)
+        assert np.array_equal(b_rel, a_rel) and np.array_equal(b_irr, a_irr), (r[:5], u[:5])
+        assert bdl == dl and bvl == pytest.approx(value, rel=1e-12, abs=1e-15)
+
+
+def test_map_oracle_large_sets_with_clusters():
+    """The MAP search from the previous stage's optimum on sets of hundreds of points with clustered scores
+    (many stages with K_i = K_{i-1}, some below it): the plain dynamic programme's maximum."""
+    rng = np.random.default_rng(77)
+    for _ in range(4):
+        P, N = int(rng.integers(100, 250)), int(rng.integers(100, 250))
+        centres = rng.normal(size=5) * 3
+        r = -np.sort(-np.round(rng.choice(centres, P) + rng.normal(size=P) * 0.3, 2))
+        u = -np.sort(-np.round(rng.choice(centres, N) + rng.normal(size=N) * 0.3 - 0.5, 2))
+        assert query_oracle("map", 1, r, u)[0] == pytest.approx(plain_dp("map", 1, r, u), abs=1e-11)

@@ -113,8 +113,8 @@ cdef struct Workspace:
     intp_t* arg       # NDCG back-pointers, grown on demand
     intp_t arg_cap
     intp_t* bkt       # 2 cap      bucket of each item (bucket sort; AUC: relevant then irrelevant points)
-    intp_t* ST        # 2 cap + 2  bucket offsets (bucket sort; AUC: of the thresholds r_i - 1/2)
-    intp_t* SU        # 2 cap + 2  AUC: bucket offsets of the irrelevant scores
+    intp_t* ST        # 4 cap + 2  bucket offsets (bucket sort; AUC: of the thresholds r_i - 1/2)
+    intp_t* SU        # 4 cap + 2  AUC: bucket offsets of the irrelevant scores
     double* tb        # cap        AUC: thresholds r_i - 1/2 grouped by bucket
     double* ub        # cap        AUC: irrelevant scores grouped by bucket
     double* inv       # cap + 2    inv[m] = 1 / m
@@ -149,8 +149,8 @@ cdef Workspace* _ws_new(intp_t cap) noexcept nogil:
     ws.arg = NULL
     ws.arg_cap = 0
     ws.bkt = <intp_t*>malloc(2 * cap * sizeof(intp_t))
-    ws.ST = <intp_t*>malloc((2 * cap + 2) * sizeof(intp_t))
-    ws.SU = <intp_t*>malloc((2 * cap + 2) * sizeof(intp_t))
+    ws.ST = <intp_t*>malloc((4 * cap + 2) * sizeof(intp_t))
+    ws.SU = <intp_t*>malloc((4 * cap + 2) * sizeof(intp_t))
     ws.tb = <double*>malloc(cap * sizeof(double))
     ws.ub = <double*>malloc(cap * sizeof(double))
     ws.inv = <double*>malloc((cap + 2) * sizeof(double))
@@ -487,11 +487,60 @@ cdef inline KeyIndex* _sort_keys(Workspace* ws, KeyIndex* a, intp_t m, double lo
     return bucket_sort(a, ws.tmp, m, lo, hi, m, ws.bkt, ws.ST)
 
 
+cdef bint _bucket_sort_into(Workspace* ws, const KeyIndex* a, intp_t m, double lo, double hi, double* keys_out,
+                           intp_t* idx_out) noexcept nogil:
+    """The bucket sort of cyrank/_sort.pxd by decreasing key straight into keys_out / idx_out: nb = 2 m buckets
+    floor((hi - key) nb / (hi - lo)) (non-increasing in the key), a scatter into the outputs, one insertion sort
+    (decreasing key, equal keys by increasing index). False (nothing written) when the range is degenerate or
+    the buckets are too full (sum of squared bucket sizes > 16 m): the caller sorts the records then. (2 m
+    buckets: 10-20% faster than m on WDBC's scores, whose squared distances crowd the low buckets.)"""
+    cdef intp_t i, j, b, c, idx, sq = 0, nb = 2 * m
+    cdef double scale = nb / (hi - lo), key
+    cdef intp_t* bkt = ws.bkt
+    cdef intp_t* S = ws.ST
+    if not (hi > lo and isfinite(hi - lo) and isfinite(scale)):
+        return False
+    memset(S, 0, (nb + 1) * sizeof(intp_t))
+    for i in range(m):
+        b = <intp_t>((hi - a[i].key) * scale)
+        if b >= nb:
+            b = nb - 1
+        elif b < 0:
+            b = 0
+        bkt[i] = b
+        S[b + 1] += 1
+    for b in range(nb):                   # S[b] = first slot of bucket b
+        c = S[b + 1]
+        sq += c * c
+        S[b + 1] = S[b] + c
+    if sq > 16 * m:
+        return False
+    for i in range(m):
+        b = bkt[i]
+        keys_out[S[b]] = a[i].key
+        idx_out[S[b]] = a[i].index
+        S[b] += 1
+    for i in range(1, m):                 # items never cross a bucket boundary
+        key = keys_out[i]
+        idx = idx_out[i]
+        j = i - 1
+        while j >= 0 and (keys_out[j] < key or (keys_out[j] == key and idx_out[j] > idx)):
+            keys_out[j + 1] = keys_out[j]
+            idx_out[j + 1] = idx_out[j]
+            j -= 1
+        keys_out[j + 1] = key
+        idx_out[j + 1] = idx
+    return True
+
+
 cdef void _sort_into(Workspace* ws, KeyIndex* pairs, intp_t m, double lo, double hi, double* keys_out,
                      intp_t* idx_out) noexcept nogil:
-    """Sort pairs[:m] (keys between lo and hi) by decreasing key, equal keys by increasing index (the sort of
-    cyrank/_sort.pxd on the negated keys) and copy the keys and indices out, in order."""
+    """Sort pairs[:m] (keys between lo and hi) by decreasing key, equal keys by increasing index, into keys_out /
+    idx_out: ``_bucket_sort_into`` from RADIX_MIN items, else (or when it declines) the sort of cyrank/_sort.pxd
+    on the negated keys."""
     cdef intp_t i
+    if m >= RADIX_MIN and _bucket_sort_into(ws, pairs, m, lo, hi, keys_out, idx_out):
+        return
     for i in range(m):
         pairs[i].key = -pairs[i].key
     pairs = _sort_keys(ws, pairs, m, -hi, -lo)
@@ -502,14 +551,16 @@ cdef void _sort_into(Workspace* ws, KeyIndex* pairs, intp_t m, double lo, double
 
 cdef void _coefficients(Workspace* ws, intp_t P, intp_t N, double* arow) noexcept nogil:
     """a_i = s k_i for relevant points, a_j = -s #{i: k_i >= j} for irrelevant points (s = 2/(P N))."""
-    cdef intp_t i, j, ptr = 0
+    cdef intp_t i, j, above = P
     cdef double s = 2.0 / (<double>P * <double>N)
+    cdef intp_t* cnt = ws.SU              # cnt[k] = #{i: k_i = k}
+    memset(cnt, 0, (N + 1) * sizeof(intp_t))
     for i in range(P):
         arow[ws.ridx[i]] = s * ws.kc[i]
-    for j in range(1, N + 1):
-        while ptr < P and ws.kc[ptr] < j:
-            ptr += 1
-        arow[ws.uidx[j - 1]] = -s * (P - ptr)
+        cnt[ws.kc[i]] += 1
+    for j in range(1, N + 1):             # above = #{i: k_i >= j}
+        above -= cnt[j - 1]
+        arow[ws.uidx[j - 1]] = -s * above
 
 
 cdef inline intp_t _bucket(double x, double lo, double scale, intp_t m) noexcept nogil:
@@ -529,13 +580,13 @@ cdef int _auc_unsorted(Workspace* ws, intp_t P, intp_t N, double rlo, double rhi
 
     With the thresholds t_i = r_i - 1/2 (rounded as the sorted oracle rounds them), k_i = #{j: u_j > t_i} and
     a_j = -s #{i: t_i < u_j} for the irrelevant point j, since #{i: k_i >= rank of j} counts the same pairs: both
-    are counts of the pairs u_j > t_i. The t's and u's go into m = P + N buckets of equal width on one grid,
+    are counts of the pairs u_j > t_i. The t's and u's go into m = 2 (P + N) buckets of equal width on one grid,
     b(x) = floor((x - lo) m / (hi - lo)), non-decreasing in x, so a pair in different buckets compares as its
     buckets do and only the pairs inside a bucket are compared: O(P + N + sum_b T_b U_b) (T_b, U_b: the t's
     and u's in bucket b). Writes the same coefficients and Delta as the sorted oracle, H up to the rounding of
     its sum. Returns 1 (writing nothing) when the range is degenerate or the buckets too full (sum_b T_b U_b >
-    4 m): the caller sorts then."""
-    cdef intp_t m = P + N, i, b, e, k, cnt, sumk = 0, work = 0
+    2 m): the caller sorts then."""
+    cdef intp_t m = 2 * (P + N), i, b, e, k, cnt, sumk = 0, work = 0
     cdef intp_t* bt = ws.bkt              # bucket of each threshold
     cdef intp_t* bu = ws.bkt + P          # bucket of each irrelevant score
     cdef intp_t* ST = ws.ST               # after the scatter: thresholds of bucket b in tb[ST[b]:ST[b + 1]]
@@ -563,7 +614,7 @@ cdef int _auc_unsorted(Workspace* ws, intp_t P, intp_t N, double rlo, double rhi
         work += ST[b + 2] * SU[b + 2]
         ST[b + 2] += ST[b + 1]
         SU[b + 2] += SU[b + 1]
-    if work > 4 * m:
+    if work > 2 * m:
         return 1
     for i in range(P):                    # scatter; afterwards ST[b + 1] = end of bucket b
         b = bt[i]

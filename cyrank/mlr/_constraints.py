@@ -16,7 +16,9 @@ block, little next to the oracles' sorts and the scores' product) and m is sum_q
 same operations as no weights, hence the same bits.
 
 The coefficient rows are produced a block of queries at a time, so memory stays O(block x n); each block costs
-two large matrix products (the scores X_B W X' and M_B = A_B X), never n outer products.
+two large matrix products, never n outer products: the scores X_B W X', and [X_B 1]' A_B, whose first d rows give
+X' M through X_B' A_B X and whose last row is the block's part of c (one product in place of A_B X and a sum of
+A_B's columns: 1.7x less time on WDBC).
 """
 import time
 
@@ -71,6 +73,10 @@ class Separation:
         # score and coefficient blocks, allocated once: fresh arrays would be page-faulted in at every call
         self._G = np.empty((self.block, n))
         self._A = np.empty((self.block, n))
+        # [X 1]' (d + 1 x n), and the block's product with A
+        d = self.X.shape[1]
+        self._XeT = np.ascontiguousarray(np.vstack([self.X.T, np.ones((1, n))]))
+        self._Y = np.empty((d + 1, n))
         self.t_oracle = 0.0
         self.t_products = 0.0
         self.n_calls = 0
@@ -96,8 +102,9 @@ class Separation:
             t_oracle += time.perf_counter() - t1
             if self.weight is not None:
                 A *= self.weight[q0:q1, None]
-            T += X[q0:q1].T @ (A @ X)
-            c += A.sum(axis=0)
+            Y = np.matmul(self._XeT[:, q0:q1], A, out=self._Y)      # [X_B 1]' A_B
+            T += Y[:d] @ X
+            c += Y[d]
         m = self.total
         Psi = (T + T.T - (X.T * c) @ X) / m
         if self.weight is not None:

@@ -105,64 +105,40 @@ def keep_large(lam, V, tau):
     return _sym((V[:, keep] * lam[keep]) @ V[:, keep].T)
 
 
-def _purify(W, deltas, psis, C, regularizer):
-    """Drop relatively tiny eigen-components (entries for "diagonal") of W when that does not raise P(W)."""
-    best_W = W
+def _purify(W, deltas, psis, C, regularizer, taus=(np.inf, 1e-2, 1e-4, 1e-6, 1e-8, 1e-10)):
+    """Drop relatively tiny eigen-components (entries for "diagonal") of W when that does not raise P(W): the
+    truncations keep_large(tau) are tried in the order of ``taus`` (inf: W = 0), each kept when its P is <= the
+    best so far. With W = sum_i lam_i v_i v_i', a truncation keeping the set K has R = sum_{i in K} lam_i and
+    margins <W_K, Psi_t> = sum_{i in K} lam_i v_i' Psi_t v_i, so every P comes from one eigen-decomposition and
+    one product; only the chosen W is rebuilt."""
+    diagonal = regularizer == "diagonal"
     best, _ = restricted_objective(W, deltas, psis, C, regularizer)
-    lam, V = spectrum(W, regularizer == "diagonal")
-    if not lam.size or float(np.max(lam)) <= 0:
-        return best_W
-    for tau in (np.inf, 1e-2, 1e-4, 1e-6, 1e-8, 1e-10):        # inf: W = 0
-        Wc = keep_large(lam, V, tau)
-        val, _ = restricted_objective(Wc, deltas, psis, C, regularizer)
+    lam, V = spectrum(W, diagonal)
+    top = float(np.max(lam)) if lam.size else 0.0
+    if top <= 0:
+        return W
+    T, d = len(deltas), lam.size
+    flat = np.asarray(psis, dtype=np.float64).reshape(T, -1)
+    # q[t, i] = v_i' Psi_t v_i = <Psi_t, v_i v_i'> (the entries Psi_t[i] for a diagonal metric)
+    q = flat if diagonal else flat @ (V[:, None, :] * V[None, :, :]).reshape(d * d, d)
+    kept = np.where(lam[None, :] > np.array(taus)[:, None] * top, lam[None, :], 0.0)     # (len(taus), d)
+    xi = np.maximum(0.0, np.max(np.asarray(deltas, dtype=np.float64)[:, None] - q @ kept.T, axis=0))
+    values = np.sum(kept, axis=1) + C * xi
+    chosen = None
+    for tau, val in zip(taus, values.tolist()):
         if val <= best:
-            best, best_W = val, Wc
-    return best_W
+            best, chosen = val, tau
+    return W if chosen is None else keep_large(lam, V, chosen)
 
 
 def _ipm(deltas, psis, C, diagonal, tol, max_iter, start=None, theta=0.01, work=None):
     """Primal-dual interior point (Mehrotra predictor-corrector, HKM direction) for the trace / diagonal
     restricted problem; see the module docstring. ``start = (W, x, y)`` (x = (xi, s)) is blended with the
-    cold start (weight ``theta``) to warm-start from the previous working set's solution. The iterations run in
-    Cython (cyrank/mlr/_ipm.pyx, where the formulas are) on the buffers of ``work`` (an
+    cold start (weight ``theta``) to warm-start from the previous working set's solution. Runs in Cython
+    (:func:`cyrank.mlr._ipm.ipm`, where the formulas are) on the buffers of ``work`` (an
     :class:`~cyrank.mlr._ipm.IPMWorkspace`; a new one if None).
     Returns the iterate of smallest certified gap ``(W, x, y, gap, iterations)``."""
-    T = len(deltas)
-    d = psis.shape[1]
-    deltas = np.ascontiguousarray(deltas, dtype=np.float64)
-    if not diagonal:
-        psis = 0.5 * (psis + psis.transpose(0, 2, 1))         # exactly symmetric: the kernel reads triangles
-    flat = np.ascontiguousarray(psis.reshape(T, -1), dtype=np.float64)
-    eye = np.ones(d) if diagonal else np.eye(d)
-    nu = d + T + 1
-
-    def top_eig(y):          # largest eigenvalue of G(y) (largest entry for "diagonal")
-        g = (y @ flat).reshape(psis.shape[1:])
-        return float(np.max(g)) if diagonal else float(np.linalg.eigvalsh(g)[-1])
-
-    # cold start: y = C/(2T) shrunk until G(y) <= I/2; W = x = scale
-    y = np.full(T, C / (2.0 * T))
-    top = top_eig(y)
-    if top > 0.5:
-        y *= 0.5 / top
-    scale = max(1.0, C * float(np.max(deltas)) / nu)
-    W = eye * scale
-    x = np.full(T + 1, scale)
-    if start is not None:
-        # the previous y may violate G(y) <= I on this constraint set (pruned constraints): rescale it first
-        ys = start[2]
-        top = top_eig(ys)
-        if top > 1.0:
-            ys = ys / top
-        W = (1 - theta) * start[0] + theta * W
-        x = (1 - theta) * start[1] + theta * x
-        y = (1 - theta) * ys + theta * y
-    W = np.array(W, dtype=np.float64).ravel()       # copies: the kernel works in place
-    x = np.array(x, dtype=np.float64)
-    y = np.array(y, dtype=np.float64)
-    gap, it = ipm(IPMWorkspace() if work is None else work, deltas, flat, float(C), bool(diagonal), float(tol),
-                  int(max_iter), W, x, y)
-    return (W if diagonal else W.reshape(d, d)), x, y, gap, it
+    return ipm(IPMWorkspace() if work is None else work, deltas, psis, C, diagonal, tol, max_iter, start, theta)
 
 
 def _frobenius(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, sigma=0.2):

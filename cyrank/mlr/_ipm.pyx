@@ -41,8 +41,8 @@ import numpy as np
 from libc.math cimport INFINITY, NAN, isnan, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
-from scipy.linalg.cython_blas cimport dgemm, dgemv, dsyrk, dtrmm, dtrsm
-from scipy.linalg.cython_lapack cimport dpotrf, dpotri, dpotrs, dsyevr, dsygst
+from scipy.linalg.cython_blas cimport dgemm, dgemv
+from scipy.linalg.cython_lapack cimport dpotrf, dpotrs, dstebz, dsytrd, dtrtri
 
 from .._typedefs cimport intp_t
 
@@ -55,6 +55,8 @@ cdef struct Work:
     double* Lz
     double* Zi
     double* Lw
+    double* Lzinv
+    double* Lwinv
     double* KZi
     double* dW
     double* dZ
@@ -63,6 +65,7 @@ cdef struct Work:
     double* t1
     double* t2
     double* S
+    double* S2
     double* x                 # T + 1 (xi, s) and the matching dual (C - sum y, y)
     double* zl
     double* dx
@@ -81,12 +84,18 @@ cdef struct Work:
     double* marg
     double* M                 # T x T
     double* Mc
-    double* BB                # T x dd
-    double* eig               # d
-    double* work              # dsyevr
-    int* iwork
-    int* isuppz
-    int lwork, liwork
+    double* F                 # T x dd: the symmetrised Psi_t, one per row
+    double* BB
+    double* BB2
+    double* tdiag             # d: the tridiagonal form of a step matrix (diagonal, off-diagonal), reflectors
+    double* toff
+    double* tau
+    double* eig
+    double* work              # dsytrd / dstebz
+    int* iwork                # dstebz: iwork (3 d), iblock (d), isplit (d)
+    int* iblock
+    int* isplit
+    int lwork
 
 
 cdef class IPMWorkspace:
@@ -116,23 +125,20 @@ cdef class IPMWorkspace:
         """Buffers for T constraints in dimension d (reallocated when T exceeds the capacity or d changes)."""
         cdef intp_t cap, dd = d * d, nd, nt, nm, total
         cdef double* p
-        cdef int n = <int>d, lwork = -1, liwork = -1, il = 1, m = 0, info = 0, ione = 1, iopt = 0
-        cdef double vl = 0.0, vu = 0.0, abstol = 0.0, wopt = 0.0, dummy = 0.0
+        cdef int n = <int>d, lwork = -1, info = 0
+        cdef double wopt = 0.0, dummy = 0.0
         if T <= self.cap and d == self.dim:
             return 0
         cap = T if d != self.dim else max(T, self.cap + self.cap // 2)
         cap = max(cap, 8)
-        # dsyevr's workspace for an n x n problem (query), at least its documented minimum 26 n / 10 n
-        dsyevr(b"N", b"I", b"L", &n, &dummy, &n, &vl, &vu, &il, &il, &abstol, &m, &dummy, &dummy, &ione,
-               &iopt, &wopt, &lwork, &iopt, &liwork, &info)
-        lwork = max(<int>wopt, 26 * n, 1)
-        liwork = max(iopt, 10 * n, 1)
-        nd, nt, nm = 13 * dd, 9 * (cap + 1) + 7 * cap, 2 * cap * cap + cap * dd
-        total = nd + nt + nm + d + lwork
+        dsytrd(b"L", &n, &dummy, &n, &dummy, &dummy, &dummy, &wopt, &lwork, &info)   # workspace query
+        lwork = max(<int>wopt, 4 * n, 1)
+        nd, nt, nm = 16 * dd, 9 * (cap + 1) + 7 * cap, 2 * cap * cap + 3 * cap * dd
+        total = nd + nt + nm + 4 * d + lwork
         free(self.mem)
         free(self.imem)
         self.mem = <double*>malloc(total * sizeof(double))
-        self.imem = <int*>malloc((liwork + 2 * d) * sizeof(int))
+        self.imem = <int*>malloc(5 * d * sizeof(int))
         if self.mem == NULL or self.imem == NULL:
             free(self.mem)
             free(self.imem)
@@ -146,6 +152,8 @@ cdef class IPMWorkspace:
         self.w.Lz = p; p += dd
         self.w.Zi = p; p += dd
         self.w.Lw = p; p += dd
+        self.w.Lzinv = p; p += dd
+        self.w.Lwinv = p; p += dd
         self.w.KZi = p; p += dd
         self.w.dW = p; p += dd
         self.w.dZ = p; p += dd
@@ -154,6 +162,7 @@ cdef class IPMWorkspace:
         self.w.t1 = p; p += dd
         self.w.t2 = p; p += dd
         self.w.S = p; p += dd
+        self.w.S2 = p; p += dd
         self.w.x = p; p += cap + 1
         self.w.zl = p; p += cap + 1
         self.w.dx = p; p += cap + 1
@@ -172,13 +181,18 @@ cdef class IPMWorkspace:
         self.w.marg = p; p += cap
         self.w.M = p; p += cap * cap
         self.w.Mc = p; p += cap * cap
+        self.w.F = p; p += cap * dd
         self.w.BB = p; p += cap * dd
+        self.w.BB2 = p; p += cap * dd
+        self.w.tdiag = p; p += d
+        self.w.toff = p; p += d
+        self.w.tau = p; p += d
         self.w.eig = p; p += d
         self.w.work = p
         self.w.lwork = lwork
-        self.w.liwork = liwork
         self.w.iwork = self.imem
-        self.w.isuppz = self.imem + liwork
+        self.w.iblock = self.imem + 3 * d
+        self.w.isplit = self.imem + 4 * d
         self.cap, self.dim = cap, d
         return 0
 
@@ -203,19 +217,26 @@ cdef inline void symmetrize(double* A, int d) noexcept nogil:
             A[j + i * d] = v
 
 
-cdef inline void fill_upper(double* A, int d) noexcept nogil:
-    """Copy the lower triangle onto the upper one."""
-    cdef intp_t i, j
-    for j in range(d):
-        for i in range(j + 1, d):
-            A[j + i * d] = A[i + j * d]
-
-
 cdef bint cholesky(const double* A, double* L, int n) noexcept nogil:
     """L := lower Cholesky factor of A (upper part left as A's); False when A is not positive definite."""
     cdef int info = 0
     memcpy(L, A, n * n * sizeof(double))
     dpotrf(b"L", &n, L, &n, &info)
+    return info == 0
+
+
+cdef bint factor(const double* A, double* L, double* Linv, int d, bint factored) noexcept nogil:
+    """L := lower Cholesky factor of A (unless ``factored``: L holds it already) and Linv := L^-1, both with
+    zero upper triangles; False when A is not positive definite."""
+    cdef int info = 0
+    cdef intp_t i, j
+    if not factored and not cholesky(A, L, d):
+        return False
+    for j in range(d):
+        for i in range(j):
+            L[i + j * d] = 0.0
+    memcpy(Linv, L, d * d * sizeof(double))
+    dtrtri(b"L", b"N", &d, Linv, &d, &info)
     return info == 0
 
 
@@ -249,19 +270,96 @@ cdef bint dual_interior(Work* w, const double* flat, const double* y) noexcept n
     return cholesky(w.Z, w.Lz, w.d)
 
 
-cdef double step_psd(Work* w, const double* L, const double* dX) noexcept nogil:
-    """Largest a with L L' + a dX PSD: -1 / lambda_min(L^-1 dX L^-T), inf if that is >= 0; NaN on failure."""
-    cdef int d = w.d, itype = 1, il = 1, m = 0, info = 0, one = 1
-    cdef double vl = 0.0, vu = 0.0, abstol = 4.450147717014403e-308     # 2 x the smallest normal double
-    memcpy(w.S, dX, w.dd * sizeof(double))
-    dsygst(&itype, b"L", &d, w.S, &d, <double*>L, &d, &info)
+cdef double smallest_eigenvalue(Work* w, double* A) noexcept nogil:
+    """The smallest eigenvalue of the symmetric d x d A (lower triangle read, A overwritten): tridiagonal
+    reduction (dsytrd), then bisection for that one eigenvalue to full accuracy (dstebz); NaN on failure."""
+    cdef int d = w.d, il = 1, m = 0, nsplit = 0, info = 0
+    cdef double vl = 0.0, vu = 0.0, abstol = 4.450147717014403e-308                  # 2 x the tiniest normal
+    dsytrd(b"L", &d, A, &d, w.tdiag, w.toff, w.tau, w.work, &w.lwork, &info)
     if info != 0:
         return NAN
-    dsyevr(b"N", b"I", b"L", &d, w.S, &d, &vl, &vu, &il, &il, &abstol, &m, w.eig, w.t2, &one, w.isuppz,
-           w.work, &w.lwork, w.iwork, &w.liwork, &info)
+    dstebz(b"I", b"E", &d, &vl, &vu, &il, &il, &abstol, w.tdiag, w.toff, &m, &nsplit, w.eig, w.iblock, w.isplit,
+           w.work, w.iwork, &info)
     if info != 0 or m != 1:
         return NAN
-    return -1.0 / w.eig[0] if w.eig[0] < 0 else INFINITY
+    return w.eig[0]
+
+
+cdef double lambda_min(Work* w, const double* Linv, const double* dX) noexcept nogil:
+    """The smallest eigenvalue of Linv dX Linv' (dX symmetric), formed with two products; NaN on failure."""
+    cdef int d = w.d
+    cdef double pone = 1.0, zero = 0.0
+    dgemm(b"N", b"N", &d, &d, &d, &pone, <double*>Linv, &d, <double*>dX, &d, &zero, w.S2, &d)
+    dgemm(b"N", b"T", &d, &d, &d, &pone, w.S2, &d, <double*>Linv, &d, &zero, w.S, &d)
+    return smallest_eigenvalue(w, w.S)
+
+
+cdef double shrink_dual(Work* w, double* y, double top) noexcept nogil:
+    """y := y top / lambda_max(G(y)) when lambda_max(G(y)) > top (the largest entry of G(y) for the diagonal
+    cone). When top I - G(y) is positive definite (Cholesky) y is left alone with no eigenvalue computed.
+    Returns 0, or NaN when the eigenvalue computation fails."""
+    cdef intp_t i
+    cdef int d = w.d, dd = w.dd, T = w.T, info = 0, one = 1
+    cdef double lam = -INFINITY, pone = 1.0, zero = 0.0
+    dgemv(b"N", &dd, &T, &pone, w.F, &dd, y, &one, &zero, w.S, &one)                  # S = G(y)
+    if w.diagonal:
+        for i in range(dd):
+            lam = max(lam, w.S[i])
+    else:
+        symmetrize(w.S, d)
+        for i in range(dd):
+            w.S2[i] = -w.S[i]
+            w.S[i] = -w.S[i]
+        for i in range(d):
+            w.S2[i * (d + 1)] += top
+        dpotrf(b"L", &d, w.S2, &d, &info)                                                 # top I - G(y) PD?
+        if info == 0:
+            return 0.0
+        lam = -smallest_eigenvalue(w, w.S)                                                # of -G(y)
+        if isnan(lam):
+            return NAN
+    if lam > top:
+        for i in range(T):
+            y[i] *= top / lam
+    return 0.0
+
+
+cdef double start_point(Work* w, const double* deltas, double C, const double* W0, const double* x0,
+                        const double* y0, double theta) noexcept nogil:
+    """The first iterate (w.W, w.x, w.y). Cold: y = C / (2 T) shrunk until G(y) <= I / 2, W = scale I (or
+    scale 1), x = scale, scale = max(1, C max(Delta) / (d + T + 1)). Warm (W0 not NULL): the previous point
+    (W0, x0, y0) -- y0 first shrunk until G(y0) <= I, as it may violate it on this constraint set -- blended
+    with the cold one, weight theta on the cold one. Returns 0, or NaN when an eigenvalue computation fails."""
+    cdef intp_t i, T = w.T
+    cdef double scale, top = deltas[0]
+    for i in range(T):
+        w.y[i] = C / (2.0 * T)
+        top = max(top, deltas[i])
+    if isnan(shrink_dual(w, w.y, 0.5)):
+        return NAN
+    scale = max(1.0, C * top / (w.d + T + 1))
+    for i in range(w.dd):
+        w.W[i] = 0.0
+    if w.diagonal:
+        for i in range(w.dd):
+            w.W[i] = scale
+    else:
+        for i in range(w.d):
+            w.W[i * (w.d + 1)] = scale
+    for i in range(T + 1):
+        w.x[i] = scale
+    if W0 == NULL:
+        return 0.0
+    memcpy(w.ynew, y0, T * sizeof(double))
+    if isnan(shrink_dual(w, w.ynew, 1.0)):
+        return NAN
+    for i in range(w.dd):
+        w.W[i] = (1 - theta) * W0[i] + theta * w.W[i]
+    for i in range(T + 1):
+        w.x[i] = (1 - theta) * x0[i] + theta * w.x[i]
+    for i in range(T):
+        w.y[i] = (1 - theta) * w.ynew[i] + theta * w.y[i]
+    return 0.0
 
 
 cdef double step_lp(const double* x, const double* dx, intp_t n) noexcept nogil:
@@ -274,28 +372,65 @@ cdef double step_lp(const double* x, const double* dx, intp_t n) noexcept nogil:
     return a
 
 
+cdef double step(Work* w, const double* X, const double* Linv, const double* dX, const double* v,
+                 const double* dv, double scale) noexcept nogil:
+    """min(1, scale a) for the largest a keeping X + a dX in the cone (PSD: X = L L', Linv = L^-1) and
+    v + a dv >= 0; NaN on failure.
+
+    PSD: a_X = -1 / lambda_min(Linv dX Linv'). That eigenvalue is computed only when it matters: with
+    a_v = step_lp(v, dv) and cap = min(a_v, 1 / scale), if X + cap dX is positive definite (Cholesky) then
+    a_X >= cap and the answer is min(1, scale a_v) whatever a_X."""
+    cdef intp_t i
+    cdef int d = w.d, info = 0
+    cdef double a = step_lp(v, dv, w.T + 1), cap, lam
+    if w.diagonal:
+        return min(1.0, scale * min(a, step_lp(X, dX, w.dd)))
+    cap = min(a, 1.0 / scale)
+    for i in range(w.dd):
+        w.S[i] = X[i] + cap * dX[i]
+    dpotrf(b"L", &d, w.S, &d, &info)
+    if info != 0:
+        lam = lambda_min(w, Linv, dX)
+        if isnan(lam):
+            return NAN
+        if lam < 0:
+            a = min(a, -1.0 / lam)
+    return min(1.0, scale * a)
+
+
 cdef bint schur(Work* w, const double* flat) noexcept nogil:
     """Mc := Cholesky factor of M (module docstring), with a 1e-12 tr(M) / T ridge if needed; False if it fails.
-    Needs Lw, Lz (PSD cone) or W, Zi (diagonal) and D."""
+    Needs Lw, Lzinv (PSD cone) or W, Zi (diagonal) and D.
+
+    PSD cone: M_st = <B_s, B_t> with B_t' = Lz^-1 Psi_t Lw, from two products over the stacked
+    [Psi_1 | ... | Psi_T] and a transposition of each block."""
     cdef int d = w.d, dd = w.dd, T = w.T, Td = w.T * w.d, info = 0
     cdef intp_t t, i, j
     cdef double pone = 1.0, zero = 0.0, tr = 0.0, ridge
-    memcpy(w.BB, flat, T * dd * sizeof(double))
+    cdef double* src
+    cdef double* dst
     if w.diagonal:
+        memcpy(w.BB2, flat, T * dd * sizeof(double))
         for i in range(dd):
             w.t1[i] = sqrt(w.W[i] * w.Zi[i])
         for t in range(T):
             for i in range(dd):
-                w.BB[t * dd + i] *= w.t1[i]
+                w.BB2[t * dd + i] *= w.t1[i]
     else:
-        dtrmm(b"L", b"L", b"T", b"N", &d, &Td, &pone, w.Lw, &d, w.BB, &d)            # Lw' Psi_t, all t
-        for t in range(T):
-            dtrsm(b"R", b"L", b"T", b"N", &d, &d, &pone, w.Lz, &d, w.BB + t * dd, &d)  # ... Lz^-T
-    dsyrk(b"L", b"T", &T, &dd, &pone, w.BB, &dd, &zero, w.M, &T)                     # M = B'B (lower)
+        dgemm(b"T", b"N", &d, &Td, &d, &pone, w.Lw, &d, <double*>flat, &d, &zero, w.BB, &d)   # Lw' Psi_t
+        for t in range(T):                                                                     # Psi_t Lw
+            src = w.BB + t * dd
+            dst = w.BB2 + t * dd
+            for j in range(d):
+                for i in range(d):
+                    dst[j + i * d] = src[i + j * d]
+        dgemm(b"N", b"N", &d, &Td, &d, &pone, w.Lzinv, &d, w.BB2, &d, &zero, w.BB, &d)        # Lz^-1 Psi_t Lw
+        memcpy(w.BB2, w.BB, T * dd * sizeof(double))
+    dgemm(b"T", b"N", &T, &T, &dd, &pone, w.BB2, &dd, w.BB2, &dd, &zero, w.M, &T)              # M = B'B
     for j in range(T):
-        for i in range(j, T):
-            w.M[i + j * T] += w.D[0]
-        w.M[j + j * T] += w.D[1 + j]
+        for i in range(j + 1, T):
+            w.M[i + j * T] = 0.5 * (w.M[i + j * T] + w.M[j + i * T]) + w.D[0]
+        w.M[j + j * T] += w.D[0] + w.D[1 + j]
         tr += w.M[j + j * T]
     memcpy(w.Mc, w.M, T * T * sizeof(double))
     dpotrf(b"L", &T, w.Mc, &T, &info)
@@ -340,29 +475,12 @@ cdef void direction(Work* w, const double* flat, const double* KZi, const double
         dx[i] = w.dx0[i] - w.D[i] * dzl[i]
 
 
-cdef bint steps(Work* w, const double* dW, const double* dx, const double* dZ, const double* dzl,
-                double* ap, double* ad) noexcept nogil:
-    """The largest primal and dual steps keeping (W, x) and (Z, zl) in their cones; False on failure."""
-    cdef intp_t n = w.T + 1
-    if w.diagonal:
-        ap[0] = step_lp(w.W, dW, w.dd)
-        ad[0] = step_lp(w.Z, dZ, w.dd)
-    else:
-        ap[0] = step_psd(w, w.Lw, dW)
-        ad[0] = step_psd(w, w.Lz, dZ)
-        if isnan(ap[0]) or isnan(ad[0]):
-            return False
-    ap[0] = min(ap[0], step_lp(w.x, dx, n))
-    ad[0] = min(ad[0], step_lp(w.zl, dzl, n))
-    return True
-
-
 # ---------------------------------------------------------------------------------------- the loop
 cdef intp_t ipm_loop(Work* w, const double* deltas, const double* flat, double C, double tol, intp_t max_iter,
                      double* Wb, double* xb, double* yb, double* gap_out) noexcept nogil:
     """Iterate from (w.W, w.x, w.y); the iterate of smallest certified gap goes to (Wb, xb, yb), its gap to
     gap_out. Returns the number of iterations."""
-    cdef int d = w.d, dd = w.dd, T = w.T, one = 1, info = 0
+    cdef int d = w.d, dd = w.dd, T = w.T, one = 1
     cdef intp_t i, t, k, it = 0
     cdef double nu = d + T + 1, best = INFINITY, pone = 1.0, mone = -1.0, zero = 0.0
     cdef double primal, dual, xi, gap, mu, mu_a, sigma, ap, ad, s, v
@@ -411,14 +529,11 @@ cdef intp_t ipm_loop(Work* w, const double* deltas, const double* flat, double C
             if not ok:
                 break
         else:
-            if not z_ready and not cholesky(w.Z, w.Lz, d):
+            if not factor(w.Z, w.Lz, w.Lzinv, d, z_ready):
                 break
-            memcpy(w.Zi, w.Lz, dd * sizeof(double))
-            dpotri(b"L", &d, w.Zi, &d, &info)
-            if info != 0:
-                break
-            fill_upper(w.Zi, d)
-            if not cholesky(w.W, w.Lw, d):        # W no longer positive definite in floating point
+            dgemm(b"T", b"N", &d, &d, &d, &pone, w.Lzinv, &d, w.Lzinv, &d, &zero, w.Zi, &d)   # Z^-1
+            symmetrize(w.Zi, d)
+            if not factor(w.W, w.Lw, w.Lwinv, d, False):      # W no longer positive definite in floating point
                 break
         if not schur(w, flat):
             break
@@ -428,10 +543,10 @@ cdef intp_t ipm_loop(Work* w, const double* deltas, const double* flat, double C
         for i in range(T + 1):
             w.kl[i] = -w.x[i] * w.zl[i]
         direction(w, flat, w.KZi, w.kl, w.dWa, w.dZa, w.dya, w.dxa, w.dzla)
-        if not steps(w, w.dWa, w.dxa, w.dZa, w.dzla, &ap, &ad):
+        ap = step(w, w.W, w.Lwinv, w.dWa, w.x, w.dxa, 1.0)
+        ad = step(w, w.Z, w.Lzinv, w.dZa, w.zl, w.dzla, 1.0)
+        if isnan(ap) or isnan(ad):
             break
-        ap = min(1.0, ap)
-        ad = min(1.0, ad)
         mu_a = 0.0
         for i in range(dd):
             mu_a += (w.W[i] + ap * w.dWa[i]) * (w.Z[i] + ad * w.dZa[i])
@@ -452,10 +567,10 @@ cdef intp_t ipm_loop(Work* w, const double* deltas, const double* flat, double C
         for i in range(T + 1):
             w.kl[i] = sigma * mu - w.x[i] * w.zl[i] - w.dxa[i] * w.dzla[i]
         direction(w, flat, w.KZi, w.kl, w.dW, w.dZ, w.dy, w.dx, w.dzl)
-        if not steps(w, w.dW, w.dx, w.dZ, w.dzl, &ap, &ad):
+        ap = step(w, w.W, w.Lwinv, w.dW, w.x, w.dx, 0.98)
+        ad = step(w, w.Z, w.Lzinv, w.dZ, w.zl, w.dzl, 0.98)
+        if isnan(ap) or isnan(ad):
             break
-        ap = min(1.0, 0.98 * ap)
-        ad = min(1.0, 0.98 * ad)
         for i in range(dd):
             w.W[i] += ap * w.dW[i]
         for i in range(T + 1):
@@ -484,38 +599,67 @@ cdef intp_t ipm_loop(Work* w, const double* deltas, const double* flat, double C
     return it
 
 
-def ipm(IPMWorkspace work, const double[::1] deltas, const double[:, ::1] flat, double C, bint diagonal,
-        double tol, intp_t max_iter, double[::1] W, double[::1] x, double[::1] y):
-    """Run the interior-point loop (module docstring) from the interior point (W, x, y) in place.
+def ipm(IPMWorkspace work, deltas, psis, double C, bint diagonal, double tol, intp_t max_iter, start=None,
+        double theta=0.01):
+    """The interior-point method of the module docstring on (Delta_t, Psi_t), t = 1..T.
 
-    ``flat``: (T, d*d) symmetric Psi_t row by row ((T, d) diagonals for ``diagonal``); W: the flattened d x d
-    matrix (length d for ``diagonal``), x = (xi, s) (T + 1), y (T). On return (W, x, y) is the iterate of
-    smallest certified gap. Returns ``(gap, iterations)``.
+    ``psis``: (T, d, d), or the (T, d) diagonals for ``diagonal``. ``start = (W0, x0, y0)``: warm start
+    (x0 = (xi, s)), blended with the cold start (weight ``theta`` on the cold one). Returns the iterate of
+    smallest certified gap and its gap, ``(W, x, y, gap, iterations)``.
     """
-    cdef intp_t T = deltas.shape[0], dd = flat.shape[1], d, it
-    cdef double gap = INFINITY
+    cdef double[::1] dl = np.ascontiguousarray(deltas, dtype=np.float64)
+    cdef const double[:, ::1] ps
+    cdef double[::1] W0v, x0v, y0v, Wv, xv, yv
+    cdef const double* W0p = NULL
+    cdef const double* x0p = NULL
+    cdef const double* y0p = NULL
+    cdef intp_t T = dl.shape[0], d, dd, it = 0, t, i, j
+    cdef double gap = INFINITY, ok = 0.0
     cdef Work* w
-    d = dd if diagonal else <intp_t>(sqrt(<double>dd) + 0.5)
-    if flat.shape[0] != T or (not diagonal and d * d != dd) or W.shape[0] != dd or x.shape[0] != T + 1 \
-            or y.shape[0] != T or T < 1:
-        raise ValueError("inconsistent shapes")
+    psis = np.asarray(psis, dtype=np.float64)
+    if T < 1 or psis.shape[0] != T or psis.ndim != (2 if diagonal else 3) or (
+            not diagonal and psis.shape[1] != psis.shape[2]):
+        raise ValueError("psis must be (T, d, d), or (T, d) for the diagonal")
+    d = psis.shape[1]
+    dd = d if diagonal else d * d
+    ps = np.ascontiguousarray(psis.reshape(T, dd))
+    W = np.empty(dd)
+    x = np.empty(T + 1)
+    y = np.empty(T)
+    Wv, xv, yv = W, x, y
+    if start is not None:
+        W0v = np.ascontiguousarray(start[0], dtype=np.float64).reshape(-1)
+        x0v = np.ascontiguousarray(start[1], dtype=np.float64).reshape(-1)
+        y0v = np.ascontiguousarray(start[2], dtype=np.float64).reshape(-1)
+        if W0v.shape[0] != dd or x0v.shape[0] != T + 1 or y0v.shape[0] != T:
+            raise ValueError("start does not match the problem")
+        W0p, x0p, y0p = &W0v[0], &x0v[0], &y0v[0]
     work.reserve(T, d)
     w = &work.w
     w.d, w.dd, w.T, w.diagonal = <int>d, <int>dd, <int>T, diagonal
-    memcpy(w.W, &W[0], dd * sizeof(double))
-    memcpy(w.x, &x[0], (T + 1) * sizeof(double))
-    memcpy(w.y, &y[0], T * sizeof(double))
     with nogil:
-        it = ipm_loop(w, &deltas[0], &flat[0, 0], C, tol, max_iter, &W[0], &x[0], &y[0], &gap)
-    return gap, int(it)
+        if diagonal:
+            memcpy(w.F, &ps[0, 0], T * dd * sizeof(double))
+        else:
+            for t in range(T):                    # the symmetric part: every kernel assumes Psi_t = Psi_t'
+                for j in range(d):
+                    for i in range(d):
+                        w.F[t * dd + i + j * d] = 0.5 * (ps[t, i + j * d] + ps[t, j + i * d])
+        ok = start_point(w, &dl[0], C, W0p, x0p, y0p, theta)
+        if not isnan(ok):
+            it = ipm_loop(w, &dl[0], w.F, C, tol, max_iter, &Wv[0], &xv[0], &yv[0], &gap)
+    if isnan(ok):
+        raise np.linalg.LinAlgError("eigenvalue computation failed at the start")
+    return (W if diagonal else W.reshape(d, d)), x, y, gap, int(it)
 
 
 def max_step(const double[:, ::1] X, const double[:, ::1] dX):
-    """The largest a with X + a dX PSD (X symmetric positive definite, dX symmetric; inf when dX is PSD), by
-    the Cholesky factor of X, dsygst and dsyevr as in the loop. Raises ValueError when X is not positive
-    definite."""
+    """The largest a with X + a dX PSD (X symmetric positive definite, dX symmetric; inf when dX is PSD):
+    -1 / lambda_min(L^-1 dX L^-T), L the Cholesky factor of X, computed as in the loop. Raises ValueError when
+    X is not positive definite."""
     cdef intp_t d = X.shape[0]
-    cdef double a
+    cdef double lam = 0.0
+    cdef bint ok
     cdef IPMWorkspace work = IPMWorkspace()
     cdef Work* w
     if X.shape[1] != d or dX.shape[0] != d or dX.shape[1] != d or d < 1:
@@ -526,12 +670,11 @@ def max_step(const double[:, ::1] X, const double[:, ::1] dX):
     memcpy(w.Z, &X[0, 0], d * d * sizeof(double))
     memcpy(w.dZ, &dX[0, 0], d * d * sizeof(double))
     with nogil:
-        if cholesky(w.Z, w.Lz, w.d):
-            a = step_psd(w, w.Lz, w.dZ)
-        else:
-            a = -1.0
-    if a == -1.0:
+        ok = factor(w.Z, w.Lz, w.Lzinv, w.d, False)
+        if ok:
+            lam = lambda_min(w, w.Lzinv, w.dZ)
+    if not ok:
         raise ValueError("X is not positive definite")
-    if isnan(a):
+    if isnan(lam):
         raise ValueError("eigenvalue computation failed")
-    return a
+    return -1.0 / lam if lam < 0 else INFINITY

@@ -38,11 +38,12 @@ entrywise. All buffers live in an :class:`IPMWorkspace`, reused across calls and
 """
 import numpy as np
 
-from libc.math cimport INFINITY, NAN, isnan, sqrt
+from libc.float cimport DBL_EPSILON, DBL_MIN
+from libc.math cimport INFINITY, NAN, fabs, isnan, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemm, dgemv
-from scipy.linalg.cython_lapack cimport dpotrf, dpotrs, dstebz, dsytrd, dtrtri
+from scipy.linalg.cython_lapack cimport dpotrf, dpotrs, dtrtri
 
 from .._typedefs cimport intp_t
 
@@ -87,15 +88,10 @@ cdef struct Work:
     double* F                 # T x dd: the symmetrised Psi_t, one per row
     double* BB
     double* BB2
-    double* tdiag             # d: the tridiagonal form of a step matrix (diagonal, off-diagonal), reflectors
+    double* tdiag             # d: the tridiagonal form of a step matrix (diagonal, off-diagonal), scratch
     double* toff
     double* tau
     double* eig
-    double* work              # dsytrd / dstebz
-    int* iwork                # dstebz: iwork (3 d), iblock (d), isplit (d)
-    int* iblock
-    int* isplit
-    int lwork
 
 
 cdef class IPMWorkspace:
@@ -103,18 +99,15 @@ cdef class IPMWorkspace:
     demand); one per :class:`cyrank.mlr._inner.RestrictedSolver`, reused across its solves."""
     cdef Work w
     cdef double* mem
-    cdef int* imem
     cdef intp_t cap, dim
 
     def __cinit__(self):
         self.mem = NULL
-        self.imem = NULL
         self.cap = -1
         self.dim = -1
 
     def __dealloc__(self):
         free(self.mem)
-        free(self.imem)
 
     @property
     def capacity(self):
@@ -123,27 +116,16 @@ cdef class IPMWorkspace:
 
     cdef int reserve(self, intp_t T, intp_t d) except -1:
         """Buffers for T constraints in dimension d (reallocated when T exceeds the capacity or d changes)."""
-        cdef intp_t cap, dd = d * d, nd, nt, nm, total
+        cdef intp_t cap, dd = d * d
         cdef double* p
-        cdef int n = <int>d, lwork = -1, info = 0
-        cdef double wopt = 0.0, dummy = 0.0
         if T <= self.cap and d == self.dim:
             return 0
         cap = T if d != self.dim else max(T, self.cap + self.cap // 2)
         cap = max(cap, 8)
-        dsytrd(b"L", &n, &dummy, &n, &dummy, &dummy, &dummy, &wopt, &lwork, &info)   # workspace query
-        lwork = max(<int>wopt, 4 * n, 1)
-        nd, nt, nm = 16 * dd, 9 * (cap + 1) + 7 * cap, 2 * cap * cap + 3 * cap * dd
-        total = nd + nt + nm + 4 * d + lwork
         free(self.mem)
-        free(self.imem)
-        self.mem = <double*>malloc(total * sizeof(double))
-        self.imem = <int*>malloc(5 * d * sizeof(int))
-        if self.mem == NULL or self.imem == NULL:
-            free(self.mem)
-            free(self.imem)
-            self.mem = NULL
-            self.imem = NULL
+        self.mem = <double*>malloc((16 * dd + 9 * (cap + 1) + 7 * cap + 2 * cap * cap + 3 * cap * dd + 4 * d)
+                                   * sizeof(double))
+        if self.mem == NULL:
             self.cap = -1
             raise MemoryError()
         p = self.mem
@@ -187,12 +169,7 @@ cdef class IPMWorkspace:
         self.w.tdiag = p; p += d
         self.w.toff = p; p += d
         self.w.tau = p; p += d
-        self.w.eig = p; p += d
-        self.w.work = p
-        self.w.lwork = lwork
-        self.w.iwork = self.imem
-        self.w.iblock = self.imem + 3 * d
-        self.w.isplit = self.imem + 4 * d
+        self.w.eig = p
         self.cap, self.dim = cap, d
         return 0
 
@@ -270,28 +247,152 @@ cdef bint dual_interior(Work* w, const double* flat, const double* y) noexcept n
     return cholesky(w.Z, w.Lz, w.d)
 
 
-cdef double smallest_eigenvalue(Work* w, double* A) noexcept nogil:
-    """The smallest eigenvalue of the symmetric d x d A (lower triangle read, A overwritten): tridiagonal
-    reduction (dsytrd), then bisection for that one eigenvalue to full accuracy (dstebz); NaN on failure."""
-    cdef int d = w.d, il = 1, m = 0, nsplit = 0, info = 0
-    cdef double vl = 0.0, vu = 0.0, abstol = 4.450147717014403e-308                  # 2 x the tiniest normal
-    dsytrd(b"L", &d, A, &d, w.tdiag, w.toff, w.tau, w.work, &w.lwork, &info)
-    if info != 0:
-        return NAN
-    dstebz(b"I", b"E", &d, &vl, &vu, &il, &il, &abstol, w.tdiag, w.toff, &m, &nsplit, w.eig, w.iblock, w.isplit,
-           w.work, w.iwork, &info)
-    if info != 0 or m != 1:
-        return NAN
-    return w.eig[0]
+cdef void tridiagonalize(double* A, int n, double* dg, double* off, double* v, double* p) noexcept nogil:
+    """Householder reduction of the symmetric n x n A (lower triangle read, and overwritten) to the symmetric
+    tridiagonal matrix (diagonal dg, off-diagonal off) with the same eigenvalues (Golub & Van Loan, Matrix
+    Computations, 4th ed., 2013, section 8.3.1). Plain loops: at n <= 30 LAPACK's dsytrd spends most of its time
+    in the overhead of its level-2 BLAS calls."""
+    cdef intp_t k, i, j, m
+    cdef double x0, sigma, mu, v0, beta, s, c, vj, pj
+    cdef double* a
+    cdef double* col
+    for k in range(n - 2):
+        m = n - k - 1
+        col = A + k * n + k + 1                   # column k below the diagonal (length m)
+        a = A + (k + 1) * n + k + 1               # the trailing m x m block, column-major with leading dim n
+        dg[k] = A[k * n + k]
+        x0 = col[0]
+        sigma = 0.0
+        for i in range(1, m):
+            sigma += col[i] * col[i]
+        if sigma == 0.0:
+            off[k] = x0
+            continue
+        mu = sqrt(x0 * x0 + sigma)
+        v0 = x0 - mu if x0 <= 0 else -sigma / (x0 + mu)
+        beta = 2.0 * v0 * v0 / (sigma + v0 * v0)
+        v[0] = 1.0
+        for i in range(1, m):
+            v[i] = col[i] / v0
+        off[k] = mu                               # (I - beta v v') col = mu e1
+        for i in range(m):                        # p = beta A22 v from the lower triangle
+            p[i] = 0.0
+        for j in range(m):
+            col = a + j * n
+            vj = v[j]
+            s = col[j] * vj
+            for i in range(j + 1, m):
+                s = s + col[i] * v[i]
+                p[i] += col[i] * vj
+            p[j] += s
+        s = 0.0
+        for i in range(m):
+            p[i] *= beta
+            s += p[i] * v[i]
+        c = 0.5 * beta * s
+        for i in range(m):                        # w = p - (beta / 2) (p'v) v
+            p[i] -= c * v[i]
+        for j in range(m):                        # A22 -= v w' + w v' (lower triangle)
+            col = a + j * n
+            vj = v[j]
+            pj = p[j]
+            for i in range(j, m):
+                col[i] -= v[i] * pj + p[i] * vj
+    if n >= 2:
+        dg[n - 2] = A[(n - 2) * n + n - 2]
+        off[n - 2] = A[(n - 2) * n + n - 1]
+    dg[n - 1] = A[(n - 1) * n + n - 1]
 
 
-cdef double lambda_min(Work* w, const double* Linv, const double* dX) noexcept nogil:
-    """The smallest eigenvalue of Linv dX Linv' (dX symmetric), formed with two products; NaN on failure."""
+cdef enum:
+    SECTIONS = 8                                  # Sturm counts evaluated together (independent divisions)
+
+
+cdef double smallest_below(const double* dg, const double* off, double* e2, int n, double bound) noexcept nogil:
+    """min(lambda_min, bound) for the symmetric tridiagonal (dg, off): ``bound`` when no eigenvalue is below it
+    (one Sturm count), else lambda_min to full accuracy by multisection: Sturm counts (the signs of the pivots
+    of T - x I; Golub & Van Loan, section 8.4.1, with LAPACK's pivmin guard) at SECTIONS points of the bracket
+    at once, which divides it by SECTIONS + 1 per sweep at about the cost of one count."""
+    cdef intp_t i, k
+    cdef double lo = INFINITY, hi = -INFINITY, r, tnorm, pivmin, e2max = 0.0, width, q0
+    cdef double x[SECTIONS]
+    cdef double q[SECTIONS]
+    cdef int neg[SECTIONS]
+    cdef int first, sweeps
+    for i in range(n - 1):
+        e2[i] = off[i] * off[i]
+        e2max = max(e2max, e2[i])
+    for i in range(n):                            # Gershgorin bounds
+        r = 0.0
+        if i > 0:
+            r += fabs(off[i - 1])
+        if i < n - 1:
+            r += fabs(off[i])
+        lo = min(lo, dg[i] - r)
+        hi = max(hi, dg[i] + r)
+    tnorm = max(fabs(lo), fabs(hi))
+    pivmin = DBL_MIN * max(1.0, e2max)
+    # no eigenvalue below bound: a single count
+    q0 = dg[0] - bound
+    first = q0 <= pivmin
+    if fabs(q0) <= pivmin:
+        q0 = -pivmin
+    for i in range(1, n):
+        q0 = dg[i] - bound - e2[i - 1] / q0
+        if fabs(q0) <= pivmin:
+            q0 = -pivmin
+        first = first or q0 < 0
+    if not first:
+        return bound
+    hi = bound
+    lo = lo - 2.0 * DBL_EPSILON * tnorm - 2.0 * pivmin          # below every eigenvalue
+    for sweeps in range(64):
+        width = hi - lo
+        if width <= 2.0 * DBL_EPSILON * max(fabs(lo), fabs(hi)) + pivmin:
+            break
+        for k in range(SECTIONS):
+            x[k] = lo + width * (k + 1) / (SECTIONS + 1)
+            q[k] = dg[0] - x[k]
+            if fabs(q[k]) <= pivmin:
+                q[k] = -pivmin
+            neg[k] = q[k] < 0
+        for i in range(1, n):
+            for k in range(SECTIONS):
+                q[k] = dg[i] - x[k] - e2[i - 1] / q[k]
+                if fabs(q[k]) <= pivmin:
+                    q[k] = -pivmin
+                neg[k] += q[k] < 0
+        first = SECTIONS                          # the first point with an eigenvalue below it
+        for k in range(SECTIONS - 1, -1, -1):
+            if neg[k] > 0:
+                first = k
+        for k in range(SECTIONS):
+            if k == first and x[k] < hi:
+                hi = x[k]
+            if k == first - 1 and x[k] > lo:
+                lo = x[k]
+        if hi - lo >= width:                      # no progress left in floating point
+            break
+    r = 0.5 * (lo + hi)
+    if bound - r <= 2.0 * DBL_EPSILON * max(fabs(r), fabs(bound)) + 2.0 * pivmin:
+        return bound                              # lambda_min = bound within the accuracy
+    return r
+
+
+cdef double smallest_eigenvalue(Work* w, double* A, double bound) noexcept nogil:
+    """min(lambda_min(A), bound) for the symmetric d x d A (lower triangle read, A overwritten):
+    tridiagonalize, then :func:`smallest_below`."""
+    tridiagonalize(A, w.d, w.tdiag, w.toff, w.tau, w.eig)
+    return smallest_below(w.tdiag, w.toff, w.tau, w.d, bound)
+
+
+cdef double lambda_min(Work* w, const double* Linv, const double* dX, double bound) noexcept nogil:
+    """min(lambda_min(Linv dX Linv'), bound) (dX symmetric), the matrix formed with two products."""
     cdef int d = w.d
     cdef double pone = 1.0, zero = 0.0
     dgemm(b"N", b"N", &d, &d, &d, &pone, <double*>Linv, &d, <double*>dX, &d, &zero, w.S2, &d)
     dgemm(b"N", b"T", &d, &d, &d, &pone, w.S2, &d, <double*>Linv, &d, &zero, w.S, &d)
-    return smallest_eigenvalue(w, w.S)
+    return smallest_eigenvalue(w, w.S, bound)
 
 
 cdef double shrink_dual(Work* w, double* y, double top) noexcept nogil:
@@ -315,9 +416,7 @@ cdef double shrink_dual(Work* w, double* y, double top) noexcept nogil:
         dpotrf(b"L", &d, w.S2, &d, &info)                                                 # top I - G(y) PD?
         if info == 0:
             return 0.0
-        lam = -smallest_eigenvalue(w, w.S)                                                # of -G(y)
-        if isnan(lam):
-            return NAN
+        lam = -smallest_eigenvalue(w, w.S, -top)                                          # of -G(y)
     if lam > top:
         for i in range(T):
             y[i] *= top / lam
@@ -389,11 +488,11 @@ cdef double step(Work* w, const double* X, const double* Linv, const double* dX,
     for i in range(w.dd):
         w.S[i] = X[i] + cap * dX[i]
     dpotrf(b"L", &d, w.S, &d, &info)
-    if info != 0:
-        lam = lambda_min(w, Linv, dX)
+    if info != 0:                                 # X + cap dX not PD: the PSD bound may bind
+        lam = lambda_min(w, Linv, dX, -1.0 / cap)
         if isnan(lam):
             return NAN
-        if lam < 0:
+        if lam < -1.0 / cap:
             a = min(a, -1.0 / lam)
     return min(1.0, scale * a)
 
@@ -672,7 +771,7 @@ def max_step(const double[:, ::1] X, const double[:, ::1] dX):
     with nogil:
         ok = factor(w.Z, w.Lz, w.Lzinv, w.d, False)
         if ok:
-            lam = lambda_min(w, w.Lzinv, w.dZ)
+            lam = lambda_min(w, w.Lzinv, w.dZ, 0.0)
     if not ok:
         raise ValueError("X is not positive definite")
     if isnan(lam):

@@ -274,6 +274,8 @@ cdef inline intp_t _last_stage_below(Workspace* ws, intp_t top, intp_t k) noexce
     cdef intp_t a = 0, b = top, m
     if top > 0 and ws.stK[top - 1] < k:     # the top entry (the previous stage, mostly)
         return ws.stI[top - 1]
+    if top > 1 and ws.stK[top - 2] < k:     # the one below (k = K_{i-1}, mostly)
+        return ws.stI[top - 2]
     while a < b:
         m = (a + b) // 2
         if ws.stK[m] < k:

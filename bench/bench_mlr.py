@@ -2,13 +2,14 @@
 
     python bench/bench_mlr.py accuracy  [--splits 50]   kNN test error on Wine / WDBC (paper Table 2 protocol)
     python bench/bench_mlr.py timing    [--repeat 5] [--stabilization A] [--losses auc,map] [--regularizer frobenius]
-                                                        training time at C = 1e5 vs the MATLAB code under Octave
+                                                        training time at C = 1e5 (the MATLAB code under Octave
+                                                        beside it: bench/bench_mlr_octave.py)
     python bench/bench_mlr.py inner                     inner solver vs projected subgradient vs Clarabel
     python bench/bench_mlr.py throughput                oracle throughput, n = 1e4 points, d = 50
     python bench/bench_mlr.py all --quick               everything, small (a smoke run: seconds)
 
 Everything runs with one BLAS thread (threadpoolctl) and one oracle thread unless a table says otherwise, so
-CPU seconds compare with the single-threaded Octave figures. Timings are the best of several runs (CPU time of
+CPU seconds are those of one core. Timings are the best of several runs (CPU time of
 this process) and the 1-minute load average is printed next to them: other jobs share the machine.
 """
 import argparse
@@ -32,8 +33,6 @@ from cyrank.mlr._inner import RestrictedSolver, solve_inner  # noqa: E402
 LOSSES = ("auc", "prec@k", "map", "mrr", "ndcg")
 KNN_K = (1, 3, 5, 7)
 C_GRID = (1.0, 1e2, 1e5)
-# GNU Octave, one BLAS thread, MATLAB MLR v1.1 (projected subgradient), C = 1e5 (issue 5)
-OCTAVE = {("wine", "auc"): 4.4, ("wdbc", "auc"): 12.6, ("wdbc", "map"): 95.0}
 PAPER = {"wine": "1.0-1.6 (Euclidean 3.1)", "wdbc": "2.6-2.9 (Euclidean 3.1)"}
 
 
@@ -125,8 +124,8 @@ def timing(args):
     print(f"## timing: C = 1e5, epsilon = 0.01, stabilization = {alpha:g}, regularizer = {args.regularizer}, "
           f"best CPU time of {args.repeat} runs\n")
     print("| data | loss | points | CPU s | oracle s | inner s | separations | batches | inner iters | objective | "
-          "gap / (C eps) | Octave s | speed-up | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "gap / (C eps) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     cases = [("wine", "auc"), ("wdbc", "auc"), ("wdbc", "map")] + (
         [] if args.quick else [("wine", l) for l in ("map", "mrr", "ndcg", "prec@k")] +
         [("wdbc", l) for l in ("mrr", "ndcg", "prec@k")])
@@ -146,11 +145,9 @@ def timing(args):
                 if best is None or dt < best[0]:
                     best = (dt, m)
             dt, m = best
-            ref = OCTAVE.get((name, loss)) if args.regularizer == "trace" else None  # Octave: trace only
             print(f"| {name} | {loss} | {len(y)} ({part}) | {dt:.3f} | {m.oracle_time_:.3f} | {m.inner_time_:.3f} | "
                   f"{m.n_separations_} | {m.n_batches_} | {m.n_iter_} | {m.objective_:.6g} | "
-                  f"{m.gap_ / (1e5 * 0.01):.2f} | {ref if ref else '-'} | "
-                  f"{f'{ref / dt:.0f}x' if ref else '-'} | {load_avg():.1f} |")
+                  f"{m.gap_ / (1e5 * 0.01):.2f} | {load_avg():.1f} |")
 
 
 # --------------------------------------------------------------------------------------------- inner solver

@@ -393,3 +393,14 @@ def test_map_oracle_large_sets_with_clusters():
         r = -np.sort(-np.round(rng.choice(centres, P) + rng.normal(size=P) * 0.3, 2))
         u = -np.sort(-np.round(rng.choice(centres, N) + rng.normal(size=N) * 0.3 - 0.5, 2))
         assert query_oracle("map", 1, r, u)[0] == pytest.approx(plain_dp("map", 1, r, u), abs=1e-11)
+
+
+def test_oracles_sort_on_skewed_keys():
+    """The oracles' sort (bucket sort into the sorted arrays, or the records' sort when its buckets are too full)
+    on keys that crowd one bucket, span every magnitude or overflow the range: numpy's order."""
+    rng = np.random.default_rng(5)
+    for keys in [np.concatenate([rng.random(300) * 1e-9, [1e9]]),
+                 np.concatenate([np.round(rng.random(300), 3), [-1e15, 1e15]]),
+                 rng.normal(size=2000) ** 2, np.array([1e308, -1e308, 0.0, -0.0] * 40),
+                 np.exp(rng.uniform(-300, 300, size=700)), np.array([5e-324, -5e-324, 0.0, -0.0] * 40)]:
+        assert np.array_equal(_oracles.sort_order(keys), np.lexsort((np.arange(keys.size), -keys)))

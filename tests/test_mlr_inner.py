@@ -10,8 +10,8 @@ from scipy.linalg import LinAlgError, lapack
 
 import reference.mlr as rm
 from cyrank.mlr._constraints import Separation
-from cyrank.mlr._inner import RestrictedSolver, _ipm, restricted_objective, solve_inner
-from cyrank.mlr._ipm import IPMWorkspace, max_step
+from cyrank.mlr._inner import RestrictedSolver, _ipm, keep_large, restricted_objective, solve_inner, spectrum
+from cyrank.mlr._ipm import IPMWorkspace, max_step, purify
 
 
 # ---------------------------------------------------------------------------------------- working sets
@@ -412,3 +412,38 @@ def test_real_working_sets(wine_working_sets, loss):
         if k == len(seen) - 1:
             ref = rm.solve_restricted(deltas, psis, C=C).objective
             assert float(deltas @ b[2]) - 1e-7 * ref <= ref <= pb + 1e-7 * ref
+
+
+@pytest.mark.parametrize("reg", ["trace", "diagonal"])
+def test_purify_is_the_truncation_search(reg):
+    """purify = trying keep_large(tau) for tau = inf, 1e-2, ..., 1e-10 in turn on the eigen-decomposition,
+    keeping each truncation whose exact P is <= the best so far; the P it returns is P at the W it returns."""
+    diagonal = reg == "diagonal"
+    rng = np.random.default_rng(4)
+    for d, T, C in ((5, 8, 10.0), (13, 20, 1e5), (30, 12, 1e3)):
+        deltas, psis = working_set(d, T, loss="auc", diagonal=diagonal, seed=d)
+        Ws = []
+        for rel in (1e-1, 1e-3, 1e-7):                     # interior-point iterates: residue on unused directions
+            W = _ipm(deltas, psis, C, diagonal, rel * C, 200)[0]
+            tail = rng.uniform(0, 1e-9, size=d) * np.abs(W).max()
+            Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+            Ws += [W, W + (tail if diagonal else _sym((Q * tail) @ Q.T))]
+        for trial, W in enumerate(Ws + [np.zeros(d if diagonal else (d, d))]):
+            Cw = C
+            best, _ = restricted_objective(W, deltas, psis, Cw, reg)
+            lam, V = spectrum(W, diagonal)
+            expected = W
+            if lam.max() > 0:
+                for tau in (np.inf, 1e-2, 1e-4, 1e-6, 1e-8, 1e-10):
+                    Wc = keep_large(lam, V, tau)
+                    val, _ = restricted_objective(Wc, deltas, psis, Cw, reg)
+                    if val <= best * (1 - 1e-12):         # a clear improvement (ties decided by rounding)
+                        best, expected = val, Wc
+            got, P, xi = purify(W, deltas, psis, Cw, diagonal)
+            assert got.shape == W.shape
+            assert P == pytest.approx(restricted_objective(got, deltas, psis, Cw, reg)[0], rel=1e-12)
+            assert xi == pytest.approx(restricted_objective(got, deltas, psis, Cw, reg)[1], rel=1e-9, abs=1e-12)
+            assert P <= best * (1 + 1e-12)
+            assert np.count_nonzero(np.abs(spectrum(got, diagonal)[0]) > 1e-13) == \
+                np.count_nonzero(np.abs(spectrum(expected, diagonal)[0]) > 1e-13)
+            assert_in_cone(got)

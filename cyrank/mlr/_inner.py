@@ -20,8 +20,9 @@ Solvers (T, the number of cutting planes, is small; d x d matrices are dense):
   Each iteration solves one T x T Schur-complement system, O(T d^3 + T^2 d^2); step lengths come from the
   smallest eigenvalue of L^-1 dX L^-T (L the Cholesky factor of X = W or Z). The dual iterate is kept exactly
   feasible (Z = I - G(y) is recomputed from y and checked by Cholesky), so Delta'y is always a valid lower bound.
-  The whole loop runs in Cython without the GIL on preallocated buffers (cyrank/mlr/_ipm.pyx: formulas, BLAS
-  calls); the start, the active set and the purification below stay here.
+  The start and the whole loop run in Cython without the GIL on buffers reused across calls
+  (cyrank/mlr/_ipm.pyx: formulas, BLAS calls, costs), as does the purification below; the active set and the
+  warm start stay here.
 * frobenius: the dual is smooth in y, with W = Pi_+(G(y)) exact; it is maximised by a log-barrier
   path-following Newton method on S (the generalised Hessian of 0.5 ||Pi_+(G)||^2 is the Loewner divided-
   difference operator), and the central-path gap is mu (T + 1).
@@ -30,7 +31,7 @@ Every solver stops on the *certified* gap P(W) - D(y) <= tol, where P(W) is eval
 nonnegative diagonal) W and D(y) at a dual-feasible y; D(y) is a lower bound on the restricted optimum and hence
 on the full problem's optimum. Before returning, eigen-components of W of relative size below 1e-2 .. 1e-10
 (interior-point residue on directions the optimum does not use), or all of them, are dropped when that does not
-increase P(W), so W comes out low-rank (trace) or sparse (diagonal). Not reaching tol within ``max_iter``
+increase P(W), so W comes out low-rank (trace) or sparse (diagonal) (cyrank.mlr._ipm.purify). Not reaching tol within ``max_iter``
 iterations is reported (``converged`` False, the gap actually reached; :class:`RestrictedSolver` counts such solves
 in ``n_unsolved``), never warned here: the outer certificate holds whatever the inner accuracy, since any
 dual-feasible y bounds the optimum.
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
-from ._ipm import IPMWorkspace, ipm
+from ._ipm import IPMWorkspace, ipm, purify
 
 REGULARIZERS = ("trace", "frobenius", "diagonal")
 
@@ -103,32 +104,6 @@ def keep_large(lam, V, tau):
     if V is None:
         return np.where(keep, lam, 0.0)
     return _sym((V[:, keep] * lam[keep]) @ V[:, keep].T)
-
-
-def _purify(W, deltas, psis, C, regularizer, taus=(np.inf, 1e-2, 1e-4, 1e-6, 1e-8, 1e-10)):
-    """Drop relatively tiny eigen-components (entries for "diagonal") of W when that does not raise P(W): the
-    truncations keep_large(tau) are tried in the order of ``taus`` (inf: W = 0), each kept when its P is <= the
-    best so far. With W = sum_i lam_i v_i v_i', a truncation keeping the set K has R = sum_{i in K} lam_i and
-    margins <W_K, Psi_t> = sum_{i in K} lam_i v_i' Psi_t v_i, so every P comes from one eigen-decomposition and
-    one product; only the chosen W is rebuilt."""
-    diagonal = regularizer == "diagonal"
-    best, _ = restricted_objective(W, deltas, psis, C, regularizer)
-    lam, V = spectrum(W, diagonal)
-    top = float(np.max(lam)) if lam.size else 0.0
-    if top <= 0:
-        return W
-    T, d = len(deltas), lam.size
-    flat = np.asarray(psis, dtype=np.float64).reshape(T, -1)
-    # q[t, i] = v_i' Psi_t v_i = <Psi_t, v_i v_i'> (the entries Psi_t[i] for a diagonal metric)
-    q = flat if diagonal else flat @ (V[:, None, :] * V[None, :, :]).reshape(d * d, d)
-    kept = np.where(lam[None, :] > np.array(taus)[:, None] * top, lam[None, :], 0.0)     # (len(taus), d)
-    xi = np.maximum(0.0, np.max(np.asarray(deltas, dtype=np.float64)[:, None] - q @ kept.T, axis=0))
-    values = np.sum(kept, axis=1) + C * xi
-    chosen = None
-    for tau, val in zip(taus, values.tolist()):
-        if val <= best:
-            best, chosen = val, tau
-    return W if chosen is None else keep_large(lam, V, chosen)
 
 
 def _ipm(deltas, psis, C, diagonal, tol, max_iter, start=None, theta=0.01, work=None):
@@ -296,8 +271,9 @@ class RestrictedSolver:
                 break
             subset |= missing
         if reg != "frobenius":
-            W = _purify(W, deltas, psis, C, reg)
-        primal, xi = restricted_objective(W, deltas, psis, C, reg)
+            W, primal, xi = purify(W, deltas, psis, C, reg == "diagonal")
+        else:
+            primal, xi = restricted_objective(W, deltas, psis, C, reg)
         gap = primal - dual
         self.n_iter += n_iter
         self.last = InnerResult(W, xi, primal, dual, gap, n_iter, gap <= tol, y_all)

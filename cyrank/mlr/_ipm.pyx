@@ -43,7 +43,7 @@ from libc.math cimport INFINITY, NAN, fabs, isnan, sqrt
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 from scipy.linalg.cython_blas cimport dgemm, dgemv
-from scipy.linalg.cython_lapack cimport dpotrf, dpotrs, dtrtri
+from scipy.linalg.cython_lapack cimport dpotrf, dpotrs, dsyevr, dtrtri
 
 from .._typedefs cimport intp_t
 
@@ -777,3 +777,101 @@ def max_step(const double[:, ::1] X, const double[:, ::1] dX):
     if isnan(lam):
         raise ValueError("eigenvalue computation failed")
     return -1.0 / lam if lam < 0 else INFINITY
+
+
+# ---------------------------------------------------------------------------------------- purification
+cdef double objective(const double* deltas, const double* flat, intp_t T, int dd, const double* W, double reg_value,
+                      double C, double* marg, double* xi) noexcept nogil:
+    """P(W) = R(W) + C xi, xi = max(0, max_t Delta_t - <Psi_t, W>), given R(W) = reg_value."""
+    cdef int one = 1, Ti = <int>T
+    cdef double pone = 1.0, zero = 0.0
+    cdef intp_t t
+    dgemv(b"T", &dd, &Ti, &pone, <double*>flat, &dd, <double*>W, &one, &zero, marg, &one)
+    xi[0] = 0.0
+    for t in range(T):
+        xi[0] = max(xi[0], deltas[t] - marg[t])
+    return reg_value + C * xi[0]
+
+
+def purify(W, deltas, psis, double C, bint diagonal, taus=(INFINITY, 1e-2, 1e-4, 1e-6, 1e-8, 1e-10)):
+    """Drop the relatively tiny eigen-components of W (entries for ``diagonal``) when that does not raise P(W).
+
+    With W = sum_i lam_i v_i v_i' (the symmetric part of W; LAPACK dsyevr), the truncations
+    W_tau = sum_{lam_i > tau max(lam)} lam_i v_i v_i' are tried in the order of ``taus`` (inf: W = 0), each kept
+    when its P is <= the best so far (P(W) to begin with). ``psis``: (T, d, d), or (T, d) diagonals. Returns
+    ``(W, P(W), xi)`` for the W kept (a new array), P evaluated exactly at it.
+    """
+    cdef double[::1] dl = np.ascontiguousarray(deltas, dtype=np.float64)
+    cdef intp_t T = dl.shape[0], i, j, k, k0, last_k0 = -1, ntau = len(taus)
+    cdef int d, dd, n, m = 0, info = 0, lwork, liwork, il = 0, r
+    cdef double vl = 0.0, vu = 0.0, abstol = 0.0, best, val, xi = 0.0, best_xi, top, reg_value, pone = 1.0
+    cdef double zero = 0.0, thr
+    cdef double[:, ::1] ps
+    cdef double[::1] Wv, A, lam, V, U, cand, kept, marg, work, tv
+    cdef int[::1] iwork, isuppz
+    W = np.array(W, dtype=np.float64)
+    d = <int>W.shape[0]
+    dd = d if diagonal else d * d
+    ps = np.ascontiguousarray(np.asarray(psis, dtype=np.float64).reshape(T, dd))
+    Wv = W.reshape(-1)
+    marg = np.empty(max(T, 1))
+    tv = np.asarray(taus, dtype=np.float64)
+    reg_value = 0.0
+    for i in range(d):
+        reg_value += Wv[i] if diagonal else Wv[i * (d + 1)]
+    best = objective(&dl[0], &ps[0, 0], T, dd, &Wv[0], reg_value, C, &marg[0], &best_xi)
+    kept = Wv.copy()
+    cand = np.empty(dd)
+    if diagonal:
+        lam = Wv
+    else:
+        n = d
+        A = np.empty(dd)
+        for j in range(d):
+            for i in range(d):
+                A[i + j * d] = 0.5 * (Wv[i + j * d] + Wv[j + i * d])
+        lam = np.empty(d)
+        V = np.empty(dd)
+        U = np.empty(dd)
+        isuppz = np.empty(2 * d, dtype=np.intc)
+        lwork, liwork = 26 * d, 10 * d
+        work = np.empty(lwork)
+        iwork = np.empty(liwork, dtype=np.intc)
+        dsyevr(b"V", b"A", b"L", &n, &A[0], &n, &vl, &vu, &il, &il, &abstol, &m, &lam[0], &V[0], &n,
+               &isuppz[0], &work[0], &lwork, &iwork[0], &liwork, &info)
+        if info != 0:
+            raise np.linalg.LinAlgError("dsyevr failed")
+    top = -INFINITY
+    for i in range(d):
+        top = max(top, lam[i])
+    if d == 0 or top <= 0:
+        return W, best, best_xi
+    for k in range(ntau):
+        thr = tv[k] * top
+        reg_value = 0.0
+        if diagonal:
+            for i in range(d):
+                cand[i] = lam[i] if lam[i] > thr else 0.0
+                reg_value += cand[i]
+        else:
+            k0 = d                                # lam ascending: the kept components are k0, ..., d - 1
+            while k0 > 0 and lam[k0 - 1] > thr:
+                k0 -= 1
+            if k0 == last_k0:                     # the same truncation as the previous tau: the same value
+                continue
+            last_k0 = k0
+            r = d - <int>k0
+            for j in range(r):                    # U = V_K diag(lam_K), cand = sym(U V_K')
+                reg_value += lam[k0 + j]
+                for i in range(d):
+                    U[i + j * d] = V[i + (k0 + j) * d] * lam[k0 + j]
+            if r > 0:
+                dgemm(b"N", b"T", &d, &d, &r, &pone, &U[0], &d, &V[k0 * d], &d, &zero, &cand[0], &d)
+                symmetrize(&cand[0], d)
+            else:
+                cand[:] = 0.0
+        val = objective(&dl[0], &ps[0, 0], T, dd, &cand[0], reg_value, C, &marg[0], &xi)
+        if val <= best:
+            best, best_xi = val, xi
+            kept[:] = cand
+    return np.asarray(kept).reshape(W.shape).copy(), best, best_xi

@@ -1,8 +1,8 @@
 """cyrank's MLR beside the MATLAB original, MLR v1.1 under GNU Octave, in one run (issue 32; results in
 bench/RESULTS.md, section "MLR").
 
-    python bench/bench_mlr_octave.py [--repeat 3] [--cases wine:auc,wdbc:map] [--matched] [--quick]
-                                     [--mlr-dir DIR] [--mlr-git PATH] [--timeout 1800]
+    python bench/bench_mlr_octave.py [--repeat 3] [--cases wine:auc,wdbc:map] [--matched] [--check-oracles [N]]
+                                     [--quick] [--mlr-dir DIR] [--mlr-git PATH] [--timeout 1800]
 
 Cases: Wine and WDBC (scikit-learn's load_wine / load_breast_cancer), each z-scored on the whole set two ways
 (ddof 0: StandardScaler's population std; ddof 1: MATLAB's zscore, the sample std), x the losses AUC, Prec@k,
@@ -21,6 +21,8 @@ a smoke run (AUC on Wine, both z-scores, one repeat).
 * The Octave W is also evaluated exactly by cyrank's oracles (cyrank.mlr._constraints.Separation):
   xi(W_octave), hence tr(W)/d + C xi in MATLAB's scaling and tr(W) + C xi in cyrank's.
 * ``--matched`` also times cyrank at C = d 1e5: the problem MATLAB solves at C = 1e5 (difference 1 below).
+* ``--check-oracles [N]`` also runs each v1.1 oracle on N (40) random small queries against brute force
+  (difference 5 below).
 
 The peer (never inside this repository)
 ---------------------------------------
@@ -31,7 +33,7 @@ $MLR_DIR, else ~/.cache/cyrank-bench/mlr-v1.1). A missing directory is filled fr
 clone or mirror: ``git --git-dir PATH archive <commit> | tar -x``) or by ``git clone`` from GitHub and a checkout
 of the commit. The directory's content is verified against the commit's tree (git write-tree in a temporary
 index; built MEX files excluded), and the two MEX files it needs are built when absent: util/cummax.mex (NDCG
-and MAP; it shadows Octave's own cummax, whose outputs differ) and util/binarysearch.mex (Prec@k and MRR). By
+and MAP; it shadows Octave's built-in cummax) and util/binarysearch.mex (Prec@k and MRR). By
 hand, the same peer:
 
     sudo apt-get update && sudo apt-get install -y octave liboctave-dev octave-image
@@ -52,10 +54,10 @@ Differences between the two problems and solvers (read in the MLR v1.1 source)
    golden^(1/3) after each accepted step, x 1/golden on each failed sufficient-decrease test, Armijo constant
    1e-5, first step 1e-6; eigenvalue clipping onto the PSD cone, feasible/feasibleFull.m), stopped when
    log(f(t - 10) / f(t)) <= 1e-5, after 1e4 steps or after 100 failed steps in a row. Neither Xi nor the stop is
-   certified: no dual bound is computed. Working constraints not the most violated one in 100 solves are dropped
-   (ConstraintClock). cyrank stops when its certified gap objective - lower bound is <= C tol, tol = 0.01
-   (objective exact, lower bound a dual value), with the in-out stabilised cutting planes of
-   cyrank/mlr/solver.py.
+   certified: no dual bound is computed. A working constraint that was not the most violated one at any step of
+   100 consecutive solves is dropped (ConstraintClock; not reached in these runs, which make fewer than 100
+   solves). cyrank stops when its certified gap objective - lower bound is <= C tol, tol = 0.01 (objective
+   exact, lower bound a dual value), with the in-out stabilised cutting planes of cyrank/mlr/solver.py.
 3. Start. initialize/initializeFull.m: W0 = diag(1 ./ std(X, 1, 2)) (the population std of each feature; 1 for a
    constant one), i.e. about the identity on z-scored data (exactly I for ddof 0, sqrt(n / (n - 1)) I for
    ddof 1). cyrank starts from W = 0.
@@ -71,10 +73,20 @@ Differences between the two problems and solvers (read in the MLR v1.1 source)
    but the Loss is what cuttingPlaneFull.m averages into the constraint's margin M, lossHinge.m being
    max(0, M - <W, dPsi>). So MLR v1.1's AUC constraints ask for margins in [0.5, 1] that grow as the
    ranking gets better: a perfectly ranked batch has dPsi = 0 and M = 1, forcing xi >= 1. Measured on Wine
-   (ddof 1, C = 1e5): the batches' margins are 0.94-0.99 and the final Xi is 1.078, where cyrank's optimum has
-   xi near 0 (the second table). The line is the same in v1.0 and in the repository's last commit (370942b,
-   2013). The other oracles return 1 - score (MAP on the perfectly ordered query above: Loss = 0). MLR v1.1's
-   AUC times are therefore those of a different problem; the problem table shows both objectives.
+   (ddof 1, C = 1e5): the batches' margins are 0.94-0.99 and the final Xi is 1.078, while the exact xi
+   (Delta = 1 - AUC) is 0.105 at that W and 0.039 at cyrank's solution (the second table). The line is the same
+   in v1.0 and in the repository's last commit (370942b, 2013). The other oracles return 1 - score (MAP on the
+   perfectly ordered query above: Loss = 0). MLR v1.1's AUC times are therefore those of a different problem;
+   the problem table shows both objectives.
+5. Exactness of the oracles (``--check-oracles``). Against brute force over all orderings of small queries, in
+   MLR's own terms (its Delta = 1 - score and its feature map metricPsiPO.m), the v1.1 oracles for AUC and MRR
+   return the most violated ranking every time, those for Prec@k, MAP and NDCG do not (under Octave 7.3, with
+   the MEX files built from the v1.1 sources; measured: of 40 queries, 25, 12 and 20 rankings not the most
+   violated, short by up to 2.7, 0.23 and 1.8, some below the value 0 of the correct ranking). A cutting-plane
+   method whose oracle misses the most violated constraint stops early: on Wine, MLR v1.1's MAP and Prec@k
+   end with Xi = 0 after 3 and 17 oracle calls, whereas cyrank's exact oracles put xi at 0.79 and 0.72 at that
+   W (the second table's "exact xi"). So MLR v1.1's Prec@k, MAP and NDCG times are those of an inexact method;
+   cyrank's oracles equal brute force (tests/test_mlr_oracles.py).
 """
 import argparse
 import os
@@ -122,6 +134,65 @@ calls = D.num_calls_SO;
 solves = D.num_calls_solver;
 objective = trace(W) / size(W, 1) + C * Xi;
 save('-v7', '{out}', 'W', 'Xi', 't', 'calls', 'solves', 'objective');
+"""
+
+# --check-oracles: each v1.1 oracle on random small queries against brute force over all orderings, in MLR's own
+# terms: Delta(Y) = 1 - score(Y) (score as each oracle's Loss line computes it) and
+# <W, psi(y*) - psi(Y)> = 2 sum over (relevant p, irrelevant q ranked above p) of (s_p - s_q) / (nP nN)
+# (metricPsiPO.m, the feature map mlr_train uses with every loss), scores s = -squared distance
+CHECK = """1;
+function x = delta(loss, Y, pos, neg, k)
+  rel = ismember(Y, pos); nP = numel(pos); nN = numel(neg);
+  switch loss
+    case 'AUC'
+      negabove = cumsum(~rel); x = sum(negabove(rel)) / (nP * nN);
+    case 'MAP'
+      prec = cumsum(rel)' ./ (1:numel(Y)); x = 1 - mean(prec(rel));
+    case 'MRR'
+      x = 1 - 1 / find(rel, 1);
+    case 'PrecAtK'
+      kk = min([k, nP, nN]); x = 1 - sum(rel(1:kk)) / kk;
+    case 'NDCG'
+      kk = min(k, nP); disc = ones(kk, 1); disc(3:end) = 1 ./ log2(3:kk);
+      x = 1 - sum(disc .* rel(1:kk)) / sum(disc);
+  end
+end
+function t = margin(Y, pos, neg, s)
+  r = zeros(max(Y), 1); r(Y) = 1:numel(Y); t = 0;
+  for p = pos'
+    for q = neg'
+      if r(q) < r(p) t = t + 2 * (s(p) - s(q)); end
+    end
+  end
+  t = t / (numel(pos) * numel(neg));
+end
+warning('off', 'all');
+{pkg}
+addpath(genpath('{mlr}'));
+D = zeros(5); D(2:5, 1) = [1; 2; 10; 11]; D(1, 2:5) = D(2:5, 1)';
+[Y, L] = separationOracleAUC(1, D, [2; 3], [4; 5], 3);
+printf('auc-perfect %s %g\\n', mat2str(Y'), L);
+D(2:5, 1) = [10; 11; 1; 2]; D(1, 2:5) = D(2:5, 1)';
+[Y, L] = separationOracleAUC(1, D, [2; 3], [4; 5], 3);
+printf('auc-reversed %s %g\\n', mat2str(Y'), L);
+for name = {{'AUC', 'PrecAtK', 'MAP', 'MRR', 'NDCG'}}
+  loss = name{{1}}; SO = str2func(['separationOracle' loss]); rand('seed', 1);
+  bad = 0; worst = 0; lossdiff = 0;
+  for trial = 1:{trials}
+    nP = 2 + floor(2 * rand); nN = 2 + floor(2 * rand); n = nP + nN + 1;
+    pos = (2:nP + 1)'; neg = (nP + 2:n)';
+    D = zeros(n); D(2:n, 1) = 3 * rand(n - 1, 1); D(1, 2:n) = D(2:n, 1)'; s = -D(:, 1);
+    [Y, L] = SO(1, D, pos, neg, 3);
+    v = delta(loss, Y, pos, neg, 3) - margin(Y, pos, neg, s);
+    lossdiff = lossdiff + (abs(L - delta(loss, Y, pos, neg, 3)) > 1e-12);
+    P = perms([pos; neg]); best = -Inf;
+    for r = 1:size(P, 1)
+      best = max(best, delta(loss, P(r, :)', pos, neg, 3) - margin(P(r, :)', pos, neg, s));
+    end
+    if best > v + 1e-12 bad = bad + 1; worst = max(worst, best - v); end
+  end
+  printf('oracle %s %d %d %.4g %d\\n', loss, {trials}, bad, worst, lossdiff);
+end
 """
 
 
@@ -243,6 +314,26 @@ def check_peer(octave, mlr_dir, need_image, timeout):
     return v.stdout.splitlines()[0]
 
 
+def check_oracles(octave, mlr_dir, trials, timeout):
+    """The --check-oracles table (the CHECK script above, one Octave process)."""
+    r = run_octave(octave, CHECK.format(pkg="pkg load image;", mlr=quote(mlr_dir), trials=trials), timeout)
+    lines = [line.split() for line in r.stdout.splitlines()]
+    rows = [line for line in lines if line and line[0] == "oracle"]
+    if r.returncode or len(rows) != len(LOSSES):
+        fail(f"the oracle check failed (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    auc = {line[0]: " ".join(line[1:]) for line in lines if line and line[0].startswith("auc-")}
+    print(f"MLR v1.1's oracles on {trials} random queries each (2-3 relevant, 2-3 irrelevant points, squared "
+          f"distances uniform in [0, 3)), against brute force over all orderings of max_Y Delta(Y) - "
+          f"<W, psi(y*) - psi(Y)> in MLR's own terms (Delta = 1 - score as each oracle's Loss line computes it, psi "
+          f"of metricPsiPO.m). AUC's oracle on a perfectly ordered query (relevant at squared distances 1, 2; "
+          f"irrelevant at 10, 11): Y, Loss = {auc.get('auc-perfect')}; reversed: {auc.get('auc-reversed')}.\n")
+    print("| oracle | queries | ranking not the most violated | largest shortfall | Loss != 1 - score(Y) |")
+    print("|---|---:|---:|---:|---:|")
+    for _, loss, n, bad, worst, diff in rows:
+        print(f"| {loss} | {n} | {bad} | {float(worst):.3g} | {diff} |")
+    print()
+
+
 # --------------------------------------------------------------------------------------------- runs
 def load(name, ddof):
     X, y = DATA[name](return_X_y=True)
@@ -326,6 +417,8 @@ def main():
     ap.add_argument("--mlr-dir", default=os.environ.get("MLR_DIR", "~/.cache/cyrank-bench/mlr-v1.1"),
                     help="MLR v1.1 source (default $MLR_DIR or ~/.cache/cyrank-bench/mlr-v1.1; filled if missing)")
     ap.add_argument("--mlr-git", default=None, help="local clone / mirror of bmcfee/mlr to fill --mlr-dir from")
+    ap.add_argument("--check-oracles", type=int, nargs="?", const=40, default=0, metavar="N",
+                    help="also check the v1.1 oracles against brute force on N random small queries each (40)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per Octave process (default 1800)")
     args = ap.parse_args()
     repeat = 1 if args.quick else args.repeat
@@ -345,6 +438,8 @@ def main():
     print(f"# C = {C:g}, k = {K}, trace regulariser, cyrank tol = {TOL}; best of {repeat} (range), Octave and cyrank "
           f"alternating; CPU seconds (Octave: cputime around mlr_train; cyrank: time.process_time around fit)\n",
           flush=True)
+    if args.check_oracles:
+        check_oracles(octave, mlr_dir, args.check_oracles, args.timeout)
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="cyrank-mlr-octave-") as tmp:
@@ -378,9 +473,10 @@ def main():
     print("\nThe two problems (Octave: its best run; cyrank: its last run). MATLAB's objective is tr(W)/d + C Xi with "
           "its working-set slack Xi; \"exact xi\" evaluates W by cyrank's oracles (Delta = 1 - score); cyrank's "
           "objective is tr(W) + C xi. AUC: MLR v1.1's margins are (1 + AUC)/2, not 1 - AUC (docstring, item 4), "
-          "so its Xi and objective are on another scale.\n")
-    print("| data | z-score | loss | d | Octave Xi | Octave tr(W)/d + C Xi | Octave W: exact xi | Octave W: tr(W) + C xi "
-          "| cyrank xi_ | cyrank objective_ | cyrank gap / (C tol) | converged |")
+          "so its Xi and objective are on another scale. Prec@k, MAP, NDCG: MLR v1.1's oracles are not exact "
+          "(item 5), so its Xi can be below the exact xi of its W.\n")
+    print("| data | z-score | loss | d | Octave Xi | Octave tr(W)/d + C Xi | Octave W: exact xi | "
+          "Octave W: tr(W) + C xi | cyrank xi_ | cyrank objective_ | cyrank gap / (C tol) | converged |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         o, m = r["o"], r["cy"][-1][1]

@@ -1,4 +1,4 @@
-"""The interior-point loop of MLR's restricted solver (cyrank/mlr/_inner.py, ``_ipm``) in one nogil call.
+"""MLR's restricted interior-point method (cyrank/mlr/_inner.py, ``_ipm``): start, loop and purification in Cython.
 
 Problem (conic form of the trace / diagonal restricted problem, T constraints, W d x d):
 
@@ -16,25 +16,36 @@ with A(W)_t = <Psi_t, W> and the Schur complement
 
     M_st = tr(Psi_s W Psi_t Z^-1) + (x_t / y_t) [s = t] + xi / (C - sum y).
 
-With W = Lw Lw' and Z = Lz Lz' (Cholesky), M_st = <B_s, B_t> for B_t = Lw' Psi_t Lz^-T: one triangular product
-over the stacked [Psi_1 | ... | Psi_T], T triangular solves and one dsyrk (2 T d^3 + T^2 d^2 flops; M is PSD
-by construction). For the diagonal cone, M = P diag(w / z) P' = (P diag(sqrt(w / z)))(...)', one dsyrk.
-Predictor: K = -W Z (so sym(K Z^-1) = -W exactly), kl = -x zl; corrector: K = sigma mu I - W Z - dWa dZa,
-kl = sigma mu - x zl - dxa dzla, sigma = (mu_a / mu)^3 clipped to [0, 1].
+Predictor: K = -W Z (so K Z^-1 = -W exactly), kl = -x zl; corrector: K Z^-1 = sigma mu Z^-1 - W - dWa dZa Z^-1,
+kl = sigma mu - x zl - dxa dzla, sigma = (mu_a / mu)^3 clipped to [0, 1], mu_a the duality measure after the
+predictor's steps.
+
+Schur complement: with W = Lw Lw' and Z^-1 = Lz^-T Lz^-1 (Cholesky factors; Lz^-1 by dtrtri),
+M_st = <B_s, B_t> for B_t' = Lz^-1 Psi_t Lw: one dgemm over the stacked [Psi_1 | ... | Psi_T] (Lw' Psi_t), a
+transposition of each d x d block (Psi_t Lw), a second dgemm (Lz^-1 .), and B'B by a third (4 T d^3 + 2 T^2 d^2
+flops, all level 3; OpenBLAS's triangular routines are several times slower at these sizes). For the diagonal
+cone, M = P diag(w / z) P' = (P diag(sqrt(w / z)))(...)'.
 
 Step lengths: the largest a with X + a dX PSD (X = L L' positive definite) is -1 / lambda_min(L^-1 dX L^-T)
-(infinite when lambda_min >= 0): dsygst forms L^-1 dX L^-T from the Cholesky factor already computed (W's for
-the primal, Z's for the dual), dsyevr computes its smallest eigenvalue only. The primal step is
-min(1, 0.98 a_P), the dual one min(1, 0.98 a_D); the dual step is then halved (at most 40 times) until the new y
-has y > 0, sum y < C and I - G(y) positive definite by Cholesky (z > 0 for the diagonal): the dual iterate stays
-exactly feasible, so Delta'y is a certified lower bound at every iteration. The stopping rule is the certified
-gap P(W) - Delta'y <= tol, P(W) = tr(W) + C max(0, max_t Delta_t - <Psi_t, W>), and the iterate of smallest gap
-is returned. The loop stops early (keeping that iterate) when W or Z stops being positive definite in floating
-point, or M cannot be factored even after a 1e-12 tr(M) / T ridge.
+(infinite when lambda_min >= 0). The step taken is min(1, s a) with a = min(a_X, a_v) (a_v the ratio test of
+x or zl) and s = 1 (predictor) or 0.98 (corrector), so a_X matters only when it is below cap = min(a_v, 1 / s):
+if X + cap dX is positive definite (Cholesky), a_X >= cap and no eigenvalue is computed (most dual steps);
+otherwise L^-1 dX L^-T is formed with two dgemm (L^-1 from dtrtri), reduced to tridiagonal form by Householder
+reflections in plain loops, and its smallest eigenvalue found below -1 / cap by Sturm multisection (8 counts
+per sweep). The dual step is then halved (at most 40 times) until the new y has y > 0, sum y < C and I - G(y)
+positive definite by Cholesky (z > 0 for the diagonal): the dual iterate stays exactly feasible, so Delta'y is a
+certified lower bound at every iteration. The stopping rule is the certified gap P(W) - Delta'y <= tol,
+P(W) = tr(W) + C max(0, max_t Delta_t - <Psi_t, W>), and the iterate of smallest gap is returned. The loop stops
+early (keeping that iterate) when W or Z stops being positive definite in floating point, or M cannot be
+factored even after a 1e-12 tr(M) / T ridge.
 
-Matrices are dense d x d column-major arrays (every input matrix is symmetric, so the row-major numpy arrays
-are the same); for the diagonal cone the "matrices" are the length-d vectors of entries and every product is
-entrywise. All buffers live in an :class:`IPMWorkspace`, reused across calls and grown with T.
+Start: y = C / (2T) shrunk until G(y) <= I / 2, W = x = scale (cold), blended with the previous solution
+(warm); lambda_max(G(y)) is computed only when a Cholesky test says it exceeds the bound.
+
+Matrices are dense d x d column-major arrays (every Psi_t is symmetrised on entry, so row- and column-major
+agree); for the diagonal cone the "matrices" are the length-d vectors of entries and every product is
+entrywise. All buffers live in an :class:`IPMWorkspace`, reused across calls and grown with T. On WDBC MLR-AUC
+(d = 30) an iteration costs about 0.1 ms, against 0.67 ms for the numpy loop it replaces.
 """
 import numpy as np
 
@@ -81,7 +92,6 @@ cdef struct Work:
     double* dya
     double* ynew
     double* rp
-    double* rhs
     double* marg
     double* M                 # T x T
     double* Mc
@@ -99,12 +109,13 @@ cdef class IPMWorkspace:
     demand); one per :class:`cyrank.mlr._inner.RestrictedSolver`, reused across its solves."""
     cdef Work w
     cdef double* mem
-    cdef intp_t cap, dim
+    cdef intp_t cap, dim, size
 
     def __cinit__(self):
         self.mem = NULL
         self.cap = -1
         self.dim = -1
+        self.size = -1
 
     def __dealloc__(self):
         free(self.mem)
@@ -114,16 +125,17 @@ cdef class IPMWorkspace:
         """``(T, d)`` the buffers are sized for."""
         return int(self.cap), int(self.dim)
 
-    cdef int reserve(self, intp_t T, intp_t d) except -1:
-        """Buffers for T constraints in dimension d (reallocated when T exceeds the capacity or d changes)."""
-        cdef intp_t cap, dd = d * d
+    cdef int reserve(self, intp_t T, intp_t d, bint diagonal) except -1:
+        """Buffers for T constraints in dimension d, matrices of dd = d * d entries (d for ``diagonal``);
+        reallocated when T exceeds the capacity or the shape changes."""
+        cdef intp_t cap, dd = d if diagonal else d * d
         cdef double* p
-        if T <= self.cap and d == self.dim:
+        if T <= self.cap and d == self.dim and dd == self.size:
             return 0
-        cap = T if d != self.dim else max(T, self.cap + self.cap // 2)
+        cap = T if (d != self.dim or dd != self.size) else max(T, self.cap + self.cap // 2)
         cap = max(cap, 8)
         free(self.mem)
-        self.mem = <double*>malloc((16 * dd + 9 * (cap + 1) + 7 * cap + 2 * cap * cap + 3 * cap * dd + 4 * d)
+        self.mem = <double*>malloc((16 * dd + 9 * (cap + 1) + 6 * cap + 2 * cap * cap + 3 * cap * dd + 4 * d)
                                    * sizeof(double))
         if self.mem == NULL:
             self.cap = -1
@@ -159,7 +171,6 @@ cdef class IPMWorkspace:
         self.w.dya = p; p += cap
         self.w.ynew = p; p += cap
         self.w.rp = p; p += cap
-        self.w.rhs = p; p += cap
         self.w.marg = p; p += cap
         self.w.M = p; p += cap * cap
         self.w.Mc = p; p += cap * cap
@@ -170,7 +181,7 @@ cdef class IPMWorkspace:
         self.w.toff = p; p += d
         self.w.tau = p; p += d
         self.w.eig = p
-        self.cap, self.dim = cap, d
+        self.cap, self.dim, self.size = cap, d, dd
         return 0
 
 
@@ -395,10 +406,9 @@ cdef double lambda_min(Work* w, const double* Linv, const double* dX, double bou
     return smallest_eigenvalue(w, w.S, bound)
 
 
-cdef double shrink_dual(Work* w, double* y, double top) noexcept nogil:
+cdef void shrink_dual(Work* w, double* y, double top) noexcept nogil:
     """y := y top / lambda_max(G(y)) when lambda_max(G(y)) > top (the largest entry of G(y) for the diagonal
-    cone). When top I - G(y) is positive definite (Cholesky) y is left alone with no eigenvalue computed.
-    Returns 0, or NaN when the eigenvalue computation fails."""
+    cone). When top I - G(y) is positive definite (Cholesky) y is left alone with no eigenvalue computed."""
     cdef intp_t i
     cdef int d = w.d, dd = w.dd, T = w.T, info = 0, one = 1
     cdef double lam = -INFINITY, pone = 1.0, zero = 0.0
@@ -415,27 +425,25 @@ cdef double shrink_dual(Work* w, double* y, double top) noexcept nogil:
             w.S2[i * (d + 1)] += top
         dpotrf(b"L", &d, w.S2, &d, &info)                                                 # top I - G(y) PD?
         if info == 0:
-            return 0.0
+            return
         lam = -smallest_eigenvalue(w, w.S, -top)                                          # of -G(y)
     if lam > top:
         for i in range(T):
             y[i] *= top / lam
-    return 0.0
 
 
-cdef double start_point(Work* w, const double* deltas, double C, const double* W0, const double* x0,
-                        const double* y0, double theta) noexcept nogil:
+cdef void start_point(Work* w, const double* deltas, double C, const double* W0, const double* x0,
+                      const double* y0, double theta) noexcept nogil:
     """The first iterate (w.W, w.x, w.y). Cold: y = C / (2 T) shrunk until G(y) <= I / 2, W = scale I (or
     scale 1), x = scale, scale = max(1, C max(Delta) / (d + T + 1)). Warm (W0 not NULL): the previous point
     (W0, x0, y0) -- y0 first shrunk until G(y0) <= I, as it may violate it on this constraint set -- blended
-    with the cold one, weight theta on the cold one. Returns 0, or NaN when an eigenvalue computation fails."""
+    with the cold one, weight theta on the cold one."""
     cdef intp_t i, T = w.T
     cdef double scale, top = deltas[0]
     for i in range(T):
         w.y[i] = C / (2.0 * T)
         top = max(top, deltas[i])
-    if isnan(shrink_dual(w, w.y, 0.5)):
-        return NAN
+    shrink_dual(w, w.y, 0.5)
     scale = max(1.0, C * top / (w.d + T + 1))
     for i in range(w.dd):
         w.W[i] = 0.0
@@ -448,17 +456,15 @@ cdef double start_point(Work* w, const double* deltas, double C, const double* W
     for i in range(T + 1):
         w.x[i] = scale
     if W0 == NULL:
-        return 0.0
+        return
     memcpy(w.ynew, y0, T * sizeof(double))
-    if isnan(shrink_dual(w, w.ynew, 1.0)):
-        return NAN
+    shrink_dual(w, w.ynew, 1.0)
     for i in range(w.dd):
         w.W[i] = (1 - theta) * W0[i] + theta * w.W[i]
     for i in range(T + 1):
         w.x[i] = (1 - theta) * x0[i] + theta * w.x[i]
     for i in range(T):
         w.y[i] = (1 - theta) * w.ynew[i] + theta * w.y[i]
-    return 0.0
 
 
 cdef double step_lp(const double* x, const double* dx, intp_t n) noexcept nogil:
@@ -509,12 +515,11 @@ cdef bint schur(Work* w, const double* flat) noexcept nogil:
     cdef double* src
     cdef double* dst
     if w.diagonal:
-        memcpy(w.BB2, flat, T * dd * sizeof(double))
         for i in range(dd):
             w.t1[i] = sqrt(w.W[i] * w.Zi[i])
         for t in range(T):
             for i in range(dd):
-                w.BB2[t * dd + i] *= w.t1[i]
+                w.BB[t * dd + i] = flat[t * dd + i] * w.t1[i]
     else:
         dgemm(b"T", b"N", &d, &Td, &d, &pone, w.Lw, &d, <double*>flat, &d, &zero, w.BB, &d)   # Lw' Psi_t
         for t in range(T):                                                                     # Psi_t Lw
@@ -524,8 +529,7 @@ cdef bint schur(Work* w, const double* flat) noexcept nogil:
                 for i in range(d):
                     dst[j + i * d] = src[i + j * d]
         dgemm(b"N", b"N", &d, &Td, &d, &pone, w.Lzinv, &d, w.BB2, &d, &zero, w.BB, &d)        # Lz^-1 Psi_t Lw
-        memcpy(w.BB2, w.BB, T * dd * sizeof(double))
-    dgemm(b"T", b"N", &T, &T, &dd, &pone, w.BB2, &dd, w.BB2, &dd, &zero, w.M, &T)              # M = B'B
+    dgemm(b"T", b"N", &T, &T, &dd, &pone, w.BB, &dd, w.BB, &dd, &zero, w.M, &T)                # M = B'B
     for j in range(T):
         for i in range(j + 1, T):
             w.M[i + j * T] = 0.5 * (w.M[i + j * T] + w.M[j + i * T]) + w.D[0]
@@ -713,12 +717,14 @@ def ipm(IPMWorkspace work, deltas, psis, double C, bint diagonal, double tol, in
     cdef const double* x0p = NULL
     cdef const double* y0p = NULL
     cdef intp_t T = dl.shape[0], d, dd, it = 0, t, i, j
-    cdef double gap = INFINITY, ok = 0.0
+    cdef double gap = INFINITY
     cdef Work* w
     psis = np.asarray(psis, dtype=np.float64)
     if T < 1 or psis.shape[0] != T or psis.ndim != (2 if diagonal else 3) or (
             not diagonal and psis.shape[1] != psis.shape[2]):
         raise ValueError("psis must be (T, d, d), or (T, d) for the diagonal")
+    if not (np.isfinite(dl).all() and np.isfinite(psis).all()):
+        raise ValueError("deltas and psis must be finite")
     d = psis.shape[1]
     dd = d if diagonal else d * d
     ps = np.ascontiguousarray(psis.reshape(T, dd))
@@ -733,7 +739,7 @@ def ipm(IPMWorkspace work, deltas, psis, double C, bint diagonal, double tol, in
         if W0v.shape[0] != dd or x0v.shape[0] != T + 1 or y0v.shape[0] != T:
             raise ValueError("start does not match the problem")
         W0p, x0p, y0p = &W0v[0], &x0v[0], &y0v[0]
-    work.reserve(T, d)
+    work.reserve(T, d, diagonal)
     w = &work.w
     w.d, w.dd, w.T, w.diagonal = <int>d, <int>dd, <int>T, diagonal
     with nogil:
@@ -744,11 +750,8 @@ def ipm(IPMWorkspace work, deltas, psis, double C, bint diagonal, double tol, in
                 for j in range(d):
                     for i in range(d):
                         w.F[t * dd + i + j * d] = 0.5 * (ps[t, i + j * d] + ps[t, j + i * d])
-        ok = start_point(w, &dl[0], C, W0p, x0p, y0p, theta)
-        if not isnan(ok):
-            it = ipm_loop(w, &dl[0], w.F, C, tol, max_iter, &Wv[0], &xv[0], &yv[0], &gap)
-    if isnan(ok):
-        raise np.linalg.LinAlgError("eigenvalue computation failed at the start")
+        start_point(w, &dl[0], C, W0p, x0p, y0p, theta)
+        it = ipm_loop(w, &dl[0], w.F, C, tol, max_iter, &Wv[0], &xv[0], &yv[0], &gap)
     return (W if diagonal else W.reshape(d, d)), x, y, gap, int(it)
 
 
@@ -763,7 +766,7 @@ def max_step(const double[:, ::1] X, const double[:, ::1] dX):
     cdef Work* w
     if X.shape[1] != d or dX.shape[0] != d or dX.shape[1] != d or d < 1:
         raise ValueError("X and dX must be square of one size")
-    work.reserve(1, d)
+    work.reserve(1, d, False)
     w = &work.w
     w.d, w.dd, w.T, w.diagonal = <int>d, <int>(d * d), 1, False
     memcpy(w.Z, &X[0, 0], d * d * sizeof(double))

@@ -245,7 +245,7 @@ class RestrictedSolver:
         n_iter = 0
         for _ in range(T + 1):
             idx = np.flatnonzero(subset)
-            dl, ps = deltas[idx], psis[idx]
+            dl, ps = (deltas, psis) if idx.size == T else (deltas[idx], psis[idx])    # no copy when all
             if reg == "frobenius":
                 ys = y_all[idx] if (self.warm_start and np.any(y_all[idx] > 0) and np.sum(y_all[idx]) < C) else None
                 W, ys, gap, k = _frobenius(dl, ps, C, tol, self.max_iter - n_iter, ys)
@@ -254,7 +254,7 @@ class RestrictedSolver:
                 start = None
                 if self.warm_start and self.state is not None:
                     Wp, xip = self.state
-                    s = np.maximum(flat[idx] @ np.ravel(Wp) + xip - dl, 0.0)
+                    s = np.maximum((flat @ np.ravel(Wp))[idx] + xip - dl, 0.0)
                     start = (Wp, np.concatenate(([xip], s)), y_all[idx])
                 W, x, ys, gap, k = _ipm(dl, ps, C, reg == "diagonal", tol, self.max_iter - n_iter, start,
                                         work=self.work)

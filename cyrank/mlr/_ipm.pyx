@@ -328,7 +328,7 @@ cdef double smallest_below(const double* dg, const double* off, double* e2, int 
     cdef double lo = INFINITY, hi = -INFINITY, r, tnorm, pivmin, e2max = 0.0, width, q0
     cdef double x[SECTIONS]
     cdef double q[SECTIONS]
-    cdef int neg[SECTIONS]
+    cdef double neg[SECTIONS]
     cdef int first, sweeps
     for i in range(n - 1):
         e2[i] = off[i] * off[i]
@@ -364,14 +364,12 @@ cdef double smallest_below(const double* dg, const double* off, double* e2, int 
         for k in range(SECTIONS):
             x[k] = lo + width * (k + 1) / (SECTIONS + 1)
             q[k] = dg[0] - x[k]
-            if fabs(q[k]) <= pivmin:
-                q[k] = -pivmin
+            q[k] = -pivmin if fabs(q[k]) <= pivmin else q[k]
             neg[k] = q[k] < 0
-        for i in range(1, n):
+        for i in range(1, n):                     # SECTIONS independent recurrences: no wait on each division
             for k in range(SECTIONS):
-                q[k] = dg[i] - x[k] - e2[i - 1] / q[k]
-                if fabs(q[k]) <= pivmin:
-                    q[k] = -pivmin
+                r = dg[i] - x[k] - e2[i - 1] / q[k]
+                q[k] = -pivmin if fabs(r) <= pivmin else r
                 neg[k] += q[k] < 0
         first = SECTIONS                          # the first point with an eigenvalue below it
         for k in range(SECTIONS - 1, -1, -1):

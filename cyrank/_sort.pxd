@@ -199,8 +199,10 @@ cdef inline KeyIndex* bucket_sort(KeyIndex* a, KeyIndex* tmp, intp_t n, double l
     cdef double scale
     if n < 2:
         return a
+    if not (hi > lo and isfinite(hi - lo)):
+        return radix_sort(a, tmp, n)
     scale = m / (hi - lo)
-    if not (hi > lo and isfinite(hi - lo) and isfinite(scale)):
+    if not isfinite(scale):
         return radix_sort(a, tmp, n)
     memset(start, 0, (m + 1) * sizeof(intp_t))
     for i in range(n):

@@ -644,8 +644,7 @@ cdef int _auc_unsorted(Workspace* ws, intp_t P, intp_t N, double rlo, double rhi
         t = ws.pairs[i].key - 0.5
         k = N - SU[b + 1]
         for e in range(SU[b], SU[b + 1]):
-            if ws.ub[e] > t:
-                k += 1
+            k += ws.ub[e] > t
         arow[ws.pairs[i].index] = s * k
         sumk += k
         acc -= k * ws.pairs[i].key
@@ -654,8 +653,7 @@ cdef int _auc_unsorted(Workspace* ws, intp_t P, intp_t N, double rlo, double rhi
         x = ws.pairs2[i].key
         cnt = ST[b]
         for e in range(ST[b], ST[b + 1]):
-            if ws.tb[e] < x:
-                cnt += 1
+            cnt += ws.tb[e] < x
         arow[ws.pairs2[i].index] = -s * cnt
         acc += cnt * x
     delta[0] = <double>sumk / (<double>P * <double>N)

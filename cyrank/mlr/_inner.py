@@ -31,10 +31,10 @@ Every solver stops on the *certified* gap P(W) - D(y) <= tol, where P(W) is eval
 nonnegative diagonal) W and D(y) at a dual-feasible y; D(y) is a lower bound on the restricted optimum and hence
 on the full problem's optimum. Before returning, eigen-components of W of relative size below 1e-2 .. 1e-10
 (interior-point residue on directions the optimum does not use), or all of them, are dropped when that does not
-increase P(W), so W comes out low-rank (trace) or sparse (diagonal) (cyrank.mlr._ipm.purify). Not reaching tol within ``max_iter``
-iterations is reported (``converged`` False, the gap actually reached; :class:`RestrictedSolver` counts such solves
-in ``n_unsolved``), never warned here: the outer certificate holds whatever the inner accuracy, since any
-dual-feasible y bounds the optimum.
+increase P(W), so W comes out low-rank (trace) or sparse (diagonal) (cyrank.mlr._ipm.purify). Not reaching tol
+within ``max_iter`` iterations is reported (``converged`` False, the gap actually reached; :class:`RestrictedSolver`
+counts such solves in ``n_unsolved``), never warned here: the outer certificate holds whatever the inner accuracy,
+since any dual-feasible y bounds the optimum.
 
 Across cutting-plane iterations, :class:`RestrictedSolver` warm-starts from the previous solution (see its
 docstring); the certificate is for the whole working set.
@@ -202,7 +202,8 @@ class RestrictedSolver:
     (Delta_t - <W, Psi_t> >= xi - ``margin``; at least the smallest positive float, also for a tight constraint
     outside the subset) and 0 for the others (an interior-point method never gives an exact 0). ``psis`` are d x d
     matrices ("trace", "frobenius") or length-d diagonals ("diagonal"). After a call,
-    ``last`` holds the :class:`InnerResult` (for the whole working set) and ``n_iter`` counts all iterations.
+    ``last`` holds the :class:`InnerResult` (for the whole working set) and ``n_iter`` counts all iterations;
+    ``work`` holds the interior-point buffers (:class:`~cyrank.mlr._ipm.IPMWorkspace`), reused by every call.
     """
 
     def __init__(self, C, regularizer, tol, max_iter=200, warm_start=True, margin=0.0, patience=5):

@@ -272,9 +272,8 @@ class RestrictedSolver:
                 break
             subset |= missing
         if reg != "frobenius":
-            W, primal, xi = purify(W, deltas, psis, C, reg == "diagonal")
-        else:
-            primal, xi = restricted_objective(W, deltas, psis, C, reg)
+            W = purify(W, deltas, psis, C, reg == "diagonal")[0]
+        primal, xi = restricted_objective(W, deltas, psis, C, reg)   # as __call__ evaluates the margins
         gap = primal - dual
         self.n_iter += n_iter
         self.last = InnerResult(W, xi, primal, dual, gap, n_iter, gap <= tol, y_all)

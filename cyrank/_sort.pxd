@@ -10,12 +10,6 @@
 #   bits (mostly runs of one or two items). 24 bits measured fastest on MLR's WDBC oracles (32 bits: 7% slower,
 #   16 bits: 40% slower: longer runs); 2.4x faster than the introsort alone there.
 # * sort_records: the radix sort from RADIX_MIN items (when scratch is given), else the introsort.
-# * bucket_sort: a distribution sort on the key's value (m buckets of equal width between the smallest and the
-#   largest key), then an introsort of every bucket of more than INSERTION_MAX items and one insertion sort of the
-#   whole array. The bucket floor((key - lo) * (m / (hi - lo))) is non-decreasing in the key (every IEEE operation
-#   rounds monotonically), so the buckets are already in order and the result is exactly the introsort's; the
-#   radix sort when the range is 0, infinite or too small for the scale to be finite.
-from libc.math cimport isfinite
 from libc.stdint cimport uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -189,44 +183,3 @@ cdef inline KeyIndex* sort_records(KeyIndex* a, KeyIndex* tmp, intp_t n) noexcep
     introsort(a, n)
     return a
 
-
-cdef inline KeyIndex* bucket_sort(KeyIndex* a, KeyIndex* tmp, intp_t n, double lo, double hi, intp_t m,
-                                  intp_t* bucket, intp_t* start) noexcept nogil:
-    """Sort a[:n] (finite keys, lo = the smallest, hi = the largest) into m >= 1 buckets of equal width (see the
-    top of this file). Scratch: tmp (n records), bucket (n) and start (m + 1). Returns a or tmp, whichever holds
-    the result."""
-    cdef intp_t i, b, s, c, big = 0
-    cdef double scale
-    if n < 2:
-        return a
-    if not (hi > lo and isfinite(hi - lo)):
-        return radix_sort(a, tmp, n)
-    scale = m / (hi - lo)
-    if not isfinite(scale):
-        return radix_sort(a, tmp, n)
-    memset(start, 0, (m + 1) * sizeof(intp_t))
-    for i in range(n):
-        b = <intp_t>((a[i].key - lo) * scale)
-        if b >= m:                      # rounding may reach m at the largest key
-            b = m - 1
-        elif b < 0:                     # never for finite keys >= lo; keeps a NaN from writing out of bounds
-            b = 0
-        bucket[i] = b
-        start[b + 1] += 1
-    for b in range(m):                  # start[b] = first slot of bucket b
-        c = start[b + 1]
-        if c > big:
-            big = c
-        start[b + 1] = start[b] + c
-    for i in range(n):                  # stable scatter; afterwards start[b] = end of bucket b
-        b = bucket[i]
-        tmp[start[b]] = a[i]
-        start[b] += 1
-    if big > INSERTION_MAX:
-        s = 0
-        for b in range(m):
-            if start[b] - s > INSERTION_MAX:
-                introsort(tmp + s, start[b] - s)
-            s = start[b]
-    _insertion_sort(tmp, n)             # items never cross a bucket boundary: O(n + inversions in the buckets)
-    return tmp

@@ -326,9 +326,9 @@ def test_oracle_on_radix_sorted_sets(loss):
 
 @pytest.mark.parametrize("buckets", [1, 2, 7, 64, 1000, 5000])
 def test_bucket_sort_matches_numpy(buckets):
-    """The bucket sort (cyrank/_sort.pxd) with any number of buckets orders exactly as numpy's lexsort: the
+    """The oracles' bucket sort with any number of buckets orders exactly as numpy's lexsort: the
     buckets are monotone in the key under rounding, ties and -0.0/+0.0 are settled by the comparator; a range
-    that overflows or is too narrow for the scale falls back to the radix sort."""
+    that overflows or is too narrow for the scale falls back to the records' sort."""
     rng = np.random.default_rng(buckets)
     extra = [rng.normal(size=n) ** 2 * rng.choice([1e-3, 1.0, 1e3]) for n in (0, 1, 2, 5, 17, 300, 5000)]
     extra += [np.concatenate([rng.random(200) * 1e-12, [1e12]]),                   # skewed: one full bucket

@@ -48,8 +48,8 @@ relevant and an irrelevant point changes H by 0 whichever comes first, so every 
 maximal H (the maximising ranking itself is not unique then).
 
 Sorting (most of the oracle time: every query sorts its P + N scores at every separation): a bucket sort by value
-(cyrank/_sort.pxd's rule: buckets monotone in the score under rounding, then one insertion sort), 4 m buckets,
-straight into the sorted arrays (``_bucket_sort_into``), from BUCKET_MIN items; an introsort below. The result is
+(buckets monotone in the score under rounding, then one insertion sort), 4 m buckets, straight into the sorted
+arrays (``_bucket_sort_into``), from BUCKET_MIN items; an introsort below. The result is
 exactly the order of the introsort alone. AUC needs no sort in the block kernel: its coefficients only count the
 pairs u_j > r_i - 1/2, which value buckets on one grid count in O(P + N) (``_auc_unsorted``; the sorted path when
 the buckets are degenerate or too full). On WDBC (one thread, the W's of a fit) this makes the AUC oracle 2.4x and
@@ -70,7 +70,7 @@ from libc.string cimport memset
 
 import numpy as np
 
-from .._sort cimport INSERTION_MAX, RADIX_MIN, KeyIndex, bucket_sort, introsort, radix_sort
+from .._sort cimport INSERTION_MAX, KeyIndex, introsort, radix_sort, sort_records
 from .._parallel cimport Interrupt, check_interrupt, interrupt_init, keep_going
 from .._math cimport discount, imax, imin
 from .._typedefs cimport intp_t
@@ -488,27 +488,18 @@ cdef int _solve_sorted(Workspace* ws, int loss, intp_t kk, intp_t P, intp_t N,
     return 0
 
 
-cdef inline KeyIndex* _sort_keys(Workspace* ws, KeyIndex* a, intp_t m, double lo, double hi) noexcept nogil:
-    """Sort a[:m] by increasing key, equal keys by increasing index (lo, hi: the smallest and largest key): the
-    bucket sort of cyrank/_sort.pxd with m buckets from RADIX_MIN items, else the introsort. Returns a or ws.tmp."""
-    if m < RADIX_MIN:
-        introsort(a, m)
-        return a
-    return bucket_sort(a, ws.tmp, m, lo, hi, m, ws.bkt, ws.ST)
-
-
-cdef bint _bucket_sort_into(Workspace* ws, const KeyIndex* a, intp_t m, double lo, double hi, double* keys_out,
-                           intp_t* idx_out) noexcept nogil:
-    """The bucket sort of cyrank/_sort.pxd by decreasing key straight into keys_out / idx_out: nb = 4 m buckets
-    floor((hi - key) nb / (hi - lo)) (non-increasing in the key), a scatter into the outputs, an introsort of every
-    bucket of more than INSERTION_MAX items (through ws.tmp), one insertion sort (decreasing key, equal keys by
-    increasing index). False (nothing written) when the range is degenerate: the caller sorts the records then.
-    (4 m buckets: on the scores of WDBC's fits as fast as 2 m, 10-25% faster than 2 m on peaked ones, e.g. a
-    random rank-5 W.)"""
-    cdef intp_t i, j, b, c, e, idx, start, big = 0, nb = 4 * m
+cdef bint _bucket_sort_into(Workspace* ws, const KeyIndex* a, intp_t m, double lo, double hi, intp_t nb,
+                           intp_t* S, double* keys_out, intp_t* idx_out) noexcept nogil:
+    """Sort a[:m] (keys in [lo, hi]) by decreasing key, equal keys by increasing index, straight into keys_out /
+    idx_out, by value: nb buckets floor((hi - key) nb / (hi - lo)), non-increasing in the key because every IEEE
+    operation rounds monotonically, so the buckets are already in order; a scatter into the outputs, an introsort
+    of every bucket of more than INSERTION_MAX items (through ws.tmp), one insertion sort. The order is exactly
+    the introsort's. S: nb + 1 offsets of scratch. False (nothing written) when the range is degenerate: the
+    caller sorts the records then. (The oracles use nb = 4 m: on the scores of WDBC's fits as fast as 2 m, 10-25%
+    faster than 2 m on peaked ones, e.g. a random rank-5 W.)"""
+    cdef intp_t i, j, b, c, e, idx, start, big = 0
     cdef double scale, key
     cdef intp_t* bkt = ws.bkt
-    cdef intp_t* S = ws.ST
     if not (hi > lo and isfinite(hi - lo)):
         return False
     scale = nb / (hi - lo)
@@ -562,14 +553,14 @@ cdef bint _bucket_sort_into(Workspace* ws, const KeyIndex* a, intp_t m, double l
 cdef void _sort_into(Workspace* ws, KeyIndex* pairs, intp_t m, double lo, double hi, double* keys_out,
                      intp_t* idx_out) noexcept nogil:
     """Sort pairs[:m] (keys between lo and hi) by decreasing key, equal keys by increasing index, into keys_out /
-    idx_out: ``_bucket_sort_into`` from BUCKET_MIN items, else (or when it declines) the sort of cyrank/_sort.pxd
-    on the negated keys."""
+    idx_out: ``_bucket_sort_into`` with 4 m buckets from BUCKET_MIN items, else (or when it declines) the sort of
+    cyrank/_sort.pxd on the negated keys."""
     cdef intp_t i
-    if m >= BUCKET_MIN and _bucket_sort_into(ws, pairs, m, lo, hi, keys_out, idx_out):
+    if m >= BUCKET_MIN and _bucket_sort_into(ws, pairs, m, lo, hi, 4 * m, ws.ST, keys_out, idx_out):
         return
     for i in range(m):
         pairs[i].key = -pairs[i].key
-    pairs = _sort_keys(ws, pairs, m, -hi, -lo)
+    pairs = sort_records(pairs, ws.tmp, m)
     for i in range(m):
         keys_out[i] = -pairs[i].key
         idx_out[i] = pairs[i].index
@@ -845,8 +836,8 @@ def query_oracle(loss, intp_t k, rel_scores, irr_scores):
 
 def sort_order(keys, radix=None, intp_t buckets=0):
     """The permutation that orders ``keys`` (finite doubles) the way the oracles do: decreasing key, equal
-    keys (-0.0 == +0.0) by increasing index. ``buckets`` > 0: cyrank/_sort.pxd's bucket sort with that many
-    buckets; else ``radix`` True = the radix sort, False = the introsort, None = the oracles' sort
+    keys (-0.0 == +0.0) by increasing index. ``buckets`` > 0: the oracles' bucket sort with that many buckets
+    (the oracles' sort when it declines); else ``radix`` True = the radix sort, False = the introsort, None = the oracles' sort
     (``_sort_into``). (For tests of cyrank/_sort.pxd and of the oracles' sort.)"""
     cdef const double[::1] k = np.ascontiguousarray(keys, dtype=np.float64).ravel()
     cdef intp_t n = k.shape[0], i
@@ -869,12 +860,11 @@ def sort_order(keys, radix=None, intp_t buckets=0):
             ws.pairs[i].index = i
             lo = ws.pairs[i].key if ws.pairs[i].key < lo else lo
             hi = ws.pairs[i].key if ws.pairs[i].key > hi else hi
-        if method == 3:
-            out = bucket_sort(ws.pairs, ws.tmp, n, lo, hi, buckets, ws.bkt, start)
-        elif method == 2:
+        if method >= 2:
             for i in range(n):
                 ws.pairs[i].key = k[i]
-            _sort_into(ws, ws.pairs, n, -hi, -lo, ws.r, ws.ridx)
+            if method == 2 or not _bucket_sort_into(ws, ws.pairs, n, -hi, -lo, buckets, start, ws.r, ws.ridx):
+                _sort_into(ws, ws.pairs, n, -hi, -lo, ws.r, ws.ridx)
             out = ws.pairs
             for i in range(n):
                 out[i].index = ws.ridx[i]

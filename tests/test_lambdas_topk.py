@@ -123,3 +123,68 @@ def test_a_block_straddling_the_cut_off_keeps_the_pairs_of_its_rows_below_k():
     _close(lam, want[1])
     _close(hess, want[2])
     assert np.all(lam[:10] > 0)  # every row below the block is pushed down by it
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_short_queries_are_ranked_by_counting_in_the_sort_order(seed):
+    """Queries of up to SMALL_SORT_MAX rows are ranked by counting (no sort): the positions equal the introsort's
+    and numpy's order (decreasing score; equal scores, -0.0 == +0.0, by increasing row, or by the tie order)."""
+    rng = np.random.default_rng(seed)
+    for n in list(range(1, 20)) + [33, 64]:
+        s = rng.choice([-0.0, 0.0, 1.5, -2.0, 3.25], n) if seed % 2 else rng.normal(size=n)
+        for tie in (None, rng.permutation(n).astype(np.int64)):
+            key = np.arange(n) if tie is None else tie
+            want = np.empty(n, dtype=np.int64)
+            want[np.lexsort((key, -s))] = np.arange(n)
+            np.testing.assert_array_equal(_lambdas._positions(s, tie, True), want)
+            np.testing.assert_array_equal(_lambdas._positions(s, tie, False), want)
+    assert _lambdas._positions(np.array([1.0, np.nan, 0.0]), None, True) is None  # not a permutation: sorted
+
+
+@pytest.mark.parametrize("metric,ties", CODES)
+@pytest.mark.parametrize("weighted", (False, True))
+def test_short_queries_without_a_cut_off_equal_the_sum_over_every_pair(metric, ties, weighted):
+    """The label-order loop of NDCG and RankNet without a cut-off (label_pairs) and the counting ranking of short
+    queries, with distinct and tied scores, weights, norm and the cost, against the brute force over every pair."""
+    rng = np.random.default_rng(5)
+    sizes = [1, 2, 3, 5, 8, 10, 10, 10, 16, 17, 30]
+    for levels in (3, 7, 10**6):
+        s, y, offsets, tie = _data(rng, sizes, levels=levels)
+        w = rng.uniform(0.0, 2.0, y.size) if weighted else None
+        t = tie if ties == _lambdas.INPUT else None
+        for k, truncation, norm in itertools.product((0, 10, 40), (0, 40), (False, True)):
+            lam, hess = np.empty(y.size), np.empty(y.size)
+            cost = _lambdas.lambdas(s, y, offsets, metric, k, truncation, SIGMA, float(y.max()), 1.0, lam, hess,
+                                    with_cost=True, norm=norm, tie=t, ties=ties, weight=w)
+            ref = _lambdas.Reference(s, y, offsets, metric, k, truncation, float(y.max()), 1.0, ties, t, weight=w)
+            want = _brute(s, y, offsets, ref.pair_weights(), SIGMA, norm)
+            assert cost == pytest.approx(want[0], rel=1e-12, abs=1e-300)
+            _close(lam, want[1])
+            _close(hess, want[2])
+
+
+@pytest.mark.parametrize("metric,ties,weighted", [("ndcg@10", "pessimistic", False), ("ranknet", "average", True),
+                                                  ("ndcg", "input", True), ("err@5", "pessimistic", False),
+                                                  ("map", "pessimistic", True), ("ndcg@3", "average", False)])
+def test_lambdas_gather_and_scatter_inside_the_kernel_bit_for_bit(metric, ties, weighted):
+    """Lambdas passes the user's row order to the kernel (scores gathered, lambdas scattered per query): the same
+    bits as reordering the scores, running the kernel on the sorted rows and putting the result back."""
+    from cyrank.lambdarank import Lambdas
+    from cyrank.lambdarank.solver import _Pairs
+
+    rng = np.random.default_rng(3)
+    n = 500
+    y = rng.integers(0, 5, n).astype(float)
+    qid = rng.integers(0, 40, n)
+    w = rng.uniform(0.1, 3.0, n) if weighted else None
+    prepared = Lambdas(y, qid, metric=metric, ties=ties, sample_weight=w, sigma=1.1)
+    pairs = _Pairs(y, qid, metric=metric, ties=ties, sample_weight=w, sigma=1.1)
+    for s in (rng.normal(size=n), np.round(rng.normal(size=n), 1)):
+        lam, hess = np.empty(n), np.empty(n)
+        cost = pairs.lambdas(np.ascontiguousarray(s[pairs.order]), lam, hess)
+        grad, weight = np.empty(n), np.empty(n)
+        grad[pairs.order], weight[pairs.order] = lam, hess
+        got = prepared(s)
+        assert got[0] == cost
+        np.testing.assert_array_equal(got[1], grad)
+        np.testing.assert_array_equal(got[2], weight)

@@ -93,6 +93,13 @@ cdef double DISCOUNT[N_DISCOUNTS]
 for _r in range(N_DISCOUNTS):
     DISCOUNT[_r] = 1.0 / log2(_r + 2.0)
 
+# NDCG's gain 2^y - 1 of the integer labels 0..N_GAINS-1, computed once (the same expression, so the same bits)
+cdef enum:
+    N_GAINS = 64
+cdef double GAIN[N_GAINS]
+for _r in range(N_GAINS):
+    GAIN[_r] = exp2(<double> _r) - 1.0
+
 cdef enum:
     _RANKNET = 0
     _NDCG = 1
@@ -107,6 +114,7 @@ cdef enum:
 cdef enum:
     NF = 5  # per-row fields of a query's reference (QueryRef.f)
     NX = 14  # per-row scratch doubles of query_pairs (ex; top_pairs' runs)
+    SMALL_SORT_MAX = 16  # queries of at most this many rows are ranked by counting (small_positions), not sorted
 
 
 cdef struct Unweighted:
@@ -166,6 +174,36 @@ cdef inline double scaled(double m, double e) noexcept nogil:
     return ldexp(m, <int> (e if e < 4000.0 else 4000.0))
 
 
+cdef inline bint small_positions(const double* s, const intp_t* tie, intp_t n, intp_t* pos,
+                                 intp_t* ord) noexcept nogil:
+    """The positions of a short query without a sort: pos[t] = the rows before row t in the order of decreasing
+    score, equal scores by increasing row (tie NULL: rows are label-ascending) or tie[t], the introsort's total
+    order, counted (O(n^2) comparisons, no branch: faster than the sort up to SMALL_SORT_MAX rows); ord its
+    inverse. False when the counts are not a permutation (a NaN score): the caller sorts instead."""
+    cdef intp_t t, u, c, tt
+    cdef double st
+    for t in range(n):
+        ord[t] = -1
+    for t in range(n):
+        st = s[t]
+        c = 0
+        if tie == NULL:  # rows u < t come first at equal scores
+            for u in range(t):
+                c += s[u] >= st
+            for u in range(t + 1, n):
+                c += s[u] > st
+        else:
+            tt = tie[t]
+            for u in range(n):
+                c += (s[u] > st) | ((s[u] == st) & (tie[u] < tt))
+        pos[t] = c
+        ord[c] = t
+    for t in range(n):
+        if ord[t] < 0:
+            return False
+    return True
+
+
 cdef double query_reference(const double* s, const double* y, const intp_t* tie, intp_t n, int metric, intp_t k,
                             intp_t truncation, double max_rel, double threshold, int ties, KeyIndex* rec,
                             QueryRef* Q) noexcept nogil:
@@ -181,17 +219,18 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
     Q.norm = 0.0
     if n < 2 or y[0] == y[n - 1]:
         return 0.0
-    for t in range(n):
-        rec[t].key = -s[t]
-        rec[t].index = t if tie == NULL else tie[t]  # equal scores: by label (rows are label-ascending) or tie[t]
-        if tie != NULL:
-            ord[tie[t]] = t
-    introsort(rec, n)
-    for r in range(n):
-        t = rec[r].index if tie == NULL else ord[rec[r].index]
-        Q.pos[t] = r
-    for t in range(n):
-        ord[Q.pos[t]] = t
+    if n > SMALL_SORT_MAX or not small_positions(s, tie, n, Q.pos, ord):
+        for t in range(n):
+            rec[t].key = -s[t]
+            rec[t].index = t if tie == NULL else tie[t]  # equal scores: by label (rows are label-ascending) or tie[t]
+            if tie != NULL:
+                ord[tie[t]] = t
+        introsort(rec, n)
+        for r in range(n):
+            t = rec[r].index if tie == NULL else ord[rec[r].index]
+            Q.pos[t] = r
+        for t in range(n):
+            ord[Q.pos[t]] = t
     # blocks: runs of equal scores (AVERAGE), of equal (score, label) (PESSIMISTIC), single rows (INPUT)
     p = 0
     while p < n:
@@ -230,7 +269,7 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
         g = 0.0
         for t in range(n):  # rows are label-ascending: one exp2 per label level
             if t == 0 or y[t] != y[t - 1]:
-                g = exp2(y[t]) - 1.0
+                g = GAIN[<int> y[t]] if 0.0 <= y[t] < N_GAINS and y[t] == <int> y[t] else exp2(y[t]) - 1.0
             Q.f[NF * t] = g
         for r in range(min(n, k)):  # ideal order: labels descending = rows n-1, n-2, ...
             idcg = idcg + Q.f[NF * (n - 1 - r)] * Q.val[r]
@@ -340,13 +379,17 @@ cdef inline double fast_weight(const QueryRef* Q, intp_t a, intp_t b, int metric
     (AVERAGE), else |g_a - g_b| (mean_{u in A, u<T} D_u - P(u<T) mean_B D) / IDCG, A the upper block."""
     cdef const double* fa = Q.f + NF * a
     cdef const double* fb = Q.f + NF * b
+    cdef const double* fu
+    cdef const double* fl
     cdef double c
+    cdef bint up
     if Q.bst[a] == Q.bst[b]:
         c = fa[4]
-    elif Q.bst[a] < Q.bst[b]:
-        c = fa[2] - fa[3] * fb[1] if metric == _NDCG else fa[3]
-    else:
-        c = fb[2] - fb[3] * fa[1] if metric == _NDCG else fb[3]
+    else:  # the upper block's fields and the lower's, selected without a branch (which block is above is random)
+        up = Q.bst[a] < Q.bst[b]
+        fu = fa if up else fb
+        fl = fb if up else fa
+        c = fu[2] - fu[3] * fl[1] if metric == _NDCG else fu[3]
     return fabs(fa[0] - fb[0]) * c * Q.norm if metric == _NDCG else c
 
 
@@ -595,6 +638,72 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, Weigh
     return loss
 
 
+cdef inline double label_pairs(const QueryRef* Q, const double* s, const double* y, intp_t n, bint ndcg,
+                               double sigma, bint norm, bint with_cost, double* lam, double* hess, const double* ex,
+                               double* total) noexcept nogil:
+    """query_pairs' loop without a cut-off (every pair of different labels, in label order), unweighted, for NDCG
+    (ndcg) and RankNet, with the metric known (the caller passes a constant): the same operations in the same
+    order as the general loop, so the same bits, with its branches on the metric, the weights and the label order
+    taken out (row a's candidates b < lo_end all have lower labels: a is the preferred row h)."""
+    cdef intp_t r, b, lo_end = 0
+    cdef const double* fa
+    cdef const double* fb
+    cdef const double* fu
+    cdef const double* fl
+    cdef const intp_t* bst = Q.bst
+    cdef intp_t ba
+    cdef double loss = 0.0, qn = Q.norm, c, delta, x, rho, rho1, g, h, sa, exa, exl, inv_sum, lam_a, hess_a
+    cdef double tot = total[0]
+    cdef bint up
+    for r in range(1, n):
+        if y[r] != y[r - 1]:
+            lo_end = r
+        if lo_end == 0:
+            continue
+        fa = Q.f + NF * r
+        ba = bst[r]
+        sa = s[r]
+        exa = ex[r]
+        lam_a = 0.0
+        hess_a = 0.0
+        for b in range(lo_end):
+            fb = Q.f + NF * b
+            # fast_weight
+            if bst[b] == ba:
+                c = fa[4]
+            else:
+                up = ba < bst[b]
+                fu = fa if up else fb
+                fl = fb if up else fa
+                c = fu[2] - fu[3] * fl[1] if ndcg else fu[3]
+            delta = fabs(fa[0] - fb[0]) * c * qn if ndcg else c
+            if delta == 0.0:
+                continue
+            if norm:
+                delta = delta / (0.01 + fabs(sa - s[b]))
+            exl = ex[b]
+            x = sigma * (s[b] - sa)
+            if exa > TINY and exl > TINY:  # pair_rho
+                inv_sum = 1.0 / (exa + exl)
+                rho1 = exa * inv_sum
+                rho = exl * inv_sum
+            else:
+                rho = pair_sigmoid(x, &rho1)
+            if with_cost:
+                loss = loss + delta * pair_cost(exa, exl, x)
+            g = sigma * rho * delta
+            h = sigma * sigma * rho * rho1 * delta
+            tot = tot + 2.0 * g
+            lam_a -= g
+            lam[b] += g
+            hess_a += h
+            hess[b] += h
+        lam[r] += lam_a
+        hess[r] += hess_a
+    total[0] = tot
+    return loss
+
+
 cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, Weights W, intp_t n, int metric,
                         intp_t k, intp_t truncation, double sigma, double threshold, bint norm, bint with_cost,
                         double* lam, double* hess, double* ex) noexcept nogil:
@@ -622,6 +731,12 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, Wei
     else:
         for t in range(n):
             ex[t] = exp(sigma * s[t] - top)
+        if Weights is Unweighted and u == n and (metric == _NDCG or metric == _RANKNET):
+            if metric == _NDCG:
+                loss = label_pairs(Q, s, y, n, True, sigma, norm and top > low, with_cost, lam, hess, ex, &total)
+            else:
+                loss = label_pairs(Q, s, y, n, False, sigma, norm and top > low, with_cost, lam, hess, ex, &total)
+            u = 0  # done
     for r in range(u):
         count = pair_range(Q, y, r, u, n, &lo_end, &a, &cand)
         # row a's values in registers: the stores into lam and hess below could alias them otherwise
@@ -742,6 +857,54 @@ cdef double lambdas_query(const double* s, const double* y, const double* w, con
                        ex)
 
 
+cdef double lambdas_query_ordered(const double* s_all, const intp_t* order, const double* y, const double* w,
+                                  const intp_t* tie, intp_t n, int metric, intp_t k, intp_t truncation, double sigma,
+                                  double max_rel, double threshold, int ties, bint norm, bint with_cost,
+                                  double* lam_all, double* hess_all, KeyIndex* rec, intp_t* ib, double* fb,
+                                  double* ex, double* sq, intp_t m) noexcept nogil:
+    """lambdas_query on the rows order[0..n) of s_all, the lambdas and weights written to those rows of lam_all and
+    hess_all (sq: 3 m scratch doubles)."""
+    cdef intp_t t
+    cdef double loss
+    for t in range(n):
+        sq[t] = s_all[order[t]]
+    loss = lambdas_query(sq, y, w, tie, n, metric, k, truncation, sigma, max_rel, threshold, ties, norm, with_cost,
+                         sq + m, sq + 2 * m, rec, ib, fb, ex, m)
+    for t in range(n):
+        lam_all[order[t]] = sq[m + t]
+        hess_all[order[t]] = sq[2 * m + t]
+    return loss
+
+
+def _positions(const double[::1] s, const intp_t[::1] tie=None, bint counting=True):
+    """For tests: the positions query_reference gives the rows of one query (decreasing score, equal scores by
+    increasing row or tie), by counting (small_positions, any length) or by the introsort (counting False)."""
+    cdef intp_t n = s.shape[0], t, r
+    cdef const intp_t* tie_p = &tie[0] if tie is not None and n else NULL
+    pos = np.zeros(n, dtype=np.int64)
+    ord_ = np.zeros(n, dtype=np.int64)
+    cdef intp_t[::1] P = pos, O = ord_
+    cdef KeyIndex[::1] rec = np.zeros(max(n, 1), dtype=[("key", np.float64), ("index", np.int64)])
+    if tie is not None and tie.shape[0] != n:
+        raise ValueError("_positions: tie must have one entry per row")
+    if n == 0:
+        return pos
+    if counting:
+        if not small_positions(&s[0], tie_p, n, &P[0], &O[0]):
+            return None
+        return pos
+    for t in range(n):
+        rec[t].key = -s[t]
+        rec[t].index = t if tie_p == NULL else tie_p[t]
+        if tie_p != NULL:
+            O[tie_p[t]] = t
+    introsort(&rec[0], n)
+    for r in range(n):
+        t = rec[r].index if tie_p == NULL else O[rec[r].index]
+        P[t] = r
+    return pos
+
+
 def _check_codes(int metric, int ties):
     if metric < _RANKNET or metric > _AP:
         raise ValueError(f"unknown metric code {metric}")
@@ -754,7 +917,7 @@ def _check_codes(int metric, int ties):
 def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets, int metric, intp_t k,
             intp_t truncation, double sigma, double max_rel, double threshold, double[::1] lam, double[::1] hess,
             intp_t parallel_min_rows=-1, bint with_cost=True, bint norm=False, const intp_t[::1] tie=None,
-            int ties=PESSIMISTIC, const double[::1] weight=None):
+            int ties=PESSIMISTIC, const double[::1] weight=None, const intp_t[::1] order=None):
     """Lambdas and weights of every query (rows offsets[q]:offsets[q+1], labels ascending inside a query; module
     docstring) into lam and hess; returns the total cost (0 unless ``with_cost``: a log per pair less).
     k <= 0 means every position. ``ties``: PESSIMISTIC or AVERAGE (module docstring); ``tie`` (optional, then
@@ -762,11 +925,19 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
     order, as LightGBM). ``norm``: LightGBM's lambdarank_norm, each pair's |dZ| divided by 0.01 + |s_i - s_j|
     (when the query's scores are not all equal) and the query's lambdas and weights scaled by log2(1 + S) / S,
     S = sum over pairs of 2 sigma rho |dZ| (with the weights: each pair's term times its weight, so that weight 0
-    removes the pair from S too). ``weight``: the rows' sample weights (module docstring), None: unweighted."""
+    removes the pair from S too). ``weight``: the rows' sample weights (module docstring), None: unweighted.
+    ``order`` (optional): s, lam and hess are in another order, the row at sorted position t being order[t] (a
+    permutation of 0..n-1, as _Pairs.order): each query's scores are gathered and its lambdas scattered in the
+    query loop (the same bits as reordering around the call, without the two passes over n)."""
     cdef intp_t n = s.shape[0], nq = offsets.shape[0] - 1, q, m = 0, tid
     cdef int nt = <int> product_threads(n, nq, parallel_min_rows)
     if y.shape[0] != n or lam.shape[0] != n or hess.shape[0] != n or offsets[nq] != n:
         raise ValueError("lambdas: wrong array sizes")
+    cdef const intp_t* ord_p = NULL
+    if order is not None:
+        if order.shape[0] != n:
+            raise ValueError("lambdas: order must have one entry per row")
+        ord_p = &order[0] if n else NULL
     cdef const intp_t* tie_p = NULL
     if tie is not None:
         if tie.shape[0] != n:
@@ -789,16 +960,26 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
     cdef double[::1] loss = np.zeros(max(nq, 1))
     cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), m), dtype=[("key", np.float64), ("index", np.int64)])
     cdef intp_t[:, ::1] ib = np.zeros((max(nt, 1), 5 * m), dtype=np.int64)  # 5 m QueryRef ints
-    cdef double[:, ::1] fb = np.zeros((max(nt, 1), (NF + 3 + NX) * m + 1))  # f, val, cnt, pre (m + 1), ex
+    # f, val, cnt, pre (m + 1), ex; with order, the query's scores, lambdas and weights (3 m)
+    cdef double[:, ::1] fb = np.zeros((max(nt, 1), (NF + 3 + NX + (3 if ord_p != NULL else 0)) * m + 1))
     tid = 0
     with nogil, parallel(num_threads=nt):
         tid = threadid()
         for q in prange(nq, schedule="dynamic", chunksize=16):
-            loss[q] = lambdas_query(&s[offsets[q]], &y[offsets[q]], w_p + offsets[q] if w_p != NULL else NULL,
-                                    tie_p + offsets[q] if tie_p != NULL else NULL,
-                                    offsets[q + 1] - offsets[q], metric, k, truncation, sigma, max_rel, threshold,
-                                    ties, norm, with_cost, &lam[offsets[q]], &hess[offsets[q]], &rec[tid, 0],
-                                    &ib[tid, 0], &fb[tid, 0], &fb[tid, (NF + 3) * m + 1], m)
+            if ord_p == NULL:
+                loss[q] = lambdas_query(&s[offsets[q]], &y[offsets[q]], w_p + offsets[q] if w_p != NULL else NULL,
+                                        tie_p + offsets[q] if tie_p != NULL else NULL,
+                                        offsets[q + 1] - offsets[q], metric, k, truncation, sigma, max_rel,
+                                        threshold, ties, norm, with_cost, &lam[offsets[q]], &hess[offsets[q]],
+                                        &rec[tid, 0], &ib[tid, 0], &fb[tid, 0], &fb[tid, (NF + 3) * m + 1], m)
+            else:
+                loss[q] = lambdas_query_ordered(&s[0], ord_p + offsets[q], &y[offsets[q]],
+                                                w_p + offsets[q] if w_p != NULL else NULL,
+                                                tie_p + offsets[q] if tie_p != NULL else NULL,
+                                                offsets[q + 1] - offsets[q], metric, k, truncation, sigma, max_rel,
+                                                threshold, ties, norm, with_cost, &lam[0], &hess[0], &rec[tid, 0],
+                                                &ib[tid, 0], &fb[tid, 0], &fb[tid, (NF + 3) * m + 1],
+                                                &fb[tid, (NF + 3 + NX) * m + 1], m)
     return float(np.sum(loss))
 
 

@@ -168,10 +168,12 @@ class _Pairs:
             rank[groups.order] = np.arange(y.shape[0]) - np.repeat(self.offsets[:-1], np.diff(self.offsets))
             self.tie = np.ascontiguousarray(rank[self.order])
 
-    def lambdas(self, scores_sorted, lam, hess, with_cost=True):
+    def lambdas(self, scores_sorted, lam, hess, with_cost=True, order=None):
+        """The kernel on scores in this order (or, with ``order``, e.g. self.order, scores, lam and hess in the
+        user's row order: gathered and scattered per query inside the kernel)."""
         return _lambdas.lambdas(scores_sorted, self.y, self.offsets, self.code, self.k, self.truncation, self.sigma,
                                 self.max_rel, self.threshold, lam, hess, self.parallel_min_rows, with_cost, self.norm,
-                                self.tie, self.ties_code, self.w)
+                                self.tie, self.ties_code, self.w, order)
 
     def reference(self, scores_sorted):
         """The pair weights of the ranking by ``scores_sorted`` (_lambdas.Reference)."""
@@ -204,8 +206,8 @@ class Lambdas:
         self._pairs = _Pairs(y_true, check_qid(qid, y_true.shape[0], of="y_true"), metric=metric, sigma=sigma,
                              truncation=truncation, max_rel=max_rel, threshold=threshold, ties=ties, norm=norm,
                              sample_weight=sample_weight, of="y_true")
-        n = self.n_samples = y_true.shape[0]
-        self._sorted, self._lam, self._hess = np.empty(n), np.empty(n), np.empty(n)
+        self.n_samples = y_true.shape[0]
+        self._order = np.ascontiguousarray(self._pairs.order, dtype=np.int64)
 
     def __call__(self, y_score):
         """(cost, gradient, weight) at ``y_score`` (one finite score per row of y_true)."""
@@ -217,12 +219,10 @@ class Lambdas:
         return self._run(y_score, False)[1:]
 
     def _run(self, y_score, with_cost):
-        y_score = check_y(y_score, self.n_samples, name="y_score", of="y_true")
-        order = self._pairs.order
-        np.take(y_score, order, out=self._sorted)
-        cost = self._pairs.lambdas(self._sorted, self._lam, self._hess, with_cost=with_cost)
+        y_score = np.ascontiguousarray(check_y(y_score, self.n_samples, name="y_score", of="y_true"))
         grad, weight = np.empty(self.n_samples), np.empty(self.n_samples)
-        grad[order], weight[order] = self._lam, self._hess
+        # the kernel reads the scores and writes grad and weight through the row order, query by query
+        cost = self._pairs.lambdas(y_score, grad, weight, with_cost=with_cost, order=self._order)
         return cost, grad, weight
 
 

@@ -147,7 +147,7 @@ def test_short_queries_without_a_cut_off_equal_the_sum_over_every_pair(metric, t
     """The label-order loop of NDCG and RankNet without a cut-off (label_pairs) and the counting ranking of short
     queries, with distinct and tied scores, weights, norm and the cost, against the brute force over every pair."""
     rng = np.random.default_rng(5)
-    sizes = [1, 2, 3, 5, 8, 10, 10, 10, 16, 17, 30]
+    sizes = [1, 2, 3, 5, 8, 10, 10, 10, 16, 17, 30, 32, 33]
     for levels in (3, 7, 10**6):
         s, y, offsets, tie = _data(rng, sizes, levels=levels)
         w = rng.uniform(0.0, 2.0, y.size) if weighted else None
@@ -188,3 +188,32 @@ def test_lambdas_gather_and_scatter_inside_the_kernel_bit_for_bit(metric, ties, 
         assert got[0] == cost
         np.testing.assert_array_equal(got[1], grad)
         np.testing.assert_array_equal(got[2], weight)
+
+
+def test_lambdas_reuses_only_the_output_arrays_nobody_holds():
+    """Lambdas' last gradient and weight arrays are reused when the caller dropped them, never while it holds them
+    (a name, a view, a container): each held result keeps its values."""
+    from cyrank.lambdarank import Lambdas
+
+    rng = np.random.default_rng(2)
+    n = 200
+    y = rng.integers(0, 5, n).astype(float)
+    qid = np.repeat(np.arange(20), 10)
+    prepared = Lambdas(y, qid, metric="ndcg@10")
+    scores = [rng.normal(size=n) for _ in range(4)]
+    want = [Lambdas(y, qid, metric="ndcg@10")(s) for s in scores]  # fresh objects: no reuse
+    held = prepared(scores[0])
+    view = prepared.gradient(scores[1])[0][5:]
+    kept = [prepared.gradient(scores[2])]
+    last = prepared(scores[3])
+    np.testing.assert_array_equal(held[1], want[0][1])
+    np.testing.assert_array_equal(held[2], want[0][2])
+    np.testing.assert_array_equal(view, want[1][1][5:])
+    np.testing.assert_array_equal(kept[0][0], want[2][1])
+    np.testing.assert_array_equal(last[1], want[3][1])
+    first = id(last[1])
+    del last
+    again = prepared.gradient(scores[0])  # the dropped arrays are reused, with the new values
+    assert id(again[0]) == first
+    np.testing.assert_array_equal(again[0], want[0][1])
+    np.testing.assert_array_equal(again[1], want[0][2])

@@ -60,7 +60,8 @@ with L = min(k, truncation) for NDCG and ERR (D(r) = 0 and w_r = 0 from k on), L
 a pair whose upper block starts at L or below has |dZ| = 0, so the kernel visits, by position, the rows of the
 blocks that start before L (a block straddling L whole) against every row below them (weighted_top): O(L n) pairs,
 as LightGBM's top positions x n, instead of O(n^2). Without a cut-off, every pair of different labels in label
-order. Cost per query: O(n log n) for the sort plus those pairs. Queries run in parallel (OpenMP), each writing
+order. Cost per query: O(n log n) for the sort (up to SMALL_SORT_MAX = 32 rows the positions are counted instead,
+n^2 comparisons without a branch, the same order) plus those pairs. Queries run in parallel (OpenMP), each writing
 only its own rows; the loss is summed in query order.
 
 :class:`Reference` keeps the weights |dZ_ij| of one ranking (the reference scores s0: positions, blocks and the
@@ -114,7 +115,7 @@ cdef enum:
 cdef enum:
     NF = 5  # per-row fields of a query's reference (QueryRef.f)
     NX = 14  # per-row scratch doubles of query_pairs (ex; top_pairs' runs)
-    SMALL_SORT_MAX = 16  # queries of at most this many rows are ranked by counting (small_positions), not sorted
+    SMALL_SORT_MAX = 32  # queries of at most this many rows are ranked by counting (small_positions), not sorted
 
 
 cdef struct Unweighted:

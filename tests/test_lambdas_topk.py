@@ -127,10 +127,11 @@ def test_a_block_straddling_the_cut_off_keeps_the_pairs_of_its_rows_below_k():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_short_queries_are_ranked_by_counting_in_the_sort_order(seed):
-    """Queries of up to SMALL_SORT_MAX rows are ranked by counting (no sort): the positions equal the introsort's
-    and numpy's order (decreasing score; equal scores, -0.0 == +0.0, by increasing row, or by the tie order)."""
+    """Queries of up to SMALL_SORT_MAX rows are ranked by counting (no sort), longer ones by the radix sort: the
+    positions equal the introsort's and numpy's order (decreasing score; equal scores, -0.0 == +0.0, by increasing
+    row, or by the tie order)."""
     rng = np.random.default_rng(seed)
-    for n in list(range(1, 20)) + [33, 64]:
+    for n in list(range(1, 20)) + [31, 32, 33, 64, 300]:
         s = rng.choice([-0.0, 0.0, 1.5, -2.0, 3.25], n) if seed % 2 else rng.normal(size=n)
         for tie in (None, rng.permutation(n).astype(np.int64)):
             key = np.arange(n) if tie is None else tie
@@ -138,6 +139,7 @@ def test_short_queries_are_ranked_by_counting_in_the_sort_order(seed):
             want[np.lexsort((key, -s))] = np.arange(n)
             np.testing.assert_array_equal(_lambdas._positions(s, tie, True), want)
             np.testing.assert_array_equal(_lambdas._positions(s, tie, False), want)
+            np.testing.assert_array_equal(_lambdas._positions(s, tie, False, True), want)
     assert _lambdas._positions(np.array([1.0, np.nan, 0.0]), None, True) is None  # not a permutation: sorted
 
 

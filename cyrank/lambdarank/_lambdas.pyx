@@ -60,8 +60,9 @@ with L = min(k, truncation) for NDCG and ERR (D(r) = 0 and w_r = 0 from k on), L
 a pair whose upper block starts at L or below has |dZ| = 0, so the kernel visits, by position, the rows of the
 blocks that start before L (a block straddling L whole) against every row below them (weighted_top): O(L n) pairs,
 as LightGBM's top positions x n, instead of O(n^2). Without a cut-off, every pair of different labels in label
-order. Cost per query: O(n log n) for the sort (up to SMALL_SORT_MAX = 32 rows the positions are counted instead,
-n^2 comparisons without a branch, the same order) plus those pairs. Queries run in parallel (OpenMP), each writing
+order. Cost per query: the ranking (up to SMALL_SORT_MAX = 32 rows the positions are counted, n^2 comparisons
+without a branch; above, _sort.pxd's radix sort, O(n) passes and an introsort of the runs of equal top bits: the
+same total order either way) plus those pairs. Queries run in parallel (OpenMP), each writing
 only its own rows; the loss is summed in query order.
 
 :class:`Reference` keeps the weights |dZ_ij| of one ranking (the reference scores s0: positions, blocks and the
@@ -78,7 +79,7 @@ from libc.string cimport memcpy
 
 from cyrank._math cimport log1pexp, pair_sigmoid
 from cyrank._parallel cimport product_threads
-from cyrank._sort cimport KeyIndex, introsort
+from cyrank._sort cimport KeyIndex, introsort, radix_sort
 from cyrank._typedefs cimport floating, index_t, intp_t
 
 RANKNET, NDCG, ERR, AP = 0, 1, 2, 3
@@ -116,6 +117,8 @@ cdef enum:
     NF = 5  # per-row fields of a query's reference (QueryRef.f)
     NX = 14  # per-row scratch doubles of query_pairs (ex; top_pairs' runs)
     SMALL_SORT_MAX = 32  # queries of at most this many rows are ranked by counting (small_positions), not sorted
+    RADIX_SORT_MIN = 33  # queries of at least this many rows: the radix sort (_sort.pxd; faster than the introsort
+                         # from about 33 rows, 1.3x the whole kernel at queries of 1,000)
 
 
 cdef struct Unweighted:
@@ -217,6 +220,7 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
     cdef double y_r
     cdef bint same
     cdef intp_t* ord = Q.ord
+    cdef KeyIndex* srt = rec
     Q.norm = 0.0
     if n < 2 or y[0] == y[n - 1]:
         return 0.0
@@ -226,9 +230,12 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
             rec[t].index = t if tie == NULL else tie[t]  # equal scores: by label (rows are label-ascending) or tie[t]
             if tie != NULL:
                 ord[tie[t]] = t
-        introsort(rec, n)
+        if n >= RADIX_SORT_MIN:  # rec has room for 2 n records: the second half is the radix sort's scratch
+            srt = radix_sort(rec, rec + n, n)
+        else:
+            introsort(rec, n)
         for r in range(n):
-            t = rec[r].index if tie == NULL else ord[rec[r].index]
+            t = srt[r].index if tie == NULL else ord[srt[r].index]
             Q.pos[t] = r
         for t in range(n):
             ord[Q.pos[t]] = t
@@ -877,15 +884,17 @@ cdef double lambdas_query_ordered(const double* s_all, const intp_t* order, cons
     return loss
 
 
-def _positions(const double[::1] s, const intp_t[::1] tie=None, bint counting=True):
+def _positions(const double[::1] s, const intp_t[::1] tie=None, bint counting=True, bint radix=False):
     """For tests: the positions query_reference gives the rows of one query (decreasing score, equal scores by
-    increasing row or tie), by counting (small_positions, any length) or by the introsort (counting False)."""
+    increasing row or tie), by counting (small_positions, any length) or by the introsort (counting False) or the
+    radix sort (radix True)."""
     cdef intp_t n = s.shape[0], t, r
     cdef const intp_t* tie_p = &tie[0] if tie is not None and n else NULL
     pos = np.zeros(n, dtype=np.int64)
     ord_ = np.zeros(n, dtype=np.int64)
     cdef intp_t[::1] P = pos, O = ord_
-    cdef KeyIndex[::1] rec = np.zeros(max(n, 1), dtype=[("key", np.float64), ("index", np.int64)])
+    cdef KeyIndex[::1] rec = np.zeros(max(2 * n, 1), dtype=[("key", np.float64), ("index", np.int64)])
+    cdef KeyIndex* srt = &rec[0]
     if tie is not None and tie.shape[0] != n:
         raise ValueError("_positions: tie must have one entry per row")
     if n == 0:
@@ -899,9 +908,12 @@ def _positions(const double[::1] s, const intp_t[::1] tie=None, bint counting=Tr
         rec[t].index = t if tie_p == NULL else tie_p[t]
         if tie_p != NULL:
             O[tie_p[t]] = t
-    introsort(&rec[0], n)
+    if radix:
+        srt = radix_sort(&rec[0], &rec[n], n)
+    else:
+        introsort(&rec[0], n)
     for r in range(n):
-        t = rec[r].index if tie_p == NULL else O[rec[r].index]
+        t = srt[r].index if tie_p == NULL else O[srt[r].index]
         P[t] = r
     return pos
 
@@ -959,7 +971,7 @@ def lambdas(const double[::1] s, const double[::1] y, const intp_t[::1] offsets,
         m = max(m, offsets[q + 1] - offsets[q])
     m = max(m, 1)
     cdef double[::1] loss = np.zeros(max(nq, 1))
-    cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), m), dtype=[("key", np.float64), ("index", np.int64)])
+    cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), 2 * m), dtype=[("key", np.float64), ("index", np.int64)])
     cdef intp_t[:, ::1] ib = np.zeros((max(nt, 1), 5 * m), dtype=np.int64)  # 5 m QueryRef ints
     # f, val, cnt, pre (m + 1), ex; with order, the query's scores, lambdas and weights (3 m)
     cdef double[:, ::1] fb = np.zeros((max(nt, 1), (NF + 3 + NX + (3 if ord_p != NULL else 0)) * m + 1))
@@ -1030,7 +1042,7 @@ cdef class Reference:
         self.ib = np.zeros(5 * n, dtype=np.int64)
         self.fb = np.zeros((NF + 3) * n + nq + 1)  # f (NF n), val, cnt, pre (n + nq)
         self.qnorm = np.zeros(max(nq, 1))
-        cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), mm), dtype=[("key", np.float64), ("index", np.int64)])
+        cdef KeyIndex[:, ::1] rec = np.zeros((max(nt, 1), 2 * mm), dtype=[("key", np.float64), ("index", np.int64)])
         cdef intp_t* ibp = &self.ib[0] if n else NULL
         cdef double* fbp = &self.fb[0]
         cdef intp_t kk = self.k

@@ -528,7 +528,7 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, Weigh
     cost O(runs above L x runs) instead of O(L n)); a pair inside a run has equal labels (weight 0). The runs'
     values go into consecutive arrays (P: NX n doubles), so that the inner loop reads and writes consecutive
     memory with no branch on the labels (a pair of equal labels adds 0: equal gains for NDCG, a 0/1 factor for
-    RankNet). Returns the cost (0 unless ``with_cost``), S = 2 sum |lambda_ij| into total.
+    RankNet). Returns the cost (0 unless ``with_cost``), S = 2 sum |lambda_ij| into total (NULL: not needed).
 
     Weights (Weighted W.w) do not split the runs: a pair of runs (h preferred, l) weighs W_h m_l in all (W the
     sum of a run's weights, m its rows); each row t of l gets the pair term times W_h, each row t of h the term
@@ -605,8 +605,9 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, Weigh
                     loss = loss + delta * pair_cost(eh, el, x) * (ma * Pm[c])
                 g = sigma * rho * delta
                 h = sigma * sigma * rho * rho1 * delta
-                total[0] += 2.0 * g * (ma * Pm[c])
-                g = g if ya > yb else -g
+                if total != NULL:
+                    total[0] += 2.0 * g * (ma * Pm[c])
+                g = g * (1.0 - 2.0 * (ya <= yb))  # -g below (exactly), without a branch: the labels are random
                 lam_a -= g * Pm[c]  # dC/ds_h = -g, dC/ds_l = +g, per pair of rows
                 Pl[c] += g * ma
                 hess_a += h * Pm[c]
@@ -628,7 +629,8 @@ cdef double top_pairs(const QueryRef* Q, const double* s, const double* y, Weigh
                     Phw[c] += h * ma
                 if with_cost:
                     loss = loss + delta * pair_cost(eh, el, x) * pairs
-                total[0] += 2.0 * g * pairs
+                if total != NULL:
+                    total[0] += 2.0 * g * pairs
         Pl[a] += lam_a
         Ph[a] += hess_a
         if Weights is Weighted:
@@ -734,7 +736,8 @@ cdef double query_pairs(const QueryRef* Q, const double* s, const double* y, Wei
         low = min(low, sigma * s[t])
     u = weighted_top(Q, n, metric, k, truncation)
     if u < n and (metric == _NDCG or metric == _RANKNET):
-        loss = top_pairs(Q, s, y, W, n, u, metric, sigma, top, norm and top > low, with_cost, lam, hess, ex, &total)
+        loss = top_pairs(Q, s, y, W, n, u, metric, sigma, top, norm and top > low, with_cost, lam, hess, ex,
+                         &total if norm else NULL)
         u = 0  # done
     else:
         for t in range(n):

@@ -219,3 +219,35 @@ def test_lambdas_reuses_only_the_output_arrays_nobody_holds():
     assert id(again[0]) == first
     np.testing.assert_array_equal(again[0], want[0][1])
     np.testing.assert_array_equal(again[1], want[0][2])
+
+
+@pytest.mark.parametrize("k", (0, 3, 10))
+def test_ndcg_gains_of_integer_and_other_labels_equal_an_independent_sum(k):
+    """NDCG's gains 2^y - 1 (a table for the integer labels 0..63, exp2 for the others: labels 0.5, 2.5, 64, 70
+    beside integers, queries of 2-40 rows) against per-pair numpy on distinct scores."""
+    rng = np.random.default_rng(9)
+    levels = np.array([0.0, 0.5, 1.0, 2.0, 2.5, 3.0, 63.0, 64.0, 70.0])
+    sizes = [2, 5, 10, 17, 32, 40]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    y = np.concatenate([np.sort(rng.choice(levels, m)) for m in sizes])
+    s = rng.normal(size=y.size)
+    lam, hess = np.empty(y.size), np.empty(y.size)
+    _lambdas.lambdas(s, y, offsets, _lambdas.NDCG, k, 0, SIGMA, float(y.max()), 0.0, lam, hess, with_cost=False)
+    want = np.zeros(y.size)
+    for q in range(len(sizes)):
+        lo, hi = offsets[q], offsets[q + 1]
+        yq, sq = y[lo:hi], s[lo:hi]
+        kk = k if k > 0 else yq.size
+        rank = np.empty(yq.size, dtype=np.int64)
+        rank[np.argsort(-sq, kind="stable")] = np.arange(yq.size)
+        disc = np.where(rank < kk, 1.0 / np.log2(rank + 2.0), 0.0)
+        gain = 2.0 ** yq - 1.0
+        ideal = np.sort(gain)[::-1][:kk]
+        idcg = float(np.sum(ideal / np.log2(np.arange(ideal.size) + 2.0)))
+        if idcg <= 0:
+            continue
+        delta = np.abs((gain[:, None] - gain[None, :]) * (disc[:, None] - disc[None, :])) / idcg
+        rho = expit(-SIGMA * (sq[:, None] - sq[None, :]))
+        force = np.where(yq[:, None] > yq[None, :], SIGMA * rho * delta, 0.0)
+        want[lo:hi] = force.sum(axis=0) - force.sum(axis=1)
+    np.testing.assert_allclose(lam, want, rtol=1e-12, atol=1e-14 * np.max(np.abs(want)))

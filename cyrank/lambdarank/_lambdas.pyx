@@ -275,9 +275,12 @@ cdef double query_reference(const double* s, const double* y, const intp_t* tie,
         for r in range(n):
             Q.val[r] = (DISCOUNT[r] if r < N_DISCOUNTS else 1.0 / log2(r + 2.0)) if r < k else 0.0
         g = 0.0
-        for t in range(n):  # rows are label-ascending: one exp2 per label level
-            if t == 0 or y[t] != y[t - 1]:
-                g = GAIN[<int> y[t]] if 0.0 <= y[t] < N_GAINS and y[t] == <int> y[t] else exp2(y[t]) - 1.0
+        for t in range(n):  # integer labels: the table, every row (no branch on the label changes, which are
+            y_r = y[t]     # random); others: one exp2 per label level (rows are label-ascending)
+            if 0.0 <= y_r < N_GAINS and y_r == <int> y_r:
+                g = GAIN[<int> y_r]
+            elif t == 0 or y_r != y[t - 1]:
+                g = exp2(y_r) - 1.0
             Q.f[NF * t] = g
         for r in range(min(n, k)):  # ideal order: labels descending = rows n-1, n-2, ...
             idcg = idcg + Q.f[NF * (n - 1 - r)] * Q.val[r]

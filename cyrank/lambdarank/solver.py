@@ -202,7 +202,8 @@ class Lambdas:
     checks the scores and runs the kernel. Parameters as :func:`lambdas`.
 
     ``Lambdas(y, qid, metric="ndcg@10")(scores)`` returns (cost, gradient, weight) per document in input order,
-    equal to ``lambdas(y, scores, qid, metric="ndcg@10")`` to the last bit.
+    equal to ``lambdas(y, scores, qid, metric="ndcg@10")`` to the last bit. The arrays returned are the caller's: a
+    later call writes into them again only once nothing refers to them any more (see ``_outputs``).
     """
 
     def __init__(self, y_true, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
@@ -214,6 +215,7 @@ class Lambdas:
         self.n_samples = y_true.shape[0]
         self._order = np.ascontiguousarray(self._pairs.order, dtype=np.int64)
         self._out = None  # the last call's (gradient, weight), reused when nobody else holds them (_outputs)
+        self._probe = (np.empty(0), np.empty(0))  # held as _out is, by nobody else: the reference count of "free"
 
     def __call__(self, y_score):
         """(cost, gradient, weight) at ``y_score`` (one finite score per row of y_true)."""
@@ -240,8 +242,10 @@ class Lambdas:
         out = self._out
         if out is not None and _getrefcount is not None:
             grad, weight = out
-            # references: self._out's tuple, the locals grad and weight, getrefcount's argument
-            if _getrefcount(grad) == 3 and _getrefcount(weight) == 3:
+            free, _ = self._probe  # the same references as grad's when nobody else holds it (whatever the
+            # interpreter counts: a tuple, a local, the argument)
+            free = _getrefcount(free)
+            if _getrefcount(grad) == free and _getrefcount(weight) == free:
                 return grad, weight
         self._out = out = (np.empty(self.n_samples), np.empty(self.n_samples))
         return out

@@ -60,8 +60,8 @@ with L = min(k, truncation) for NDCG and ERR (D(r) = 0 and w_r = 0 from k on), L
 a pair whose upper block starts at L or below has |dZ| = 0, so the kernel visits, by position, the rows of the
 blocks that start before L (a block straddling L whole) against every row below them (weighted_top): O(L n) pairs,
 as LightGBM's top positions x n, instead of O(n^2). Without a cut-off, every pair of different labels in label
-order. Cost per query: the ranking (up to SMALL_SORT_MAX = 32 rows the positions are counted, n^2 comparisons
-without a branch; above, _sort.pxd's radix sort, O(n) passes and an introsort of the runs of equal top bits: the
+order. Cost per query: the ranking (up to SMALL_SORT_MAX = 32 rows, 16 with a tie order, the positions are
+counted, n^2 comparisons without a branch; from 33 rows, _sort.pxd's radix sort, O(n) passes and an introsort of the runs of equal top bits: the
 same total order either way) plus those pairs. Queries run in parallel (OpenMP), each writing
 only its own rows; the loss is summed in query order.
 

@@ -61,9 +61,9 @@ a pair whose upper block starts at L or below has |dZ| = 0, so the kernel visits
 blocks that start before L (a block straddling L whole) against every row below them (weighted_top): O(L n) pairs,
 as LightGBM's top positions x n, instead of O(n^2). Without a cut-off, every pair of different labels in label
 order. Cost per query: the ranking (up to SMALL_SORT_MAX = 32 rows, 16 with a tie order, the positions are
-counted, n^2 comparisons without a branch; from 33 rows, _sort.pxd's radix sort, O(n) passes and an introsort of the runs of equal top bits: the
-same total order either way) plus those pairs. Queries run in parallel (OpenMP), each writing
-only its own rows; the loss is summed in query order.
+counted, n^2 comparisons without a branch; then the introsort up to 32 rows; from 33, _sort.pxd's radix sort, O(n)
+passes and an introsort of the runs of equal top bits: the same total order each way) plus those pairs. Queries run
+in parallel (OpenMP), each writing only its own rows; the loss is summed in query order.
 
 :class:`Reference` keeps the weights |dZ_ij| of one ranking (the reference scores s0: positions, blocks and the
 per-block sums, O(n) memory, no per-pair storage) and evaluates the convex pair-weighted RankNet loss

@@ -33,7 +33,6 @@ row order[k] at position k (:class:`SortedX`), the positions in (query, label) o
 one (query, label) run in an order fixed by their content (:func:`content_order`): permuting the input rows (any
 way) then gives the same sums in the same order to every kernel, so the same model bit for bit.
 """
-import sys
 
 import numpy as np
 import scipy.sparse as sp
@@ -193,17 +192,13 @@ class _Pairs:
         return other
 
 
-_getrefcount = getattr(sys, "getrefcount", None)  # CPython: Lambdas reuses its output arrays when it can
-
-
 class Lambdas:
     """The lambdas of one set of labels and queries, prepared once for many score vectors (a boosting loop, a
     custom objective): checking y and qid, grouping the rows and ordering them happen here, and each call only
     checks the scores and runs the kernel. Parameters as :func:`lambdas`.
 
     ``Lambdas(y, qid, metric="ndcg@10")(scores)`` returns (cost, gradient, weight) per document in input order,
-    equal to ``lambdas(y, scores, qid, metric="ndcg@10")`` to the last bit. The arrays returned are the caller's: a
-    later call writes into them again only once nothing refers to them any more (see ``_outputs``).
+    equal to ``lambdas(y, scores, qid, metric="ndcg@10")`` to the last bit; every call returns new arrays.
     """
 
     def __init__(self, y_true, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,
@@ -214,8 +209,6 @@ class Lambdas:
                              sample_weight=sample_weight, of="y_true")
         self.n_samples = y_true.shape[0]
         self._order = np.ascontiguousarray(self._pairs.order, dtype=np.int64)
-        self._out = None  # the last call's (gradient, weight), reused when nobody else holds them (_outputs)
-        self._probe = (np.empty(0), np.empty(0))  # held as _out is, by nobody else: the reference count of "free"
 
     def __call__(self, y_score):
         """(cost, gradient, weight) at ``y_score`` (one finite score per row of y_true)."""
@@ -228,27 +221,10 @@ class Lambdas:
 
     def _run(self, y_score, with_cost):
         y_score = np.ascontiguousarray(check_y(y_score, self.n_samples, name="y_score", of="y_true"))
-        grad, weight = self._outputs()
+        grad, weight = np.empty(self.n_samples), np.empty(self.n_samples)
         # the kernel reads the scores and writes grad and weight through the row order, query by query
         cost = self._pairs.lambdas(y_score, grad, weight, with_cost=with_cost, order=self._order)
         return cost, grad, weight
-
-    def _outputs(self):
-        """New arrays for the gradient and the weight, or the last call's when nothing outside this object refers
-        to them any more (no name, view or container: their reference counts say so), which would otherwise be
-        freed and allocated again: large blocks go back to the system and each call would pay a page fault per 4 kB
-        of fresh memory (a tenth of the call at queries of 10). Each call's arrays stay the caller's as long as it
-        holds them."""
-        out = self._out
-        if out is not None and _getrefcount is not None:
-            grad, weight = out
-            free, _ = self._probe  # the same references as grad's when nobody else holds it (whatever the
-            # interpreter counts: a tuple, a local, the argument)
-            free = _getrefcount(free)
-            if _getrefcount(grad) == free and _getrefcount(weight) == free:
-                return grad, weight
-        self._out = out = (np.empty(self.n_samples), np.empty(self.n_samples))
-        return out
 
 
 def lambdas(y_true, y_score, qid=None, *, metric="ranknet", sigma=1.0, truncation=None, max_rel=None,

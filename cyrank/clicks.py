@@ -446,8 +446,10 @@ def propensity_em(log, *, max_iter=2000, tol=1e-7):
 # ---------------------------------------------------------------------------------------------
 # training data
 # ---------------------------------------------------------------------------------------------
-def click_training_data(log, propensity, X=None, *, max_weight=None, self_normalize=True, aggregate=None):
-    """Training data from a click log for cyrank's pairwise rankers: ``(X or rows, y, qid, sample_weight)``.
+def click_training_data(log, propensity, X=None, *, max_weight=None, self_normalize=True, aggregate=None,
+                        with_rank=False):
+    """Training data from a click log for cyrank's pairwise rankers: ``(X or rows, y, qid, sample_weight)``, and the
+    display ranks with ``with_rank=True``.
 
     Each session is a query (``qid`` = session id) holding its shown rows, ``y`` = click (1/0), and the clicked
     row i weighs ``w_i = 1 / p_{rank(i)}`` (unclicked rows get 1, which the pairwise objectives do not read: the pair
@@ -484,6 +486,12 @@ def click_training_data(log, propensity, X=None, *, max_weight=None, self_normal
         probability when examined, ``y_d = (1 / N_q) sum_{sessions} c_d / p_{rank(d)}`` (unbiased for eps(y_d)),
         and ``sample_weight`` None: a graded-label data set (pairs of two estimated labels count once, so this is
         not the IPS objective above; it is the "estimate the relevance, then learn from it" route).
+    with_rank : bool
+        Also return the display rank of each row (1 = top; merged sessions showed their rows at the same ranks):
+        ``LambdaMART(position_bias="joint").fit(X, y, qid, position=rank - 1)`` estimates the position biases from
+        the clicks (Hu et al., WWW 2019) instead of taking the propensities; pass ``propensity=np.ones(top_k)``
+        (no weight but the merged sessions' counts). Not with aggregate="query" (a row there stands for every
+        rank it was shown at).
 
     Returns
     -------
@@ -494,6 +502,8 @@ def click_training_data(log, propensity, X=None, *, max_weight=None, self_normal
     sample_weight : float64 array or None
         1 / propensity (self-normalised, clipped at max_weight) on clicked rows, 1 elsewhere; None with
         aggregate="query".
+    rank : int64 array (with_rank=True)
+        The display rank of each row.
     """
     log = _check_log(log, "click_training_data")
     aggregate = check_option("aggregate", aggregate, AGGREGATES)
@@ -503,15 +513,21 @@ def click_training_data(log, propensity, X=None, *, max_weight=None, self_normal
         X = check_X(X)
         if int(log.row.max()) >= X.shape[0]:
             raise ValueError(f"the log shows row {int(log.row.max())} but X has {X.shape[0]} rows")
+    if not isinstance(with_rank, (bool, np.bool_)):
+        raise TypeError(f"with_rank must be True or False, got {with_rank!r}")
+    if with_rank and aggregate == "query":
+        raise ValueError("with_rank=True needs one row per shown document of a session (aggregate=None or "
+                         "'identical'); with aggregate='query' a row stands for every rank it was shown at")
     w = _inverse_propensity(log, propensity, max_weight)
     if aggregate == "query":
         rows, y, qid = _ips_labels(log, w)
         weight = None
     else:
-        rows, y, qid, weight, mean_weight = _session_pairs(log, w, aggregate == "identical")
+        rows, y, qid, weight, mean_weight, rank = _session_pairs(log, w, aggregate == "identical")
         if self_normalize:
             weight[y == 1] /= mean_weight
-    return (rows if X is None else X[rows]), y, qid, weight
+    out = (rows if X is None else X[rows]), y, qid, weight
+    return (*out, rank) if with_rank else out
 
 
 def _session_pairs(log, w, merge):
@@ -529,8 +545,8 @@ def _session_pairs(log, w, merge):
     weight = np.where(click == 1, w, 1.0)
     mean_weight = w[click == 1].mean() if row.size else 1.0  # over the sessions' clicks, before any merge
     if merge and row.size:
-        sessions, row, click, weight = _merge_identical(sessions, log.query[keep], row, rank, click, weight)
-    return row, click.astype(np.float64), _dense_index(sessions)[0], weight, mean_weight
+        sessions, row, click, weight, rank = _merge_identical(sessions, log.query[keep], row, rank, click, weight)
+    return row, click.astype(np.float64), _dense_index(sessions)[0], weight, mean_weight, rank
 
 
 def _merge_identical(sessions, query, row, rank, click, weight):
@@ -552,7 +568,7 @@ def _merge_identical(sessions, query, row, rank, click, weight):
     np.add.at(total, (inverse[index], within), weight)
     kept = np.isin(index, group)
     merged = np.where(click[kept] == 1, total[inverse[index[kept]], within[kept]], 1.0)
-    return sessions[kept], row[kept], click[kept], merged
+    return sessions[kept], row[kept], click[kept], merged, rank[kept]
 
 
 def _ips_labels(log, w):

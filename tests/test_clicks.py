@@ -149,6 +149,30 @@ def test_training_data_of_unsorted_log_is_the_same(data):
     _assert_same_pairs(_pairs_of(*b), _pairs_of(*a))
 
 
+@pytest.mark.parametrize("aggregate", [None, "identical"])
+def test_with_rank_gives_each_row_its_display_rank(data, aggregate):
+    """with_rank=True: the same data and the rank at which each (session, row) was shown; merged sessions showed
+    their rows at the same ranks, so the ranks of a merged query are those of any of its sessions."""
+    _, y, qid, scores = data
+    log = clicks.simulate_clicks(y, qid, scores, n_sessions=400, top_k=6, random_state=5)
+    p = clicks.position_propensity(6, 1.0)
+    rows, c, sid, w, rank = clicks.click_training_data(log, p, aggregate=aggregate, with_rank=True)
+    plain = clicks.click_training_data(log, p, aggregate=aggregate)
+    for got, want in zip((rows, c, sid, w), plain):
+        np.testing.assert_array_equal(got, want)
+    shown = {(int(r), int(k)) for r, k in zip(log.row, log.rank)}  # a query's ranking is fixed: row -> rank
+    assert rank.dtype == np.int64 and all((int(r), int(k)) in shown for r, k in zip(rows, rank))
+    for session in np.unique(sid)[:50]:  # a session's ranks are distinct, from 1
+        ranks = rank[sid == session]
+        assert ranks.size == np.unique(ranks).size and ranks.min() >= 1
+    if aggregate is None:  # the session's rows in rank order
+        assert np.all((np.diff(sid) > 0) | (np.diff(rank) > 0))
+    with pytest.raises(ValueError, match="with_rank=True needs one row per shown document"):
+        clicks.click_training_data(log, p, aggregate="query", with_rank=True)
+    with pytest.raises(TypeError, match="with_rank must be True or False"):
+        clicks.click_training_data(log, p, with_rank="yes")
+
+
 def test_query_aggregate_is_the_ips_relevance_estimate(data):
     _, y, qid, scores = data
     log = clicks.simulate_clicks(y, qid, scores, n_sessions=30_000, eta=1.0, top_k=5, random_state=2)

@@ -1,0 +1,164 @@
+"""The lambdas of Unbiased LambdaMART with position biases at both ends of a pair (Hu, Wang, Peng & Li, "Unbiased
+LambdaMART: An Unbiased Pairwise Learning-to-Rank Algorithm", WWW 2019, sections 3-4), and the per-position losses
+from which the biases are estimated.
+
+Rows come grouped by query (a session) and, inside a query, in increasing label order; ``position[i]`` is the
+display position of row i (0 = top), an index into ``t_plus`` and ``t_minus``. For every pair (i, j) of a query
+with y_i > y_j (clicked i, unclicked j with click labels), score gap u = s_i - s_j, rho = 1 / (1 + exp(sigma u))
+and the pair factor f_ij = c_i / (t+_{p(i)} t-_{p(j)}) (c_i the sample weight of the preferred row, 1 without):
+
+    loss      L_ij = c_i |dZ_ij| log(1 + exp(-sigma u))
+    gradient  dC/ds_i = -sigma rho |dZ_ij| f_ij,  dC/ds_j = +sigma rho |dZ_ij| f_ij   (summed per row: lambda)
+    weight    sigma^2 rho (1 - rho) |dZ_ij| f_ij added to both rows (the Gauss-Newton diagonal)
+    cost      sum_ij L_ij / (t+_{p(i)} t-_{p(j)})                     (the return value)
+    per position (the sums of Hu et al.'s bias update, section 4):
+              loss_plus[k]  = sum over pairs with p(i) = k of L_ij / t-_{p(j)}
+              loss_minus[k] = sum over pairs with p(j) = k of L_ij / t+_{p(i)}
+
+|dZ_ij| is 1 for RankNet and, for NDCG@k, |g_i - g_j| |D_i - D_j| / IDCG@k (g = 2^y - 1, D(r) = 1 / log2(r + 2) for
+0-based r < k, else 0; k = 0: every position) on the ranking by decreasing score with equal scores ranked by
+increasing label, D_i the mean of D over the positions of row i's block (the rows of its query with its score and
+its label). That is the expectation of |dZ_ij| over the orders of each block (a pair's two blocks never overlap,
+so the sign of D_i - D_j is the same for every order): the "pessimistic" tie rule of cyrank.lambdarank._lambdas,
+whose lambdas these equal when t+ = t- = 1.
+
+Cost O(n_q log n_q) to rank a query plus one O(1) step per pair (O(n_q^2) pairs at most; click sessions are
+short). Serial and deterministic: the per-position sums and the cost are accumulated query by query in the given
+order, each query's pairs in label order.
+"""
+import numpy as np
+
+from libc.math cimport exp2, log2
+from libc.stdlib cimport free, malloc
+
+from cyrank._math cimport log1pexp, pair_sigmoid
+from cyrank._sort cimport KeyIndex, introsort
+from cyrank._typedefs cimport intp_t
+
+RANKNET, NDCG = 0, 1  # the codes of cyrank.lambdarank._lambdas
+
+
+cdef inline double _discount(intp_t r, intp_t k) noexcept nogil:
+    """D(r) = 1 / log2(r + 2) for r < k, else 0 (the expression of _lambdas, so the same bits)."""
+    if r < k:
+        return 1.0 / log2(r + 2.0)
+    return 0.0
+
+
+cdef double _query(const double* s, const double* y, const intp_t* pos, const double* w, intp_t n,
+                   const double* t_plus, const double* t_minus, int metric, intp_t k, double sigma,
+                   double* lam, double* hess, double* loss_plus, double* loss_minus, KeyIndex* rec,
+                   double* dbar) noexcept nogil:
+    """One query's lambdas, weights and per-position losses (arrays at its first row); its cost."""
+    cdef intp_t i, j, a, b, r, run, kk = k if k > 0 else n
+    cdef double idcg = 0.0, mean, c, g_i, dz, u, rho, rho1, cost, factor, lam_ij, h_ij, l_ij, total = 0.0
+    for i in range(n):
+        lam[i] = 0.0
+        hess[i] = 0.0
+    if n < 2 or y[0] == y[n - 1]:
+        return 0.0
+    if metric == 1:
+        for r in range(n if kk > n else kk):  # the ideal ranking: the label order reversed
+            idcg += (exp2(y[n - 1 - r]) - 1.0) * _discount(r, kk)
+        if idcg <= 0.0:
+            return 0.0
+        # the ranking: decreasing score, equal scores by increasing label (the rows' order), so that the rows of a
+        # (score, label) block are contiguous; each row gets its block's mean discount
+        for i in range(n):
+            rec[i].key = -s[i]
+            rec[i].index = i
+        introsort(rec, n)
+        a = 0
+        while a < n:
+            b = a + 1
+            while b < n and rec[b].key == rec[a].key and y[rec[b].index] == y[rec[a].index]:
+                b += 1
+            mean = 0.0
+            for r in range(a, b):
+                mean += _discount(r, kk)
+            mean /= <double> (b - a)
+            for r in range(a, b):
+                dbar[rec[r].index] = mean
+            a = b
+    run = 0  # the first row of row i's label
+    for i in range(n):
+        if y[i] != y[run]:
+            run = i
+        c = 1.0 if w == NULL else w[i]
+        if run == 0 or c == 0.0:
+            continue
+        g_i = exp2(y[i]) - 1.0
+        for j in range(run):
+            u = s[i] - s[j]
+            dz = 1.0
+            if metric == 1:
+                dz = (g_i - (exp2(y[j]) - 1.0)) * (dbar[i] - dbar[j] if dbar[i] >= dbar[j] else dbar[j] - dbar[i]) \
+                    / idcg
+            rho = pair_sigmoid(-sigma * u, &rho1)
+            factor = c / (t_plus[pos[i]] * t_minus[pos[j]])
+            lam_ij = sigma * rho * dz * factor
+            h_ij = sigma * sigma * rho * rho1 * dz * factor
+            lam[i] -= lam_ij
+            lam[j] += lam_ij
+            hess[i] += h_ij
+            hess[j] += h_ij
+            cost = c * dz * log1pexp(-sigma * u)
+            loss_plus[pos[i]] += cost / t_minus[pos[j]]
+            loss_minus[pos[j]] += cost / t_plus[pos[i]]
+            total += cost / (t_plus[pos[i]] * t_minus[pos[j]])
+    return total
+
+
+def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::1] offsets,
+                  const intp_t[::1] position, const double[::1] t_plus, const double[::1] t_minus, weight,
+                  int metric, intp_t k, double sigma, double[::1] lam, double[::1] hess, double[::1] loss_plus,
+                  double[::1] loss_minus):
+    """Fill ``lam``, ``hess`` (per row) and ``loss_plus``, ``loss_minus`` (per position, zeroed first) as the module
+    docstring says; return the cost. ``weight``: None or c per row (float64). ``metric``: RANKNET or NDCG; ``k``:
+    NDCG's cut-off (0: none). The caller guarantees the layout: rows grouped by ``offsets`` (int64, from 0 to n),
+    labels increasing inside a query, 0 <= position < len(t_plus) = len(t_minus) = len(loss_plus) =
+    len(loss_minus), t+ and t- > 0."""
+    cdef intp_t n = scores.shape[0], n_q = offsets.shape[0] - 1, n_pos = t_plus.shape[0], q, longest = 1, m
+    cdef const double[::1] w_view
+    cdef const double* w = NULL
+    cdef const double* w_q
+    cdef KeyIndex* rec
+    cdef double* dbar
+    cdef double total = 0.0
+    if not (y.shape[0] == n and position.shape[0] == n and lam.shape[0] == n and hess.shape[0] == n
+            and t_minus.shape[0] == n_pos and loss_plus.shape[0] == n_pos and loss_minus.shape[0] == n_pos
+            and n_q >= 0 and offsets[0] == 0 and offsets[n_q] == n):
+        raise ValueError("joint_lambdas: inconsistent array lengths")
+    if metric != RANKNET and metric != NDCG:
+        raise ValueError(f"joint_lambdas: metric code {metric} is neither RANKNET nor NDCG")
+    if weight is not None:
+        w_view = weight
+        if w_view.shape[0] != n:
+            raise ValueError("joint_lambdas: weight has the wrong length")
+        w = &w_view[0] if n else NULL
+    for q in range(n_q):
+        m = offsets[q + 1] - offsets[q]
+        if m > longest:
+            longest = m
+    rec = <KeyIndex*> malloc(longest * sizeof(KeyIndex))
+    dbar = <double*> malloc(longest * sizeof(double))
+    if rec == NULL or dbar == NULL:
+        free(rec)
+        free(dbar)
+        raise MemoryError()
+    try:
+        with nogil:
+            for q in range(n_pos):
+                loss_plus[q] = 0.0
+                loss_minus[q] = 0.0
+            for q in range(n_q):
+                m = offsets[q]
+                w_q = NULL
+                if w != NULL:
+                    w_q = w + m
+                total += _query(&scores[m], &y[m], &position[m], w_q, offsets[q + 1] - m, &t_plus[0], &t_minus[0],
+                                metric, k, sigma, &lam[m], &hess[m], &loss_plus[0], &loss_minus[0], rec, dbar)
+    finally:
+        free(rec)
+        free(dbar)
+    return total

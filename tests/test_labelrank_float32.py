@@ -187,9 +187,11 @@ def test_mean_curvature_is_the_trace_of_the_score_hessians(decomposition):
         D.hess_scores(E, p, col)
         E[:, y] = 0.0
         trace += col[:, y].sum()
-    got = _loss.mean_curvature(G.edge_ptr, G.init, G.term, D.sub.sub_ptr, D.sub.member_ptr, D.sub.kernel_members,
-                               p, 5)
+    # whitening.py's call (the level form of "domination" / "dominated" travels in place of edge_ptr)
+    got = _loss.mean_curvature(D.G.edge_ptr, D.G.init, D.G.term, D.sub.sub_ptr, D.sub.member_ptr,
+                               D.sub.kernel_members, p, 5)
     assert got == pytest.approx(trace, rel=1e-12) and trace > 0
+    assert D.mean_curvature(p) == got
 
 
 def test_whitened_newton_gives_up_the_whitening_when_it_stops_paying(monkeypatch):

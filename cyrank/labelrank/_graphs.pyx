@@ -1,36 +1,33 @@
-"""Preference graphs from graded relevance in one pass per instance (Dekel, Manning & Singer, NIPS 2003, Fig. 1c):
-an edge init -> term for every pair of labels of one instance with R[i, init] > R[i, term], written straight into
-the int32 arrays of cyrank.labelrank.graphs.PreferenceGraphs (no n x L x L comparison array, no int64 index
-triples). O(n L^2) time; memory: the edges themselves."""
+"""The edges of preference graphs in the level form (cyrank.labelrank.graphs.Levels; Dekel, Manning & Singer, NIPS
+2003, Fig. 1a-c): every label preferred to every label of a later level, written straight into the int32 arrays of
+cyrank.labelrank.graphs.PreferenceGraphs (no n x L x L comparison array, no int64 index triples), built only when
+something asks for the edges. O(n L^2) time; memory: the edges themselves."""
 import numpy as np
 
 from cyrank._typedefs cimport intp_t
 
 
-def relevance_edges(const double[:, ::1] R):
-    """(edge_ptr (n + 1, int64), init, term (int32)): for each instance i, the pairs (a, b) with R[i, a] > R[i, b],
-    sorted by (a, b) within the instance (the order PreferenceGraphs requires)."""
-    cdef intp_t n = R.shape[0], L = R.shape[1], i, a, b, e = 0
-    edge_ptr_arr = np.empty(n + 1, dtype=np.int64)
-    cdef long long[::1] edge_ptr = edge_ptr_arr
-    with nogil:
-        edge_ptr[0] = 0
-        for i in range(n):
-            for a in range(L):
-                for b in range(L):
-                    if R[i, a] > R[i, b]:
-                        e += 1
-            edge_ptr[i + 1] = e
-    init_arr = np.empty(e, dtype=np.int32)
-    term_arr = np.empty(e, dtype=np.int32)
+def level_edges(const int[:, ::1] order, const long long[::1] level_ptr, const int[::1] starts,
+                const long long[::1] edge_ptr):
+    """(init, term) (int32) of graphs in the level form (cyrank.labelrank.graphs.Levels: instance i's labels
+    order[i, :] in levels starting at starts[level_ptr[i]:level_ptr[i + 1]]): every label to every label of a
+    later level, sorted by (init, term) within each instance, edge_ptr their offsets. O(n L^2) time."""
+    cdef intp_t n = order.shape[0], L = order.shape[1], i, a, b, k, t, hi, e = 0
+    init_arr = np.empty(edge_ptr[n] if n else 0, dtype=np.int32)
+    term_arr = np.empty(edge_ptr[n] if n else 0, dtype=np.int32)
+    lev_arr = np.empty(max(L, 1), dtype=np.int64)
     cdef int[::1] init = init_arr, term = term_arr
-    e = 0
+    cdef long long[::1] lev = lev_arr
     with nogil:
         for i in range(n):
+            for k in range(level_ptr[i + 1] - level_ptr[i]):
+                hi = starts[level_ptr[i] + k + 1] if level_ptr[i] + k + 1 < level_ptr[i + 1] else L
+                for t in range(starts[level_ptr[i] + k], hi):
+                    lev[order[i, t]] = k
             for a in range(L):
                 for b in range(L):
-                    if R[i, a] > R[i, b]:
+                    if lev[a] < lev[b]:
                         init[e] = <int> a
                         term[e] = <int> b
                         e += 1
-    return edge_ptr_arr, init_arr, term_arr
+    return init_arr, term_arr

@@ -19,6 +19,12 @@ with the same operations as before). p is the same with and without weights.
 Each call is O(memberships + n L); instances run in parallel (OpenMP), each writing only its own rows. An
 empty ``members`` array stands for the identity (membership t is edge t).
 
+Graphs complete between label levels (cyrank.labelrank.graphs.Levels) under "domination" or "dominated" have the
+level_* kernels instead (level_loss_grad, level_hess_scores, level_fused_pass, level_mean_curvature): the same
+loss, gradient and Hessian products from suffix log-sum-exps over the levels, O(L) per instance whatever the
+number of edges, with the instance's scores (n x L) as the state in place of p (the derivation is above
+level_grad below).
+
 The products with X (n x d, dense C-ordered or CSR, float32 or float64 as given) are :func:`product_into`,
 S = X W or X' G (W, G, S float64): dense X through BLAS dgemm (a float32 X widened to
 double a block of rows at a time, so it is never copied whole), CSR X by loops over its entries, all summing
@@ -26,8 +32,8 @@ in double.
 """
 import numpy as np
 
-from cython.parallel cimport prange
-from libc.math cimport exp, log
+from cython.parallel cimport parallel, prange
+from libc.math cimport INFINITY, exp, fabs, log, log1p
 from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_blas cimport dgemm
 
@@ -226,29 +232,264 @@ cdef void instance_hessian(const double* dS_i, intp_t i, const int* init, const 
             dG_i[init[e]] -= h
 
 
+
+# ---------------------------------------------------------------------------------------------- the level form
+# Graphs complete between levels (PreferenceGraphs.from_relevance / from_indicator / from_classes; graphs.Levels):
+# instance i's labels in the order order[i, 0 .. L - 1], level k at the positions st[k] .. st[k + 1] - 1 (st the
+# instance's level starts; the last level ends at L), every label preferred to every label of a later level. The
+# domination subgraph of a label a of level k < K - 1 is a with the labels at positions >= st[k + 1], so with
+# f the scores in position order and T_j = log sum_{t >= st[j]} exp(f_t) (one running-max log-sum-exp, bottom up)
+#
+#     L_a = log(1 + sum_{t >= st[k + 1]} exp(f_t - f_a)) = softplus(T_(k+1) - f_a),
+#     P_a = sigmoid(T_(k+1) - f_a) (the subgraph's total weight), p_(a,b) = P_a exp(f_b - T_(k+1)),
+#
+# s_i = st[K - 1] (the labels above the last level) and c = w_i / s_i. Gradient: B[a] = c P_a (a's edges as init);
+# A[y] (y in level m >= 1, as term) = c sum_(k < m) Q_k exp(f_y - T_(k+1)) = c exp(f_y - T_m) R_m with
+# Q_k = sum_(a in level k) P_a and R_1 = Q_0, R_(m+1) = Q_m + exp(T_(m+1) - T_m) R_m (factors <= 1: no overflow).
+# Hessian times a direction d (per label): with mu_k = sum_(t >= st[k+1]) exp(f_t - T_(k+1)) d_t,
+#
+#     dG[a] += c P_a (1 - P_a) (d_a - mu_k)                                      (a in level k < K - 1)
+#     dG[y] += c exp(f_y - T_m) (d_y RQ_m - RU_m)                                (y in level m >= 1)
+#
+# RQ as R above and RU likewise with U_k = sum_(a in level k) P_a (P_a mu_k + (1 - P_a) d_a) in place of Q_k (from
+# h_(a,b) = p_(a,b) (d_b - d_a - sum_b' p_(a,b') (d_b' - d_a))). "dominated" is the mirror image: the levels
+# reversed and the scores negated (sign -1), which turns every dominated subgraph into a domination subgraph; the
+# gradient in the scores changes sign (A and B swap) and the Hessian does not. O(L) per instance, exp and log
+# per label; the state kept between the gradient and the Hessian products is f (n x L: the signed scores in
+# position order, minus the first one's). The loss is invariant to a constant added to an instance's scores, and
+# its Hessian maps constants to 0: the kernels take every score and direction relative to the instance's first
+# label, so a large common part cancels exactly (as in the enumerated kernels' edge differences) rather than to
+# rounding (whitening.py's directions carry one of 1e10 and more).
+
+cdef struct Graphs:
+    # the enumerated form (levels False): edges, subgraphs and memberships (module docstring)
+    const int* init
+    const int* term
+    const intp_t* sub_ptr
+    const intp_t* member_ptr
+    const intp_t* members
+    # the level form (levels True)
+    const int* order
+    const intp_t* level_ptr
+    const int* starts
+    double sign
+    bint levels
+    const double* weight
+
+
+cdef inline void lse_add(double* mx, double* sm, double x) noexcept nogil:
+    """The running-max log-sum-exp: mx + log(sm) becomes log(exp(mx + log sm) + exp(x))."""
+    if x > mx[0]:
+        sm[0] = sm[0] * exp(mx[0] - x) + 1.0
+        mx[0] = x
+    else:
+        sm[0] += exp(x - mx[0])
+
+
+cdef inline void level_tops(const double* f, const int* st, intp_t K, intp_t L, double* T) noexcept nogil:
+    """T[k] = log sum_(t >= st[k]) exp(f[t]) for k = K - 1 .. 1."""
+    cdef double mx = -INFINITY, sm = 0.0
+    cdef intp_t k, t, hi = L
+    for k in range(K - 1, 0, -1):
+        for t in range(st[k], hi):
+            lse_add(&mx, &sm, f[t])
+        T[k] = mx + log(sm)
+        hi = st[k]
+
+
+cdef inline double sigmoid_pair(double x, double* P, double* P1) noexcept nogil:
+    """softplus(x) = log(1 + e^x); P = sigmoid(x), P1 = 1 - P (each without cancellation)."""
+    cdef double e = exp(-fabs(x)), inv = 1.0 / (1.0 + e)
+    if x > 0.0:
+        P[0], P1[0] = inv, e * inv
+        return x + log1p(e)
+    P[0], P1[0] = e * inv, inv
+    return log1p(e)
+
+
+cdef double level_grad(const Graphs* g, const double* S_i, intp_t i, double* f, intp_t L, double* A_i,
+                       double* B_i, double* T) noexcept nogil:
+    """Instance i's loss c sum_a L_a in the level form; fills its state f (L) and its rows A_i, B_i."""
+    cdef intp_t l0 = g.level_ptr[i], K = g.level_ptr[i + 1] - l0, k, t, lo, hi
+    cdef const int* order = g.order + i * L
+    cdef const int* st = g.starts + l0
+    cdef double c, P, P1, loss = 0.0, Q = 0.0, R = 0.0, ref = g.sign * S_i[order[0]]
+    cdef double* up = B_i if g.sign > 0 else A_i  # a label's own subgraph (init sums; term sums when mirrored)
+    cdef double* down = A_i if g.sign > 0 else B_i
+    for t in range(L):  # relative to the first label: the loss sees differences only, computed once, exactly
+        A_i[t] = 0.0
+        B_i[t] = 0.0
+        f[t] = g.sign * S_i[order[t]] - ref
+    if K < 2:
+        return 0.0
+    c = _scale(g.weight, i, st[K - 1])
+    level_tops(f, st, K, L, T)
+    for k in range(K):
+        lo = st[k]
+        hi = st[k + 1] if k + 1 < K else L
+        if k >= 1:
+            R = Q if k == 1 else Q + exp(T[k] - T[k - 1]) * R
+            for t in range(lo, hi):
+                down[order[t]] = c * R * exp(f[t] - T[k])
+        if k + 1 < K:
+            Q = 0.0
+            for t in range(lo, hi):
+                loss += sigmoid_pair(T[k + 1] - f[t], &P, &P1)
+                up[order[t]] = c * P
+                Q += P
+    return c * loss
+
+
+cdef void level_hessian(const Graphs* g, const double* dS_i, intp_t i, const double* f, intp_t L, double* dG_i,
+                        double* T, double* W, double* N) noexcept nogil:
+    """dG_i (L) = instance i's Hessian in its scores (state f) times dS_i, in the level form."""
+    cdef intp_t l0 = g.level_ptr[i], K = g.level_ptr[i + 1] - l0, k, t, lo, hi, y
+    cdef const int* order = g.order + i * L
+    cdef const int* st = g.starts + l0
+    cdef double c, P, P1, d, mu, r, acc = 0.0, Q = 0.0, U = 0.0, RQ = 0.0, RU = 0.0
+    cdef double dref = dS_i[order[0]]  # H 1 = 0: d - dref, so a direction's large common part cancels exactly
+    for y in range(L):
+        dG_i[y] = 0.0
+    if K < 2:
+        return
+    c = _scale(g.weight, i, st[K - 1])
+    level_tops(f, st, K, L, T)
+    hi = L  # N[k] = sum_(t >= st[k]) exp(f_t - T_k) d_t, bottom up; W[t] = exp(f_t - T_(level of t))
+    for k in range(K - 1, 0, -1):
+        if k + 1 < K:
+            acc *= exp(T[k + 1] - T[k])
+        for t in range(st[k], hi):
+            W[t] = exp(f[t] - T[k])
+            acc += W[t] * (dS_i[order[t]] - dref)
+        N[k] = acc
+        hi = st[k]
+    for k in range(K):
+        lo = st[k]
+        hi = st[k + 1] if k + 1 < K else L
+        if k >= 1:
+            if k == 1:
+                RQ, RU = Q, U
+            else:
+                r = exp(T[k] - T[k - 1])
+                RQ = Q + r * RQ
+                RU = U + r * RU
+            for t in range(lo, hi):
+                dG_i[order[t]] += c * W[t] * ((dS_i[order[t]] - dref) * RQ - RU)
+        if k + 1 < K:
+            mu = N[k + 1]
+            Q = 0.0
+            U = 0.0
+            for t in range(lo, hi):
+                sigmoid_pair(T[k + 1] - f[t], &P, &P1)
+                d = dS_i[order[t]] - dref
+                dG_i[order[t]] += c * P * P1 * (d - mu)
+                Q += P
+                U += P * (P * mu + P1 * d)
+
+
+cdef inline double instance_grad(const Graphs* g, const double* S_i, intp_t i, double* p, intp_t L, double* A_i,
+                                 double* B_i, double* work) noexcept nogil:
+    """Instance i's loss; fills its state (membership weights, or the level form's f) and its rows of A and B."""
+    if g.levels:
+        return level_grad(g, S_i, i, p + i * L, L, A_i, B_i, work)
+    return instance_weights(S_i, i, g.init, g.term, g.sub_ptr, g.member_ptr, g.members, g.weight, p, L, A_i, B_i)
+
+
+cdef inline void instance_hess(const Graphs* g, const double* dS_i, intp_t i, const double* p, intp_t L,
+                               double* dG_i, double* work) noexcept nogil:
+    """dG_i = instance i's Hessian in its scores (state p) times dS_i."""
+    if g.levels:
+        level_hessian(g, dS_i, i, p + i * L, L, dG_i, work, work + L, work + 2 * L)
+    else:
+        instance_hessian(dS_i, i, g.init, g.term, g.sub_ptr, g.member_ptr, g.members, g.weight, p, L, dG_i)
+
+
+cdef Graphs edge_graphs(const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
+                        const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
+                        const double[::1] weight, intp_t n, intp_t n_p, str name) except *:
+    """The enumerated form's Graphs, its sizes checked (p: n_p memberships)."""
+    cdef Graphs g
+    if (sub_ptr.shape[0] != n + 1 or edge_ptr.shape[0] != n + 1
+            or not _memberships_fit(sub_ptr, member_ptr, members, n_p)):
+        raise ValueError(f"{name}: the graphs, subgraphs or weights p do not fit the {n} instances")
+    g.init = &init[0] if init.shape[0] else NULL
+    g.term = &term[0] if term.shape[0] else NULL
+    g.sub_ptr, g.member_ptr, g.members = &sub_ptr[0], &member_ptr[0], _members(members)
+    g.order, g.level_ptr, g.starts, g.sign, g.levels = NULL, NULL, NULL, 1.0, False
+    g.weight = _weights(weight, n)
+    return g
+
+
+cdef Graphs level_graphs(const int[:, ::1] order, const intp_t[::1] level_ptr, const int[::1] starts, double sign,
+                         const double[::1] weight, intp_t n, intp_t L, intp_t n_p, str name) except *:
+    """The level form's Graphs, its sizes checked (p: the state, n * L)."""
+    cdef Graphs g
+    if (order.shape[0] != n or order.shape[1] != L or level_ptr.shape[0] != n + 1 or n_p != n * L
+            or (n > 0 and starts.shape[0] != level_ptr[n])):
+        raise ValueError(f"{name}: the levels or the state do not fit {n} instances of {L} labels")
+    g.init, g.term, g.sub_ptr, g.member_ptr, g.members = NULL, NULL, NULL, NULL, NULL
+    g.order = &order[0, 0] if n * L else NULL
+    g.level_ptr = &level_ptr[0]
+    g.starts = &starts[0] if starts.shape[0] else NULL
+    g.sign, g.levels = (1.0 if sign >= 0 else -1.0), True
+    g.weight = _weights(weight, n)
+    return g
+
+
+cdef double graphs_loss_grad(const Graphs* g, const double[:, ::1] S, double[::1] p, double[:, ::1] A,
+                             double[:, ::1] B, intp_t parallel_min_rows) except? -1.0:
+    cdef intp_t n = S.shape[0], L = S.shape[1], i
+    cdef int nt = <int> product_threads(n, n, parallel_min_rows)
+    cdef double[::1] loss_i = np.zeros(n)
+    cdef double* work
+    if A.shape[0] != n or B.shape[0] != n or A.shape[1] != L or B.shape[1] != L:
+        raise ValueError("loss_grad: wrong array sizes")
+    if n == 0 or L == 0:
+        return 0.0
+    with nogil, parallel(num_threads=nt):
+        work = <double*> malloc(3 * L * sizeof(double))
+        for i in prange(n, schedule="static"):
+            loss_i[i] = instance_grad(g, &S[i, 0], i, &p[0] if p.shape[0] else NULL, L, &A[i, 0], &B[i, 0], work)
+        free(work)
+    return float(np.sum(loss_i))
+
+
+cdef int graphs_hess(const Graphs* g, const double[:, ::1] dS, const double[::1] p, double[:, ::1] dG,
+                     intp_t parallel_min_rows) except -1:
+    cdef intp_t n = dS.shape[0], L = dS.shape[1], i
+    cdef int nt = <int> product_threads(n, n, parallel_min_rows)
+    cdef double* work
+    if dG.shape[0] != n or dG.shape[1] != L:
+        raise ValueError("hess_scores: wrong array sizes")
+    if n == 0 or L == 0:
+        return 0
+    with nogil, parallel(num_threads=nt):
+        work = <double*> malloc(3 * L * sizeof(double))
+        for i in prange(n, schedule="static"):
+            instance_hess(g, &dS[i, 0], i, &p[0] if p.shape[0] else NULL, L, &dG[i, 0], work)
+        free(work)
+    return 0
+
+
 def loss_grad(const double[:, ::1] S, const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
               const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
               double[::1] p, double[:, ::1] A, double[:, ::1] B, intp_t parallel_min_rows=-1,
               const double[::1] weight=None):
     """The loss at scores S; fills p (per membership), A and B (n x L, module docstring; G = A - B).
     ``weight``: the instance weights (None: 1)."""
-    cdef intp_t n = S.shape[0], L = S.shape[1], i
-    cdef int nt = <int> product_threads(n, n, parallel_min_rows)
-    cdef double[::1] loss_i = np.zeros(n)
-    cdef const intp_t* mem = _members(members)
-    cdef const double* wt = _weights(weight, n)
-    if (A.shape[0] != n or B.shape[0] != n or A.shape[1] != L or B.shape[1] != L
-            or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0])):
-        raise ValueError("loss_grad: wrong array sizes")
-    if sub_ptr.shape[0] != n + 1 or edge_ptr.shape[0] != n + 1:
-        raise ValueError("loss_grad: the graphs do not have one entry per row of S")
-    if n == 0:
-        return 0.0
-    with nogil:
-        for i in prange(n, num_threads=nt, schedule="static"):
-            loss_i[i] = instance_weights(&S[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0],
-                                         mem, wt, &p[0] if p.shape[0] else NULL, L, &A[i, 0], &B[i, 0])
-    return float(np.sum(loss_i))
+    cdef Graphs g = edge_graphs(edge_ptr, init, term, sub_ptr, member_ptr, members, weight, S.shape[0], p.shape[0],
+                                "loss_grad")
+    return graphs_loss_grad(&g, S, p, A, B, parallel_min_rows)
+
+
+def level_loss_grad(const double[:, ::1] S, const int[:, ::1] order, const intp_t[::1] level_ptr,
+                    const int[::1] starts, double sign, double[::1] p, double[:, ::1] A, double[:, ::1] B,
+                    intp_t parallel_min_rows=-1, const double[::1] weight=None):
+    """:func:`loss_grad` in the level form (order, level_ptr, starts: graphs.Levels; ``sign`` -1 for the mirror
+    image, "dominated"); p: the state, n * L."""
+    cdef Graphs g = level_graphs(order, level_ptr, starts, sign, weight, S.shape[0], S.shape[1], p.shape[0],
+                                 "level_loss_grad")
+    return graphs_loss_grad(&g, S, p, A, B, parallel_min_rows)
 
 
 def hess_scores(const double[:, ::1] dS, const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
@@ -257,27 +498,34 @@ def hess_scores(const double[:, ::1] dS, const intp_t[::1] edge_ptr, const int[:
                 const double[::1] weight=None):
     """dG = the Hessian of the loss in the scores (at the point of the p given) times dS (module docstring).
     ``weight``: the instance weights (None: 1)."""
-    cdef intp_t n = dS.shape[0], L = dS.shape[1], i
-    cdef int nt = <int> product_threads(n, n, parallel_min_rows)
-    cdef const intp_t* mem = _members(members)
-    cdef const double* wt = _weights(weight, n)
-    if (dG.shape[0] != n or dG.shape[1] != L or sub_ptr.shape[0] != n + 1
-            or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0])):
-        raise ValueError("hess_scores: wrong array sizes")
-    if n == 0:
-        return
-    with nogil:
-        for i in prange(n, num_threads=nt, schedule="static"):
-            instance_hessian(&dS[i, 0], i, &init[0], &term[0], &sub_ptr[0], &member_ptr[0], mem, wt,
-                             &p[0] if p.shape[0] else NULL, L, &dG[i, 0])
+    cdef Graphs g = edge_graphs(edge_ptr, init, term, sub_ptr, member_ptr, members, weight, dS.shape[0],
+                                p.shape[0], "hess_scores")
+    graphs_hess(&g, dS, p, dG, parallel_min_rows)
 
 
-def mean_curvature(const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
-                   const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
-                   const double[::1] p, intp_t n_labels, const double[::1] weight=None):
+def level_hess_scores(const double[:, ::1] dS, const int[:, ::1] order, const intp_t[::1] level_ptr,
+                      const int[::1] starts, double sign, const double[::1] p, double[:, ::1] dG,
+                      intp_t parallel_min_rows=-1, const double[::1] weight=None):
+    """:func:`hess_scores` in the level form (p: the state of :func:`level_loss_grad`)."""
+    cdef Graphs g = level_graphs(order, level_ptr, starts, sign, weight, dS.shape[0], dS.shape[1], p.shape[0],
+                                 "level_hess_scores")
+    graphs_hess(&g, dS, p, dG, parallel_min_rows)
+
+
+def mean_curvature(edge_ptr, init, term, sub_ptr, member_ptr, members, p, n_labels, weight=None):
     """trace(H_i) summed over the instances, H_i instance i's Hessian in its scores (membership weights p): with
     d_e = e_(term e) - e_(init e), trace(H_i) = (w_i/s_i) sum_k (sum_e 2 p_e - ||sum_e p_e d_e||^2) (``weight``:
-    the instance weights w, None: 1). O(memberships + n L); the scale c of whitening.py is this / (sum_i w_i L)."""
+    the instance weights w, None: 1). O(memberships + n L); the scale c of whitening.py is this / (sum_i w_i L).
+    In the level form ``edge_ptr`` is the tuple (order, level_ptr, starts, sign) and the other graph arguments
+    are None (:func:`level_mean_curvature`)."""
+    if isinstance(edge_ptr, tuple):
+        return level_mean_curvature(*edge_ptr, p, weight)
+    return _edge_mean_curvature(edge_ptr, init, term, sub_ptr, member_ptr, members, p, n_labels, weight)
+
+
+def _edge_mean_curvature(const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
+                         const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
+                         const double[::1] p, intp_t n_labels, const double[::1] weight=None):
     cdef intp_t n = sub_ptr.shape[0] - 1, L = n_labels, i, k, t, e, y
     cdef const intp_t* mem = _members(members)
     cdef const double* wt = _weights(weight, n)
@@ -310,13 +558,88 @@ def mean_curvature(const intp_t[::1] edge_ptr, const int[::1] init, const int[::
     return total
 
 
+def level_mean_curvature(const int[:, ::1] order, const intp_t[::1] level_ptr, const int[::1] starts, double sign,
+                         const double[::1] p, const double[::1] weight=None):
+    """:func:`mean_curvature` in the level form (state p): per subgraph a (level k), trace = 2 P_a - P_a^2
+    (1 + sum_(t >= st[k+1]) exp(2 (f_t - T_(k+1)))) (the squared norm of p_a's edge vectors: P_a^2 for a, the
+    p_(a,b)^2 for the rest), times c = w_i / s_i."""
+    cdef intp_t n = order.shape[0], L = order.shape[1], i, k, t, K, hi
+    cdef Graphs g = level_graphs(order, level_ptr, starts, sign, weight, n, L, p.shape[0], "level_mean_curvature")
+    cdef const int* st
+    cdef const double* f
+    cdef double total = 0.0, part, acc, P, P1
+    cdef double* T
+    cdef double* E
+    if n * L == 0:
+        return 0.0
+    T = <double*> malloc(2 * L * sizeof(double))
+    E = T + L
+    with nogil:
+        for i in range(n):
+            K = level_ptr[i + 1] - level_ptr[i]
+            if K < 2:
+                continue
+            st = g.starts + level_ptr[i]
+            f = &p[i * L]
+            level_tops(f, st, K, L, T)
+            hi, acc = L, 0.0
+            for k in range(K - 1, 0, -1):
+                if k + 1 < K:
+                    acc *= exp(2.0 * (T[k + 1] - T[k]))
+                for t in range(st[k], hi):
+                    acc += exp(2.0 * (f[t] - T[k]))
+                E[k] = acc
+                hi = st[k]
+            part = 0.0
+            for k in range(K - 1):
+                for t in range(st[k], st[k + 1]):
+                    sigmoid_pair(T[k + 1] - f[t], &P, &P1)
+                    part += 2.0 * P - P * P * (1.0 + E[k + 1])
+            total += part * _scale(g.weight, i, st[K - 1])
+    free(T)
+    return total
+
+
+def level_margins(const double[:, ::1] S, const int[:, ::1] order, const intp_t[::1] level_ptr,
+                  const int[::1] starts, const unsigned char[::1] mask):
+    """(the largest edge margin S[i, term] - S[i, init], the largest |margin|) over the edges of the instances
+    with mask[i] (level form; -inf and 0 with no edge)."""
+    cdef intp_t n = S.shape[0], L = S.shape[1], i, k, t, K, hi
+    cdef const int* st
+    cdef const int* o
+    cdef double top = -INFINITY, low = INFINITY, bmax, bmin, x
+    if order.shape[0] != n or order.shape[1] != L or level_ptr.shape[0] != n + 1 or mask.shape[0] != n:
+        raise ValueError("level_margins: wrong array sizes")
+    with nogil:
+        for i in range(n):
+            K = level_ptr[i + 1] - level_ptr[i]
+            if K < 2 or not mask[i]:
+                continue
+            st = &starts[level_ptr[i]]
+            o = &order[i, 0]
+            bmax, bmin, hi = -INFINITY, INFINITY, L
+            for k in range(K - 1, -1, -1):
+                for t in range(st[k], hi):
+                    x = S[i, o[t]]
+                    if k + 1 < K:
+                        top = max(top, bmax - x)
+                        low = min(low, bmin - x)
+                for t in range(st[k], hi):
+                    x = S[i, o[t]]
+                    bmax = max(bmax, x)
+                    bmin = min(bmin, x)
+                hi = st[k]
+    if top == -INFINITY:
+        return top, 0.0
+    return top, max(abs(top), abs(low))
+
+
 cdef void block_pass(const floating* X, const index_t* indices, const index_t* indptr, bint dense, intp_t d,
-                     intp_t L, intp_t lo, intp_t hi, const double* V, const int* init, const int* term,
-                     const intp_t* sub_ptr, const intp_t* member_ptr, const intp_t* members,
-                     const double* weight, double* p, bint hessian, double* loss_i, double* acc) noexcept nogil:
+                     intp_t L, intp_t lo, intp_t hi, const double* V, const Graphs* g, double* p, bint hessian,
+                     double* loss_i, double* acc) noexcept nogil:
     """Rows lo:hi of :func:`fused_pass`, BLOCK_ROWS at a time: S_b = X_b V, then per instance its gradient
-    (``hessian`` False: its loss into loss_i and p filled) or its Hessian product in the scores, G_b, then
-    acc (d x L, zeroed here) += X_b' G_b. A float32 X_b is widened into a buffer once for both products."""
+    (``hessian`` False: its loss into loss_i and its state p filled) or its Hessian product in the scores, G_b,
+    then acc (d x L, zeroed here) += X_b' G_b. A float32 X_b is widened into a buffer once for both products."""
     cdef intp_t block = max(1, min(<intp_t> BLOCK_ROWS, BLOCK_VALUES // max(d, 1)))
     cdef intp_t i0, r, i, y, k
     cdef int Li = <int> L, di = <int> d, rows
@@ -326,6 +649,7 @@ cdef void block_pass(const floating* X, const index_t* indices, const index_t* i
     cdef double* S = <double*> malloc(block * L * sizeof(double))
     cdef double* G = <double*> malloc(block * L * sizeof(double))
     cdef double* B = <double*> malloc(block * L * sizeof(double))
+    cdef double* work = <double*> malloc(3 * L * sizeof(double))
     if dense and floating is float:
         xbuf = <double*> malloc(block * d * sizeof(double))
     for k in range(d * L):
@@ -350,11 +674,9 @@ cdef void block_pass(const floating* X, const index_t* indices, const index_t* i
         for r in range(rows):
             i = i0 + r
             if hessian:
-                instance_hessian(S + r * L, i, init, term, sub_ptr, member_ptr, members, weight, p, L,
-                                 G + r * L)
+                instance_hess(g, S + r * L, i, p, L, G + r * L, work)
             else:
-                loss_i[i] = instance_weights(S + r * L, i, init, term, sub_ptr, member_ptr, members, weight, p,
-                                             L, G + r * L, B + r * L)
+                loss_i[i] = instance_grad(g, S + r * L, i, p, L, G + r * L, B + r * L, work)
                 for y in range(L):
                     G[r * L + y] -= B[r * L + y]
         if dense:
@@ -366,7 +688,35 @@ cdef void block_pass(const floating* X, const index_t* indices, const index_t* i
     free(S)
     free(G)
     free(B)
+    free(work)
     free(xbuf)
+
+
+cdef double graphs_fused(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
+                         bint dense, intp_t n, intp_t d, const double[:, ::1] V, const Graphs* g, intp_t work,
+                         double[::1] p, bint hessian, double[::1] out, object holder,
+                         intp_t parallel_min_rows) except? -1.0:
+    cdef intp_t L = V.shape[1], c, n_ch, width = d * L
+    cdef int nt = <int> product_threads(n, n, parallel_min_rows)
+    cdef double[::1] loss_i = np.zeros(n if not hessian else 1)
+    cdef double[:, ::1] acc
+    cdef intp_t[::1] bounds
+    if (V.shape[0] != d or out.shape[0] != width or (dense and data.shape[0] != n * d)
+            or (not dense and indptr.shape[0] != n + 1)):
+        raise ValueError("fused_pass: wrong array sizes")
+    if n == 0 or width == 0:
+        out[:] = 0.0
+        return 0.0
+    n_ch = chunk_count(n, width, n * max(d, 1) + work, nt)
+    bounds = np.array([(n * c) // n_ch for c in range(n_ch + 1)], dtype=np.int64)
+    acc = chunk_accumulators(holder, n_ch, width)
+    with nogil:
+        for c in prange(n_ch, num_threads=nt, schedule="dynamic", chunksize=1):
+            block_pass(&data[0] if data.shape[0] else NULL, &indices[0], &indptr[0], dense, d, L, bounds[c],
+                       bounds[c + 1], &V[0, 0], g, &p[0] if p.shape[0] else NULL, hessian,
+                       &loss_i[0], &acc[c, 0])
+        sum_chunks(acc, out)
+    return 0.0 if hessian else float(np.sum(loss_i))
 
 
 def fused_pass(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
@@ -383,31 +733,21 @@ def fused_pass(const floating[::1] data, const index_t[::1] indices, const index
     out: d * L entries (d x L, C order). Rows are cut into a fixed partition of chunks (cyrank/_parallel.pxd)
     whose accumulators are summed in chunk order: the same bits for every thread count. ``holder.acc`` keeps
     the accumulators from call to call. ``weight``: the instance weights (None: 1)."""
-    cdef intp_t L = V.shape[1], c, n_ch, width = d * L
-    cdef int nt = <int> product_threads(n, n, parallel_min_rows)
-    cdef double[::1] loss_i = np.zeros(n if not hessian else 1)
-    cdef double[:, ::1] acc
-    cdef intp_t[::1] bounds
-    cdef const intp_t* mem = _members(members)
-    cdef const double* wt = _weights(weight, n)
-    if (V.shape[0] != d or out.shape[0] != width or sub_ptr.shape[0] != n + 1
-            or not _memberships_fit(sub_ptr, member_ptr, members, p.shape[0]) or edge_ptr.shape[0] != n + 1
-            or (dense and data.shape[0] != n * d) or (not dense and indptr.shape[0] != n + 1)):
-        raise ValueError("fused_pass: wrong array sizes")
-    if n == 0 or width == 0:
-        out[:] = 0.0
-        return 0.0
-    n_ch = chunk_count(n, width, n * max(d, 1) + members.shape[0], nt)
-    bounds = np.array([(n * c) // n_ch for c in range(n_ch + 1)], dtype=np.int64)
-    acc = chunk_accumulators(holder, n_ch, width)
-    with nogil:
-        for c in prange(n_ch, num_threads=nt, schedule="dynamic", chunksize=1):
-            block_pass(&data[0] if data.shape[0] else NULL, &indices[0], &indptr[0], dense, d, L, bounds[c],
-                       bounds[c + 1], &V[0, 0], &init[0], &term[0], &sub_ptr[0], &member_ptr[0],
-                       mem, wt, &p[0] if p.shape[0] else NULL, hessian,
-                       &loss_i[0], &acc[c, 0])
-        sum_chunks(acc, out)
-    return 0.0 if hessian else float(np.sum(loss_i))
+    cdef Graphs g = edge_graphs(edge_ptr, init, term, sub_ptr, member_ptr, members, weight, n, p.shape[0],
+                                "fused_pass")
+    return graphs_fused(data, indices, indptr, dense, n, d, V, &g, members.shape[0], p, hessian, out, holder,
+                        parallel_min_rows)
+
+
+def level_fused_pass(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,
+                     intp_t n, intp_t d, const double[:, ::1] V, const int[:, ::1] order,
+                     const intp_t[::1] level_ptr, const int[::1] starts, double sign, double[::1] p, bint hessian,
+                     double[::1] out, object holder, intp_t parallel_min_rows=-1, const double[::1] weight=None):
+    """:func:`fused_pass` in the level form (p: the state, n * L; :func:`level_loss_grad`)."""
+    cdef Graphs g = level_graphs(order, level_ptr, starts, sign, weight, n, V.shape[1], p.shape[0],
+                                 "level_fused_pass")
+    return graphs_fused(data, indices, indptr, dense, n, d, V, &g, n * V.shape[1], p, hessian, out, holder,
+                        parallel_min_rows)
 
 
 def boost_weights(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr, bint dense,

@@ -8,6 +8,12 @@ CSR-like: the edges of instance i are e = edge_ptr[i] .. edge_ptr[i + 1] - 1 wit
 edges are not (the paper's graphs are simple). An instance may have no edge: it then contributes nothing to the
 loss and 0 to every error.
 
+Graphs complete between label levels (from_relevance, from_indicator, from_classes, from_hierarchy: every label
+preferred to every label of a lower level) are stored in the level form instead (:class:`Levels`): per instance
+its labels ordered by level and the level boundaries, O(L) per instance however many edges (a bipartite graph of
+10 relevant and 10 irrelevant labels has 100). The edge arrays are built from it on first request only; the
+LabelRankBoost kernels use the level form directly for "domination" and "dominated" (cyrank/labelrank/_loss.pyx).
+
 A decomposition A maps each graph G_i to s_i subgraphs G_i1 .. G_is_i (section 2, Fig. 2), stored flat as well
 (:class:`Subgraphs`): "zero_one" (G_i itself), "disagreement" (one subgraph per edge), "domination" (per label
 with outgoing edges: that label and the labels it dominates) and "dominated" (per label with incoming edges:
@@ -72,6 +78,90 @@ def _describe_index(rows):
     return f"a {type(rows).__name__}"
 
 
+class Levels:
+    """Graphs complete between levels: instance i's labels in the order ``order[i, 0 .. L - 1]`` (every label once,
+    the most preferred level first, labels ascending within a level), its level k at the positions
+    ``starts[level_ptr[i] + k]`` .. (the next start or L) - 1, and an edge from every label to every label of a
+    later level (Dekel, Manning & Singer, NIPS 2003, Fig. 1a-c). ``order`` int32 (n x L), ``level_ptr`` int64
+    (n + 1), ``starts`` int32 (from 0 in each instance, increasing). One level: no edge."""
+
+    def __init__(self, order, level_ptr, starts):
+        self.order = np.ascontiguousarray(order, dtype=np.int32)
+        self.level_ptr = np.ascontiguousarray(level_ptr, dtype=np.int64)
+        self.starts = np.ascontiguousarray(starts, dtype=np.int32)
+
+    @property
+    def n_instances(self):
+        return self.order.shape[0]
+
+    @property
+    def n_labels(self):
+        return self.order.shape[1]
+
+    @classmethod
+    def from_grades(cls, R):
+        """Levels of graded relevance R (n x L float64; larger = preferred; equal grades share a level)."""
+        n, L = R.shape
+        order = np.empty((n, L), dtype=np.int32)
+        new = np.empty((n, L), dtype=bool)
+        step = max(1, (1 << 16) // max(L, 1))  # a block of rows at a time: no n x L int64 temporaries
+        for i0 in range(0, n, step):
+            block = R[i0:i0 + step]
+            o = np.argsort(-block, axis=1, kind="stable")
+            order[i0:i0 + step] = o
+            graded = np.take_along_axis(block, o, axis=1)
+            new[i0:i0 + step, 0] = True
+            new[i0:i0 + step, 1:] = graded[:, 1:] != graded[:, :-1]
+        level_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.count_nonzero(new, axis=1), out=level_ptr[1:])
+        return cls(order, level_ptr, np.nonzero(new)[1])
+
+    @classmethod
+    def from_classes(cls, y, n_labels):
+        """Levels of class labels y: the class above every other label (ascending)."""
+        others = np.arange(n_labels - 1, dtype=np.int32)
+        order = np.empty((y.size, n_labels), dtype=np.int32)
+        order[:, 0] = y
+        order[:, 1:] = others + (others >= y[:, None])
+        k = 2 if n_labels > 1 else 1
+        return cls(order, np.arange(y.size + 1, dtype=np.int64) * k, np.tile(np.arange(k, dtype=np.int32), y.size))
+
+    def _ends(self):
+        """The end (one past the last position) of every level."""
+        ends = np.empty(self.starts.size, dtype=np.int64)
+        ends[:-1] = self.starts[1:]
+        ends[self.level_ptr[1:] - 1] = self.n_labels
+        return ends
+
+    def edge_counts(self):
+        """The number of edges of every instance: sum over its levels of size x labels below."""
+        if self.n_instances == 0:
+            return np.zeros(0, dtype=np.int64)
+        ends = self._ends()
+        per_level = (ends - self.starts) * (self.n_labels - ends)
+        return np.add.reduceat(per_level, self.level_ptr[:-1])
+
+    def take(self, rows):
+        """The levels of the instances ``rows`` (an integer array), in that order."""
+        counts = np.diff(self.level_ptr)[rows]
+        first = self.level_ptr[:-1][rows]
+        take = np.repeat(first - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())
+        return Levels(self.order[rows], np.r_[0, np.cumsum(counts)], self.starts[take])
+
+    def mirrored(self):
+        """The mirror image: positions and levels reversed (the least preferred level first)."""
+        ends = self._ends()
+        inst = np.repeat(np.arange(self.n_instances), np.diff(self.level_ptr))
+        flip = self.level_ptr[inst] + self.level_ptr[inst + 1] - 1 - np.arange(self.starts.size)
+        starts = np.empty_like(self.starts)
+        starts[flip] = self.n_labels - ends
+        return Levels(self.order[:, ::-1], self.level_ptr, starts)
+
+    def same_as(self, other):
+        return (np.array_equal(self.order, other.order) and np.array_equal(self.level_ptr, other.level_ptr)
+                and np.array_equal(self.starts, other.starts))
+
+
 class Subgraphs:
     """The subgraphs of a decomposition, flat: instance i owns subgraphs sub_ptr[i] .. sub_ptr[i + 1] - 1 and
     subgraph k holds the edges members[member_ptr[k] .. member_ptr[k + 1] - 1] (indices into the graphs' edge
@@ -115,12 +205,47 @@ class PreferenceGraphs:
     def __init__(self, edge_ptr, init, term, n_labels):
         if isinstance(n_labels, (int, np.integer)) and not isinstance(n_labels, (bool, np.bool_)):
             check_n_labels(n_labels, 0, "PreferenceGraphs", inferred=False)
-        self.edge_ptr, self.init, self.term, self.n_labels = check_preference_edges(edge_ptr, init, term, n_labels)
+        self._edge_ptr, self._init, self._term, self.n_labels = check_preference_edges(edge_ptr, init, term,
+                                                                                       n_labels)
+        self.levels = None
+
+    @classmethod
+    def _from_levels(cls, levels):
+        """Graphs in the level form (valid by construction: simple, labels in range); edges built on request."""
+        graphs = cls.__new__(cls)
+        graphs.levels, graphs.n_labels = levels, int(levels.n_labels)
+        graphs._edge_ptr = graphs._init = graphs._term = None
+        return graphs
+
+    # ------------------------------------------------------------------------------------------ edges
+    @property
+    def edge_ptr(self):
+        """The offsets of every instance's edges (int64, n_instances + 1; from the level form without its edges)."""
+        if self._edge_ptr is None:
+            ptr = np.zeros(self.levels.n_instances + 1, dtype=np.int64)
+            np.cumsum(self.levels.edge_counts(), out=ptr[1:])
+            self._edge_ptr = ptr
+        return self._edge_ptr
+
+    @property
+    def init(self):
+        """The preferred label of every edge (int32; built from the level form on first request)."""
+        if self._init is None:
+            self._init, self._term = _graphs.level_edges(self.levels.order, self.levels.level_ptr,
+                                                         self.levels.starts, self.edge_ptr)
+        return self._init
+
+    @property
+    def term(self):
+        """The less preferred label of every edge (int32; built from the level form on first request)."""
+        if self._term is None:
+            self.init
+        return self._term
 
     # ------------------------------------------------------------------------------------------ sizes
     @property
     def n_instances(self):
-        return self.edge_ptr.shape[0] - 1
+        return self.edge_ptr.shape[0] - 1 if self.levels is None else self.levels.n_instances
 
     @property
     def n_edges(self):
@@ -145,14 +270,19 @@ class PreferenceGraphs:
                              f"{self.n_instances} instances; select them with a boolean mask of length "
                              f"{self.n_instances}, integer indices in [-{self.n_instances}, {self.n_instances}) "
                              f"or a slice") from None
+        if self.levels is not None:
+            return PreferenceGraphs._from_levels(self.levels.take(rows))
         counts = np.diff(self.edge_ptr)[rows]
         starts = self.edge_ptr[rows]
         take = np.repeat(starts - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())
         return PreferenceGraphs(np.r_[0, np.cumsum(counts)], self.init[take], self.term[take], self.n_labels)
 
     def __eq__(self, other):
-        return (isinstance(other, PreferenceGraphs) and self.n_labels == other.n_labels
-                and np.array_equal(self.edge_ptr, other.edge_ptr) and np.array_equal(self.init, other.init)
+        if not isinstance(other, PreferenceGraphs) or self.n_labels != other.n_labels:
+            return False
+        if self.levels is not None and other.levels is not None and self.levels.same_as(other.levels):
+            return True
+        return (np.array_equal(self.edge_ptr, other.edge_ptr) and np.array_equal(self.init, other.init)
                 and np.array_equal(self.term, other.term))
 
     __hash__ = None
@@ -202,10 +332,7 @@ class PreferenceGraphs:
         _check_matrix_labels(R, "R")
         R = np.ascontiguousarray(check_label_matrix(R, "R"))
         check_n_labels(R.shape[1], 0, "from_relevance", inferred=False)
-        graphs = cls.__new__(cls)  # valid by construction (_graphs.relevance_edges): simple, sorted, in range
-        graphs.edge_ptr, graphs.init, graphs.term = _graphs.relevance_edges(R)
-        graphs.n_labels = int(R.shape[1])
-        return graphs
+        return cls._from_levels(Levels.from_grades(R))
 
     @classmethod
     def from_indicator(cls, Y):
@@ -230,13 +357,7 @@ class PreferenceGraphs:
             n_labels = check_n_labels(n_labels, 0, "from_classes", inferred=False)
         if y.max() >= n_labels:
             raise ValueError(f"class {int(y.max())} is out of range for n_labels={n_labels}")
-        others = np.arange(n_labels - 1, dtype=np.int32)  # instance i's k-th edge: y_i -> k + (k >= y_i)
-        term = (others + (others >= y[:, None])).astype(np.int32, copy=False).ravel()
-        graphs = cls.__new__(cls)  # valid by construction: simple, sorted by (init, term), labels in range
-        graphs.edge_ptr = np.arange(y.size + 1, dtype=np.int64) * (n_labels - 1)
-        graphs.init, graphs.term = np.repeat(y.astype(np.int32), n_labels - 1), term
-        graphs.n_labels = int(n_labels)
-        return graphs
+        return cls._from_levels(Levels.from_classes(y.astype(np.int32), n_labels))
 
     @classmethod
     def from_hierarchy(cls, parent, correct, n_layers=3):

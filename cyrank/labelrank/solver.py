@@ -87,25 +87,45 @@ class Options:
     """Knobs of the solvers (defaults are the measured best):
 
     parallel_min_rows  the loss kernels run on one thread below this many instances (-1: the shared default)
+    levels             use the level form of graphs complete between levels (graphs.Levels) for "domination" and
+                       "dominated": O(L) per instance instead of O(edges) (False: always the enumerated edges)
     """
 
     parallel_min_rows: int = -1
+    levels: bool = True
 
 
 class _Data:
     """X (CSR or C-ordered dense, float32/64 as given, never copied per product), the joint features J
-    (n x L x p, float64, or None), the graphs and the subgraphs of one decomposition, and the instance weights
-    (``weight``: n float64, or None for 1 each). Parameters travel as one vector: W (d x L, C order), then theta
-    (p)."""
+    (n x L x p, float64, or None), the graphs (``graphs``) and either the subgraphs of one decomposition (``sub``)
+    or, for "domination" and "dominated" on graphs in the level form (graphs.Levels), the level form's kernel
+    arrays ``levels`` = (order, level_ptr, starts, sign), the mirror image with sign -1 for "dominated"
+    (_loss.pyx), and the instance weights (``weight``: n float64, or None for 1 each). ``state_size``: the
+    kernels' state between a gradient and its Hessian products (one weight per membership, or n x L scores in
+    the level form). ``levels``: False forces the enumerated edges (the boosting solver with joint features
+    needs them). Parameters travel as one vector: W (d x L, C order), then theta (p)."""
 
-    def __init__(self, X, G, decomposition, options, J=None, weight=None):
+    def __init__(self, X, G, decomposition, options, J=None, weight=None, levels=True):
         X = X.tocsr() if sp.issparse(X) else X
         self.parts = product_parts(X)  # (data, indices, indptr, dense, n, d) for _loss.product_into / fused_pass
         data, _, _, dense, n, d = self.parts
         self.X = data.reshape(n, d) if dense else X
-        self.G, self.J = G, J
-        self.sub = G.decompose(decomposition)
+        self.graphs, self.J = G, J
         self.L, self.d, self.n = G.n_labels, d, n
+        self.levels = None
+        if (levels and options.levels and G.levels is not None and isinstance(decomposition, str)
+                and decomposition in ("domination", "dominated")):
+            lv = G.levels if decomposition == "domination" else G.levels.mirrored()
+            self.levels = (lv.order, lv.level_ptr, lv.starts, 1.0 if decomposition == "domination" else -1.0)
+            self.state_size = n * G.n_labels
+            # whitening.py calls _loss.mean_curvature(G.edge_ptr, G.init, G.term, sub.sub_ptr, ...): the level
+            # form travels in place of edge_ptr (no edge is built)
+            self.G = SimpleNamespace(edge_ptr=self.levels, init=None, term=None)
+            self.sub = SimpleNamespace(sub_ptr=None, member_ptr=None, kernel_members=None)
+        else:
+            self.G = G
+            self.sub = G.decompose(decomposition)
+            self.state_size = self.sub.n_memberships
         self.n_joint = 0 if J is None else J.shape[2]
         self.size = self.d * self.L + self.n_joint
         self._p, self._gram = None, None
@@ -122,7 +142,7 @@ class _Data:
     def p(self):
         """The membership weights of the last :meth:`loss_grad_scores` call without its own ``p``."""
         if self._p is None:
-            self._p = np.empty(self.sub.n_memberships)
+            self._p = np.empty(self.state_size)
         return self._p
 
     def gram(self):
@@ -159,12 +179,18 @@ class _Data:
 
     def loss_grad_scores(self, S, A, B, p=None):
         """The loss at S; fills p (default self.p), A and B (_loss.loss_grad)."""
+        if self.levels is not None:
+            return _loss.level_loss_grad(S, *self.levels, self.p if p is None else p, A, B, self.parallel_min_rows,
+                                         self.weight)
         return _loss.loss_grad(S, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
                                self.sub.kernel_members, self.p if p is None else p, A, B, self.parallel_min_rows,
                                self.weight)
 
     def hess_scores(self, dS, p, dG):
         """dG = the Hessian of the loss in the scores (membership weights p) times dS (_loss.hess_scores)."""
+        if self.levels is not None:
+            _loss.level_hess_scores(dS, *self.levels, p, dG, self.parallel_min_rows, self.weight)
+            return
         _loss.hess_scores(dS, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
                           self.sub.kernel_members, p, dG, self.parallel_min_rows, self.weight)
 
@@ -173,9 +199,19 @@ class _Data:
         gradient X' G into out, or (``hessian``) out = X' H X V at the weights p; holder.acc keeps the chunk
         accumulators."""
         V = np.ascontiguousarray(v, dtype=np.float64).reshape(self.d, self.L)
+        if self.levels is not None:
+            return _loss.level_fused_pass(*self.parts, V, *self.levels, p, hessian, out, holder,
+                                          self.parallel_min_rows, self.weight)
         return _loss.fused_pass(*self.parts, V, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr,
                                 self.sub.member_ptr, self.sub.kernel_members, p, hessian, out, holder,
                                 self.parallel_min_rows, self.weight)
+
+    def mean_curvature(self, p):
+        """sum_i trace(H_i) at the state p (_loss.mean_curvature; whitening.py's scale)."""
+        if self.levels is not None:
+            return _loss.level_mean_curvature(*self.levels, p, self.weight)
+        return _loss.mean_curvature(self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
+                                    self.sub.kernel_members, p, self.L, self.weight)
 
     def xt(self, G):
         """The gradient in the parameters of sum(G * S): X' G (d x L) and sum_(i,y) G[i, y] J[i, y] (p), as one
@@ -350,7 +386,7 @@ class LabelRankLoss(Datafit):
     def evaluate(self, w, Mw, state):
         D = self.data
         if self._p is None:
-            self._p = np.empty(D.sub.n_memberships)
+            self._p = np.empty(D.state_size)
         state.x, self._owner = np.array(w, dtype=np.float64), state
         if not D.n_joint:  # one pass over X (_loss.fused_pass): no n x L array
             grad = np.empty(self.n_features)
@@ -471,7 +507,8 @@ def solve(X, G, *, joint=None, decomposition="domination", solver="auto", penalt
                                               alpha=alpha, l1_ratio=l1_ratio, max_iter=max_iter, tol=tol)
     X, G, joint, weight = _check_data(X, G, joint, sample_weight)
     options = check_options(options, Options, "cyrank.labelrank.solve")
-    data = _Data(X, G, decomposition, options, joint, weight)
+    # the boosting update's joint base functions need every edge's weight (_JointBoost): the enumerated form
+    data = _Data(X, G, decomposition, options, joint, weight, levels=not (solver == "boost" and joint is not None))
     if G.n_edges == 0:
         warn_no_preferences()
     w = np.zeros(data.size)
@@ -569,16 +606,23 @@ def _orders_every_edge(data, w, f):
     S[term] - S[init] <= 0 along w (rounding: <= 1e-9 max |margin|), one < 0, and F(2 w) < F(w) is seen. Then
     F(x + t w) decreases strictly in t at every x (the loss is increasing in each margin), so nothing is optimal.
     O(nnz L + memberships)."""
-    G = data.G
-    used = np.unique(data.sub.members)
-    used = used[data.positive()[G.instance_of_edge()[used]]]  # the edges the loss sees
-    if used.size == 0 or not np.any(w):
+    if not np.any(w):
         return ""
-    S = data.scores(w)
-    inst = G.instance_of_edge()[used]
-    m = S[inst, G.term[used]] - S[inst, G.init[used]]
-    top = float(np.max(np.abs(m)))
-    if top == 0.0 or float(m.max()) > 1e-9 * top:
+    if data.levels is not None:  # every edge is in a subgraph: the margins from the level form, no edge built
+        lv = data.graphs.levels
+        high, top = _loss.level_margins(data.scores(w), lv.order, lv.level_ptr, lv.starts,
+                                        data.positive().view(np.uint8))
+    else:
+        G = data.G
+        used = np.unique(data.sub.members)
+        used = used[data.positive()[G.instance_of_edge()[used]]]  # the edges the loss sees
+        if used.size == 0:
+            return ""
+        S = data.scores(w)
+        inst = G.instance_of_edge()[used]
+        m = S[inst, G.term[used]] - S[inst, G.init[used]]
+        high, top = float(m.max()), float(np.max(np.abs(m)))
+    if top == 0.0 or high > 1e-9 * top:
         return ""
     n, L = data.n, data.L
     f2 = data.loss_grad_scores(data.scores(2.0 * w), np.empty((n, L)), np.empty((n, L)))
@@ -648,11 +692,13 @@ def _boost(data, w, alpha, tol, max_iter, g0, verbose, problem, precond):
         rows_l1 = np.abs(X).sum(axis=1)
         args = (X.ravel(), np.zeros(1, np.int32), np.zeros(1, np.int32), True)
     joint = _JointBoost(data) if data.n_joint else None
-    edge_rho = 2.0 * rows_l1[data.G.instance_of_edge()]
-    if joint is not None:
-        edge_rho += joint.edge_l1
-    edge_rho = edge_rho[data.positive()[data.G.instance_of_edge()]]  # the bound over the edges the loss sees
-    rho = float(np.max(edge_rho, initial=0.0))
+    if joint is None:  # the bound over the edges the loss sees: the instances with an edge and a positive weight
+        seen = (np.diff(data.graphs.edge_ptr) > 0) & data.positive()
+        rho = float(np.max(2.0 * rows_l1[seen], initial=0.0))
+    else:
+        inst = data.G.instance_of_edge()
+        edge_rho = (2.0 * rows_l1[inst] + joint.edge_l1)[data.positive()[inst]]
+        rho = float(np.max(edge_rho, initial=0.0))
     A, B = np.empty((n, L)), np.empty((n, L))
     Wp, Wm = np.empty(data.size), np.empty(data.size)
     smoothed = False

@@ -240,3 +240,178 @@ def test_sparse_and_float32_x_give_the_dense_model():
         m = ListwiseMART(loss="listmle", n_estimators=6, n_jobs=1).fit(other, y, qid)
         np.testing.assert_allclose(m.predict(X), dense.predict(X), rtol=1e-6, atol=1e-9)
         assert m.objective_ == pytest.approx(dense.objective_, rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------- Newton series
+def brute_series(f, y, qid, w, terms, target="xendcg", g=None):
+    """sum_{t < terms} (O D^-1)^t grad per query, the matrices written out: H = C (diag(s) - s s'), D = diag(H),
+    O = D - H, so (O D^-1)_kj = s_k / (1 - s_j) for k != j (C and s_j cancel; a column with 1 - s_j = 0 is 0)."""
+    _, grad = brute(f, y, qid, w, loss="listnet", target=target, g=g)
+    out = np.zeros(f.size)
+    for q in np.unique(qid):
+        rows = np.flatnonzero(qid == q)
+        s = np.exp(f[rows] - logsumexp(f[rows]))
+        om = 1.0 - s
+        M = np.divide(s[:, None], om[None, :], out=np.zeros((s.size, s.size)), where=om[None, :] > 0)
+        np.fill_diagonal(M, 0.0)
+        term = grad[rows]
+        out[rows] = term
+        for _ in range(1, terms):
+            term = M @ term
+            out[rows] += term
+    return out
+
+
+def lightgbm_xendcg_noise(y, qid, objective_seed, rounds):
+    """The noise of LightGBM's rank_xendcg (src/objective/rank_objective.hpp, RankXENDCG; utils/random.h), rows
+    grouped by query in qid order: query q draws from its own generator Random(objective_seed + q), x <- 214013 x +
+    2531011 (mod 2^32), g = ((x >> 16) & 0x7FFF) / 32768, one draw per row in row order every round; queries of
+    one row draw nothing."""
+    sizes = np.unique(qid, return_counts=True)[1]
+    state = [(objective_seed + q) % 2**32 for q in range(sizes.size)]
+    for _ in range(rounds):
+        g = np.zeros(y.size)
+        start = 0
+        for q, c in enumerate(sizes):
+            for i in range(c if c > 1 else 0):
+                state[q] = (214013 * state[q] + 2531011) % 2**32
+                g[start + i] = ((state[q] >> 16) & 0x7FFF) / 32768.0
+            start += c
+        yield g
+
+
+def prepared_state(f, y, qid, w, target, g):
+    from cyrank.listwise.solver import Prepared
+
+    prep = Prepared(y, qid, target=target, sample_weight=w, random_state=0)
+    if g is not None:
+        prep.set_noise(g)
+    state, grad = prep.new_state(), np.empty(y.size)
+    prep.evaluate(f, grad, state)
+    return prep, state, grad
+
+
+@pytest.mark.parametrize("target", ["exp", "gain", "xendcg"])
+def test_the_newton_series_is_the_matrix_series(target):
+    """_loss.newton_series(layout, state, g, T) = sum_{t < T} (O D^-1)^t g with the matrices written out, for T =
+    1-4, with row weights, label ties, a query of one row and a query of labels 0 only, rows shuffled; at scores
+    with gaps of 1e3 (rows whose 1 - s is 0 or 1 exactly) it stays finite and equal to the guarded matrix form."""
+    from cyrank.listwise import _loss
+
+    X, y, qid = small_data(3)
+    perm = np.random.default_rng(8).permutation(y.size)
+    y, qid = y[perm], qid[perm]
+    rng = np.random.default_rng(4)
+    w, g = rng.uniform(0.0, 3.0, y.size), rng.random(y.size)
+    for f in (np.zeros(y.size), rng.normal(size=y.size), 3.0 * rng.normal(size=y.size),
+              1e3 * rng.choice([-1.0, 0.0, 1.0], y.size)):
+        prep, state, grad = prepared_state(f, y, qid, w, target, g if target == "xendcg" else None)
+        for terms in (1, 2, 3, 4):
+            got = grad.copy()
+            _loss.newton_series(prep.layout, state, got, terms)
+            want = brute_series(f, y, qid, w, terms, target=target, g=g)
+            assert np.all(np.isfinite(got))
+            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+            if terms == 1:
+                np.testing.assert_array_equal(got, grad)
+        if np.abs(f).max() < 100:
+            got = grad.copy()
+            _loss.newton_series(prep.layout, state, got, 3)
+            assert np.abs(got - grad).max() > 1e-3  # the series changes the gradient
+
+
+def test_the_newton_series_keeps_its_accuracy_when_one_row_holds_the_mass():
+    """A query whose softmax puts 1 - 1e-12 on one row: 1 - s of that row is taken from the other rows' sum (1 -
+    s by subtraction would keep 4 digits), so the series matches the matrix form in extended precision."""
+    from cyrank.listwise import _loss
+
+    y, qid = np.array([2.0, 1.0, 0.0, 1.0]), np.zeros(4, dtype=np.int64)
+    f = np.array([30.0, 0.0, 1.0, -2.0])
+    prep, state, grad = prepared_state(f, y, qid, None, "exp", None)
+    got = grad.copy()
+    _loss.newton_series(prep.layout, state, got, 3)
+    e = np.exp(f.astype(np.longdouble) - f.max())
+    Z = e.sum()
+    s = e / Z
+    om = np.array([np.delete(e, k).sum() for k in range(4)]) / Z  # 1 - s_k, each from the other rows
+    p = np.exp(y - y.max()) / np.exp(y - y.max()).sum()
+    term = s - p
+    want = term.copy()
+    for _ in range(2):
+        u = term / om
+        term = s * np.array([np.delete(u, k).sum() for k in range(4)])
+        want += term
+    np.testing.assert_allclose(got, want.astype(float), rtol=1e-12, atol=1e-15)
+    assert abs(want[0] - term[0]) > 0 and np.abs(want.astype(float)).max() > 1e-3
+
+
+def test_the_newton_series_is_refused_for_listmle_and_bad_terms():
+    from cyrank.listwise import _loss
+    from cyrank.listwise.solver import Prepared
+
+    y, qid = np.array([1.0, 0.0, 2.0]), np.zeros(3, dtype=np.int64)
+    prep = Prepared(y, qid, loss="listmle")
+    with pytest.raises(ValueError, match="ListNet"):
+        _loss.newton_series(prep.layout, prep.new_state(), np.zeros(3), 3)
+    prep = Prepared(y, qid)
+    with pytest.raises(ValueError, match="terms must be >= 1"):
+        _loss.newton_series(prep.layout, prep.new_state(), np.zeros(3), 0)
+    with pytest.raises(ValueError, match="sizes"):
+        _loss.newton_series(prep.layout, prep.new_state(), np.zeros(2), 3)
+
+
+def test_three_terms_with_lightgbms_noise_grow_rank_xendcgs_trees():
+    """The kernel's xendcg gradient with LightGBM's noise (lightgbm_xendcg_noise) and three Newton terms, and the
+    kernel's Hessian diagonal, handed to LightGBM as a custom objective, grow the trees of LightGBM's built-in
+    rank_xendcg (feature_fraction 1: the custom-objective path of lightgbm.train resets the column sampler once
+    more than the built-in path, so sampled columns would differ): the same splits, leaf values within float32
+    rounding of the gradients (LightGBM adds its three terms in float32, the kernel in float64). This is the whole
+    difference between ListwiseMART(target="xendcg") and rank_xendcg: the noise generator and the series."""
+    from cyrank.listwise import _loss
+    from cyrank.listwise.solver import Prepared
+
+    X, y, qid = make_ranking(40, 800, 6, 5, random_state=11)
+    order = np.argsort(qid, kind="stable")
+    X, y, qid = X[order], y[order], qid[order]
+    y[qid == qid[0]] = 1.0  # a query of equal labels: both train on its noise
+    sizes = np.unique(qid, return_counts=True)[1]
+    rounds, seed = 8, 12345
+    params = {"learning_rate": 0.3, "num_leaves": 7, "min_data_in_leaf": 5, "num_threads": 1, "verbosity": -1,
+              "deterministic": True, "force_row_wise": True, "objective_seed": seed}
+    builtin = lgb.train({**params, "objective": "rank_xendcg"},
+                        lgb.Dataset(X, label=y, group=sizes, params={"verbosity": -1}), num_boost_round=rounds)
+    prep, noise = Prepared(y, qid, target="xendcg"), lightgbm_xendcg_noise(y, qid, seed, rounds)
+    state = prep.new_state()
+
+    def objective(preds, dataset):
+        grad, hess = np.empty(y.size), np.empty(y.size)
+        prep.set_noise(next(noise))
+        prep.evaluate(np.asarray(preds, dtype=np.float64), grad, state)
+        _loss.newton_series(prep.layout, state, grad, 3)
+        _loss.hess_diag(prep.layout, state, hess)
+        return grad, hess
+
+    custom = lgb.train({**params, "objective": objective},
+                       lgb.Dataset(X, label=y, group=sizes, params={"verbosity": -1}), num_boost_round=rounds)
+    a, b = builtin.dump_model()["tree_info"], custom.dump_model()["tree_info"]
+    splits = lambda t: [(n["split_feature"], n["threshold"]) for n in _nodes(t) if "split_feature" in n]  # noqa
+    leaves = lambda t: [n["leaf_value"] for n in _nodes(t) if "leaf_value" in n]  # noqa
+    assert len(a) == len(b) == rounds
+    for ta, tb in zip(a, b):
+        assert splits(ta["tree_structure"]) == splits(tb["tree_structure"])
+        np.testing.assert_allclose(leaves(tb["tree_structure"]), leaves(ta["tree_structure"]), rtol=1e-5,
+                                   atol=1e-7)
+    # without the series (the exact gradient), the first tree already differs
+    prep.set_noise(next(lightgbm_xendcg_noise(y, qid, seed, 1)))
+    grad = np.empty(y.size)
+    prep.evaluate(np.zeros(y.size), grad, state)
+    exact = grad.copy()
+    _loss.newton_series(prep.layout, state, grad, 3)
+    assert np.abs(grad - exact).max() > 1e-3
+
+
+def _nodes(tree):
+    yield tree
+    for child in ("left_child", "right_child"):
+        if child in tree:
+            yield from _nodes(tree[child])

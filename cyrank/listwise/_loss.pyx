@@ -17,6 +17,15 @@ the rows (a_{t,j} = 1 below G, a_r in G, 0 above), the gradient is sum_t c_t q_t
 Hessian sum_t c_t (diag(q_t) - q_t q_t'): a row j of group H sees a_{t,j} = 1 for every t of a group above H
 and a_r for the t of its own group, so prefix sums over the groups give the gradient, H u and diag(H) in O(n).
 
+Newton series (for tree learners): with H = D - O a ListNet query's Hessian, D = diag(H) = C diag(s (1 - s)) and
+O_kj = C s_k s_j (k != j), the Newton direction H^+ g expands formally as D^-1 sum_t (O D^-1)^t g. A tree's leaf
+value -sum g / sum h with h = diag(H) is a Newton step on the diagonal; handing the trees the truncated series
+g~ = sum_{t < T} (O D^-1)^t g instead makes it an approximate step on the query's whole Hessian. Term t + 1 is
+s_k sum_{j != k} (term t)_j / (1 - s_j) (C cancels), O(n) per query and term. With T = 3, unit weights and the
+xendcg target this is the gradient LightGBM's rank_xendcg hands its trees (src/objective/rank_objective.hpp,
+RankXENDCG: "first / second / third order terms"; XE-NDCG is Bruch, "An Alternative Cross Entropy Loss for
+Learning-to-Rank", WWW 2021, arXiv:1911.09798).
+
 Stability: every exponential is taken relative to the running maximum of its risk set. Going up from the last
 group, M_G = max f over G and below (non-increasing downward), ex_j = e^{f_j - M_G} for j in G, and B_G, S_G are
 stored scaled by e^{-M_G} (so D~_t = D_t e^{-M_G} >= 1 / m); going down, the prefix sums over the groups above
@@ -140,6 +149,37 @@ cdef void _listnet_hess(intp_t a, intp_t b, const double* coef, const double* ex
             out[k] = C * s * (1.0 - s)
         else:
             out[k] = C * s * (u[k] - su)
+
+
+cdef void _listnet_series(intp_t a, intp_t b, const double* ex, const double* gs, const double* g, double* out,
+                          double* work, intp_t terms) noexcept nogil:
+    """out = sum_{t < terms} (O D^-1)^t g over one ListNet query (module docstring, "Newton series"), from the
+    state of :func:`_listnet_eval`: s_k = ex_k / Z, Z = gs[a]. Only the first row at the maximum (ex = 1, "top")
+    can have s > 1/2, so only its 1 / (1 - s) is large: its 1 - s is taken from the other rows' sum of ex, and the
+    sums over j != k are formed without it (the others' sum, plus its u for k != top), so that nothing cancels
+    when the query's mass sits on one row. A row with 1 - s_k = 0 (every other row's exponential underflows) has
+    no Newton term: its u_k is 0."""
+    cdef intp_t k, t, top = -1
+    cdef double Z = gs[a], rest = 0.0, others, om, u_top
+    for k in range(a, b):
+        out[k] = g[k]
+        if top < 0 and ex[k] == 1.0:
+            top = k
+        else:
+            rest += ex[k]
+    for t in range(1, terms):  # work: the previous term, then u_k = term_k / (1 - s_k), then the next term
+        others = 0.0
+        u_top = 0.0
+        for k in range(a, b):
+            om = (rest if k == top else Z - ex[k]) / Z
+            work[k] = ((g[k] if t == 1 else work[k]) / om) if om > 0.0 else 0.0
+            if k == top:
+                u_top = work[k]
+            else:
+                others += work[k]
+        for k in range(a, b):  # next term_k = s_k sum_{j != k} u_j
+            work[k] = ex[k] / Z * (others if k == top else u_top + (others - work[k]))
+            out[k] += work[k]
 
 
 # ------------------------------------------------------------------------------------------------ ListMLE
@@ -304,9 +344,9 @@ cdef inline void _query_hess(int kind, bint efron, intp_t top_k, intp_t a, intp_
 
 
 def _positions(Layout lay, int mode, State st, const double[::1] x, double[::1] y, double[::1] work,
-               double[::1] qloss):
+               double[::1] qloss, intp_t terms=1):
     """Every query on position arrays, no X: mode 0 the loss (f = x, g = y; returns the sum), 1 y = H x, 2
-    y = diag(H)."""
+    y = diag(H), 3 y = the Newton series of the gradient x to ``terms`` terms (ListNet)."""
     cdef intp_t n = lay.n, nq = lay.n_queries, nt = lay.n_threads, q
     cdef const intp_t[::1] offsets = lay.offsets, gstart = lay.gstart, gend = lay.gend
     cdef const double[::1] coef = lay.coef
@@ -324,6 +364,8 @@ def _positions(Layout lay, int mode, State st, const double[::1] x, double[::1] 
             if mode == 0:
                 qloss[q] = _query(kind, efron, top_k, offsets[q], offsets[q + 1], &gstart[0], &gend[0], &coef[0],
                                   &x[0], &y[0], &ex[0], &gm[0], &gb[0], &gs[0])
+            elif mode == 3:
+                _listnet_series(offsets[q], offsets[q + 1], &ex[0], &gs[0], &x[0], &y[0], &work[0], terms)
             else:
                 _query_hess(kind, efron, top_k, offsets[q], offsets[q + 1], &gstart[0], &gend[0], &coef[0], &ex[0],
                             &gm[0], &gb[0], &gs[0], &x[0], &y[0], &work[0], mode == 2)
@@ -358,6 +400,24 @@ def hess_diag(Layout lay, State st, double[::1] out):
     op = np.empty(lay.n)
     _positions(lay, 2, st, op, op, op, np.empty(lay.n_queries))
     np.asarray(out)[lay.perm] = op
+
+
+def newton_series(Layout lay, State st, double[::1] g, intp_t terms):
+    """g <- sum_{t < terms} (O D^-1)^t g in place (input row order; module docstring, "Newton series"), g the
+    ListNet gradient of the last :func:`evaluate` into ``st``; terms=1 leaves g as it is."""
+    if lay.kind != LISTNET:
+        raise ValueError("the Newton series of the gradient is defined for ListNet (softmax cross-entropy) only")
+    if terms < 1:
+        raise ValueError(f"terms must be >= 1, got {terms}")
+    if g.shape[0] != lay.n:
+        raise ValueError("listwise kernel: wrong array sizes")
+    if terms == 1 or lay.n == 0:
+        return
+    perm = lay.perm
+    gp = np.take(np.asarray(g), perm)
+    op = np.empty(lay.n)
+    _positions(lay, 3, st, gp, op, np.empty(lay.n), np.empty(lay.n_queries), terms)
+    np.asarray(g)[perm] = op
 
 
 # ------------------------------------------------------------------------------------------------ fused with X

@@ -167,9 +167,10 @@ def test_integer_weights_are_the_instances_repeated(storage, penalty, solver):
     keep = w > 0  # weight 0 is deletion
     c = solve(_store(X[keep], storage), G[keep], sample_weight=w[keep], **kw)
     assert c.objective == pytest.approx(a.objective, rel=1e-12)
-    if penalty != "l1":
-        np.testing.assert_allclose(a.coef, b.coef, rtol=1e-8, atol=1e-10)
-        np.testing.assert_allclose(a.coef, c.coef, rtol=1e-8, atol=1e-10)
+    if penalty != "l1":  # newton stops on its certified gap, which pins w only to sqrt(2 gap / mu)
+        rtol = 1e-6 if solver == "newton" else 1e-8
+        np.testing.assert_allclose(a.coef, b.coef, rtol=rtol, atol=1e-10)
+        np.testing.assert_allclose(a.coef, c.coef, rtol=rtol, atol=1e-10)
         assert a.n_iter == b.n_iter == c.n_iter
 
 

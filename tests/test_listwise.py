@@ -289,14 +289,14 @@ def letor(seed, n, d=10, q=20):
 def test_eval_set_history_and_early_stopping():
     X, y, qid = letor(0, 2000)
     Xv, yv, qv = letor(1, 400)
-    full = fit(ListNet(alpha=1e-4), X, y, qid, eval_set=(Xv, yv, qv))
+    full = fit(ListNet(alpha=1e-4, tol=1e-12), X, y, qid, eval_set=(Xv, yv, qv))
     h = full.history_["eval"]
     assert h.shape == (full.n_iter_ + 1,) and full.converged_
     assert full.best_iteration_ == int(np.argmax(h))
     assert h[-1] == pytest.approx(full.score(Xv, yv, qv), abs=1e-12)
     assert np.argmax(h) < full.n_iter_  # this data's eval NDCG@10 peaks before the optimum
     with pytest.warns(ConvergenceWarning, match="stopped early on purpose"):
-        early = ListNet(alpha=1e-4, early_stopping_rounds=1).fit(X, y, qid, eval_set=(Xv, yv, qv))
+        early = ListNet(alpha=1e-4, tol=1e-12, early_stopping_rounds=1).fit(X, y, qid, eval_set=(Xv, yv, qv))
     assert not early.converged_
     assert early.best_iteration_ == int(np.argmax(early.history_["eval"]))
     assert early.n_iter_ == early.best_iteration_ + 1 < full.n_iter_
@@ -304,7 +304,7 @@ def test_eval_set_history_and_early_stopping():
     assert early.score(Xv, yv, qv) == pytest.approx(h.max(), abs=1e-12)  # the best iterate is kept
     assert early.objective(X, y, qid) == pytest.approx(early.objective_, rel=1e-12)
     # rounds that are never reached change nothing
-    late = fit(ListNet(alpha=1e-4, early_stopping_rounds=1000), X, y, qid, eval_set=(Xv, yv, qv))
+    late = fit(ListNet(alpha=1e-4, tol=1e-12, early_stopping_rounds=1000), X, y, qid, eval_set=(Xv, yv, qv))
     np.testing.assert_array_equal(late.coef_, full.coef_)
     # no eval_set: an empty history
     plain = fit(ListMLE(), X, y, qid)

@@ -90,8 +90,8 @@ def _minimise_smooth(datafit, w, *, tol, max_iter, verbose, name, callback=None,
     max_r |grad_r at 0| (``grad_scale="max"``, always computed here).
 
     Preconditioned by the Jacobi diagonal from the first step when the columns' within-query scales call for it
-    (:func:`~cyrank.optim.certificate.worth_preconditioning`; one pass over X for the column squares), else only
-    if TRON asks for it later. Waiting is not enough when every column has its own scale (columns spread over
+    (:func:`~cyrank.optim.certificate.worth_preconditioning`; one pass over X for the column squares), else not at
+    all (TRON's lazy preconditioning would ask the same question of the same squares). Waiting is not enough when every column has its own scale (columns spread over
     10^-2 .. 10^4): unpreconditioned TRON then neither meets the gradient rule nor stalls, its trust region shrinks
     and it crawls (RankNet on 1e5 x 136: 200 Newton steps and 191 s, not converged; preconditioned from the start:
     converged in a few steps)."""
@@ -100,11 +100,10 @@ def _minimise_smooth(datafit, w, *, tol, max_iter, verbose, name, callback=None,
     else:
         g0 = float(np.linalg.norm(datafit.grad(np.zeros(w.shape[0])))) if np.any(w) else None
     mu = 2.0 * datafit.ridge
-    if worth_preconditioning(datafit.column_squares(), datafit.n_rows):
-        precond = datafit.preconditioner(w, always=True)  # from the first step: see _minimise_smooth's docstring
-    else:
-        def precond(x):  # asked by TRON only if the gradient rule holds while the gap does not
-            return datafit.preconditioner(x)
+    # from the first step when the scales call for it (see the docstring); else never: the scales have been
+    # examined, so TRON may trust an unpreconditioned Newton decrement from the start
+    worth = worth_preconditioning(datafit.column_squares(), datafit.n_rows)
+    precond = datafit.preconditioner(w, always=True) if worth else None
     res = tron(datafit, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name=name,
                precond=precond, gap_tol=tol, strong_convexity=mu, callback=callback)
     if res.converged:

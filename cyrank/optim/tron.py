@@ -196,14 +196,18 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
     gap, gap_kind = math.inf, ""
 
     def certified():
-        """The gradient rule, then (gap_tol) the gap of cyrank.optim.certificate at the current point."""
+        """Without gap_tol: the gradient rule. With it: the gap of cyrank.optim.certificate at the current point,
+        the free strong-convexity bound first, the Newton decrement (Hessian products) once the gradient rule
+        holds."""
         nonlocal gap, gap_kind, n_cg
-        if gnorm > tol * gnorm0:
-            return False
         if gap_tol is None:
-            return True
+            return gnorm <= tol * gnorm0
         gap = gnorm ** 2 / (2.0 * strong_convexity) if strong_convexity > 0 else math.inf
         gap_kind = "strong convexity"
+        if gap <= gap_target(gap_tol, f):
+            return True
+        if gnorm > tol * gnorm0:
+            return False
         if gap > gap_target(gap_tol, f):
             # the Newton decrement (in the scaled variables: preconditioned) by cyrank.optim.certificate's CG, with
             # its strong-convexity bound on the rest (residual in the caller's variables); or -q(s) of an
@@ -224,16 +228,42 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
                 gap, gap_kind = max(decrement, 0.0), "strong convexity" if bounded else "newton decrement"
         return gap <= gap_target(gap_tol, f)
 
+    def step_certifies(half, r):
+        """The gap at x from the step's own CG, without another Hessian product, as cyrank.optim.certificate
+        measures it (that CG is an interior solve to CG_REL_TOL = its DECREMENT_RTOL): the Newton decrement
+        lambda^2 / 2 = -q(s) + r'H^-1 r / 2, certified as half + ||r||^2 / (2 mu) under strong convexity mu when
+        that meets the target (r in the caller's variables), else estimated by half = -q(s) (not in a first,
+        unpreconditioned pass, where only a certified bound counts). True when it meets the target (gap and
+        gap_kind updated)."""
+        nonlocal gap, gap_kind
+        if gap_tol is None or type(p).metric is not SmoothProblem.metric:
+            return False
+        target = gap_target(gap_tol, f)
+        rs = r if scale is None else r * scale
+        bound = half + float(rs @ rs) / (2.0 * strong_convexity) if strong_convexity > 0 else math.inf
+        if bound <= target:
+            value, kind = bound, "strong convexity"
+        elif not _stop_uncertified:
+            value, kind = half, "newton decrement"
+        else:
+            return False
+        if value < gap:
+            gap, gap_kind = max(value, 0.0), kind
+        return gap <= target
+
     converged = certified()
     if _stop_uncertified and not converged and gnorm <= tol * gnorm0:
         message, uncertified = "stopped to be preconditioned", True
     while not converged and not uncertified and n_iter < max_iter:
-        n_iter += 1
-        s, Ms, r, cg_it, _ = _truncated_cg(p, g, Mg, delta, max_cg)
+        s, Ms, r, cg_it, interior = _truncated_cg(p, g, Mg, delta, max_cg)
         n_cg += cg_it
-        x_new, Mx_new = x + s, Mx + Ms
         gs = float(g @ Ms)
         prered = -0.5 * (gs - float(r @ Ms))  # -q(s), since H s = -g - r
+        if interior and step_certifies(prered, r):
+            converged = True  # x is within the target: the step is not taken
+            break
+        n_iter += 1
+        x_new, Mx_new = x + s, Mx + Ms
         f_new = float(p.fun(x_new, Mx_new))
         n_fun += 1
         actred = f - f_new
@@ -287,15 +317,14 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
         if stalled:
             if gap_tol is not None and gnorm <= tol * gnorm0 and not math.isfinite(gap):
                 certified()
-            measured = (f"gap {gap:.3g} ({gap_kind}) > {gap_target(gap_tol, f):.3g}" if gnorm <= tol * gnorm0
-                        and gap_tol is not None else f"|g|/|g0| = {gnorm / gnorm0:.3g} > tol = {tol:g}")
+            measured = (f"gap {gap:.3g} ({gap_kind}) > {gap_target(gap_tol, f):.3g}" if gap_tol is not None
+                        else f"|g|/|g0| = {gnorm / gnorm0:.3g} > tol = {tol:g}")
             message = (f"steps no longer change x in floating point at {measured}: the objective cannot be "
                        "resolved further in float64 (a feature on a huge or tiny scale: standardise X)")
             break
     if not converged:
         if not message:
-            shortfall = (f"gap {gap:.3g} ({gap_kind}) > {gap_target(gap_tol, f):.3g}"
-                         if gap_tol is not None and gnorm <= tol * gnorm0
+            shortfall = (f"gap {gap:.3g} ({gap_kind}) > {gap_target(gap_tol, f):.3g}" if gap_tol is not None
                          else f"|g|/|g0| = {gnorm / gnorm0 if gnorm0 else 0:.3g} > tol = {tol:g}")
             message = f"reached max_iter={max_iter} Newton iterations with {shortfall}; increase max_iter or tol"
         message = f"{name}: {message}"

@@ -160,7 +160,7 @@ cdef void _listnet_series(intp_t a, intp_t b, const double* ex, const double* gs
     when the query's mass sits on one row. A row with 1 - s_k = 0 (every other row's exponential underflows) has
     no Newton term: its u_k is 0."""
     cdef intp_t k, t, top = -1
-    cdef double Z = gs[a], rest = 0.0, others, om, u_top
+    cdef double Z = gs[a], inv = 1.0 / gs[a], rest = 0.0, others, zo, u_top
     for k in range(a, b):
         out[k] = g[k]
         if top < 0 and ex[k] == 1.0:
@@ -171,14 +171,14 @@ cdef void _listnet_series(intp_t a, intp_t b, const double* ex, const double* gs
         others = 0.0
         u_top = 0.0
         for k in range(a, b):
-            om = (rest if k == top else Z - ex[k]) / Z
-            work[k] = ((g[k] if t == 1 else work[k]) / om) if om > 0.0 else 0.0
+            zo = rest if k == top else Z - ex[k]  # Z (1 - s_k)
+            work[k] = ((g[k] if t == 1 else work[k]) * Z / zo) if zo > 0.0 else 0.0
             if k == top:
                 u_top = work[k]
             else:
                 others += work[k]
         for k in range(a, b):  # next term_k = s_k sum_{j != k} u_j
-            work[k] = ex[k] / Z * (others if k == top else u_top + (others - work[k]))
+            work[k] = ex[k] * inv * (others if k == top else u_top + (others - work[k]))
             out[k] += work[k]
 
 

@@ -2,17 +2,26 @@
 target, ListNet, ListMLE) against LightGBM's built-in ``rank_xendcg`` and ``lambdarank`` objectives, the same trees,
 side by side in one run, one thread. Prints markdown tables (for bench/RESULTS.md).
 
-    python bench/bench_listwise_trees.py            # embedded data + LETOR-style 1e5 x 136 generated data
+    python bench/bench_listwise_trees.py            # embedded data (20 seeds) + LETOR-style 1e5 x 136 (5 seeds)
+    python bench/bench_listwise_trees.py --seeds 50 # embedded data over 50 seeds (generated data: 5)
     python bench/bench_listwise_trees.py --small    # generated data 2e4 x 136, 2 seeds (quick check)
     python bench/bench_listwise_trees.py --profile  # where a ListwiseMART fit spends its time (1e5 x 136)
 
 Every contender grows the same trees: num_leaves 31, learning_rate 0.1, 100 rounds, min_data_in_leaf 20,
-feature_fraction 0.8 drawn from the seed (so that the 5 seeds give 5 different models for every contender; the
+feature_fraction 0.8 drawn from the seed (so that the seeds give different models for every contender; the
 xendcg draws too), deterministic, force_row_wise, feature_pre_filter off (ListwiseMART's LightGBM defaults), one
 thread. Fit time = wall time of the whole fit (LightGBM: Dataset construction + train, rows sorted by query
 beforehand, outside the time; cyrank: ListwiseMART.fit on the rows as given). Test NDCG@10 in LightGBM's convention
-(cyrank.metrics.ndcg_score(..., convention="lightgbm")), mean and spread (min-max) over the seeds; seconds: the
-median fit time over the seeds, contenders alternated within each seed.
+(cyrank.metrics.ndcg_score(..., convention="lightgbm")), mean and spread (min-max) over the seeds, and the paired
+difference from rank_xendcg (per seed, then mean and its standard error); seconds: the median fit time over the
+seeds, contenders alternated within each seed.
+
+Paired seeds: lightgbm.train's custom-objective path (ListwiseMART's) resets the Booster's objective to "none"
+before its first round (Booster.update -> reset_parameter -> LightGBM's ResetConfig -> ColSampler::SetConfig),
+which draws one column subset more than the built-in path does: at the same seed, tree t of a custom objective
+sees the columns tree t + 1 of a built-in objective sees. The built-in rows therefore make the same reset before
+their first round (``_align_columns``, a before-iteration callback), so that every contender of a seed grows its
+trees on the same column subsets and the paired differences compare objectives, not column draws.
 """
 import os
 
@@ -34,7 +43,20 @@ ROUNDS = 100
 CYRANK = (("cyrank softmax CE, xendcg target", dict(loss="listnet", target="xendcg")),
           ("cyrank ListNet (exp target)", dict(loss="listnet")),
           ("cyrank ListMLE (Efron ties)", dict(loss="listmle")))
+if "newton_terms" in ListwiseMART._get_param_names():  # the gradient rank_xendcg hands its trees (_loss.pyx)
+    CYRANK = CYRANK[:1] + (("cyrank softmax CE, xendcg target, 3 Newton terms",
+                            dict(loss="listnet", target="xendcg", newton_terms=3)),) + CYRANK[1:]
 LIGHTGBM = (("LightGBM rank_xendcg", "rank_xendcg"), ("LightGBM lambdarank", "lambdarank"))
+
+
+def _align_columns(env):
+    """Before round 0 of a built-in objective: the column-sampler reset lightgbm.train's custom-objective path
+    makes (module docstring, "Paired seeds")."""
+    if env.iteration == env.begin_iteration:
+        env.model.reset_parameter({"feature_fraction": TREES["feature_fraction"]})
+
+
+_align_columns.before_iteration = True
 
 
 def fit_lightgbm(objective, X, y, qid, seed):
@@ -46,7 +68,7 @@ def fit_lightgbm(objective, X, y, qid, seed):
     data = lgb.Dataset(Xs, label=ys, group=groups, params={"verbosity": -1})
     booster = lgb.train({"objective": objective, **TREES, "num_threads": 1, "seed": seed, "verbosity": -1,
                          "deterministic": True, "force_row_wise": True, "feature_pre_filter": False}, data,
-                        num_boost_round=ROUNDS)
+                        num_boost_round=ROUNDS, callbacks=[_align_columns])
     return time.perf_counter() - t, booster.predict
 
 
@@ -72,12 +94,17 @@ def side_by_side(name, train, test, seeds):
             seconds, predict = fit(seed)
             times[label].append(seconds)
             scores[label].append(ndcg_score(yt, predict(Xt), qt, k=10, convention="lightgbm"))
-    ref = np.median(times["LightGBM rank_xendcg"])
-    print("| contender | fit seconds (median) | / rank_xendcg | test NDCG@10 mean | min - max |")
-    print("|---|---:|---:|---:|---:|")
+    ref, base = np.median(times["LightGBM rank_xendcg"]), np.array(scores["LightGBM rank_xendcg"])
+    print("| contender | fit seconds (median) | / rank_xendcg | test NDCG@10 mean | min - max | "
+          "paired - rank_xendcg (se) |")
+    print("|---|---:|---:|---:|---:|---:|")
     for label, _ in contenders:
         t, s = np.median(times[label]), np.array(scores[label])
-        print(f"| {label} | {t:.2f} | {t / ref:.2f}x | {s.mean():.4f} | {s.min():.4f} - {s.max():.4f} |", flush=True)
+        d = s - base
+        se = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else float("nan")
+        paired = "-" if label == "LightGBM rank_xendcg" else f"{d.mean():+.4f} ({se:.4f})"
+        print(f"| {label} | {t:.2f} | {t / ref:.2f}x | {s.mean():.4f} | {s.min():.4f} - {s.max():.4f} | {paired} |",
+              flush=True)
 
 
 def letor_like(n_docs, seed):
@@ -134,6 +161,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--small", action="store_true", help="generated data of 2e4 documents, 2 seeds")
     parser.add_argument("--profile", action="store_true", help="only the time split of one fit")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds on the embedded data (default 20)")
     args = parser.parse_args()
     import lightgbm
 
@@ -145,7 +173,7 @@ def main():
         return
     seeds = [1, 2] if args.small else [1, 2, 3, 4, 5]
     side_by_side("Embedded data (load_lightgbm_rank)", load_lightgbm_rank("train"), load_lightgbm_rank("test"),
-                 seeds)
+                 list(range(1, args.seeds + 1)))
     side_by_side("LETOR-style generated data (make_ranking, labels 0-4)", letor_like(n_docs, 0),
                  letor_like(n_docs // 4, 1), seeds)
 

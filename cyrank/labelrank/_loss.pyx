@@ -33,7 +33,7 @@ in double.
 import numpy as np
 
 from cython.parallel cimport parallel, prange
-from libc.math cimport INFINITY, exp, fabs, log, log1p
+from libc.math cimport INFINITY, exp, fabs, log, log1p, signbit
 from libc.stdlib cimport free, malloc
 from scipy.linalg.cython_blas cimport dgemm
 
@@ -256,7 +256,10 @@ cdef void instance_hessian(const double* dS_i, intp_t i, const int* init, const 
 # reversed and the scores negated (sign -1), which turns every dominated subgraph into a domination subgraph; the
 # gradient in the scores changes sign (A and B swap) and the Hessian does not. O(L) per instance, exp and log
 # per label; the state kept between the gradient and the Hessian products is f (n x L: the signed scores in
-# position order, minus the first one's). The loss is invariant to a constant added to an instance's scores, and
+# position order, minus the first one's), except for instances of two levels (bipartite and single-label graphs),
+# whose state is what their Hessian products need, computed once by the gradient: P_a of the first level (as its
+# smaller half, P_a or 1 - P_a, the sign saying which: :func:`pair_state`) and exp(f_y - T_1) of the second, so
+# their products take no exp at all. The loss is invariant to a constant added to an instance's scores, and
 # its Hessian maps constants to 0: the kernels take every score and direction relative to the instance's first
 # label, so a large common part cancels exactly (as in the enumerated kernels' edge differences) rather than to
 # rounding (whitening.py's directions carry one of 1e10 and more).
@@ -307,13 +310,27 @@ cdef inline double sigmoid_pair(double x, double* P, double* P1) noexcept nogil:
     return log1p(e)
 
 
+cdef inline double pair_state(double P, double P1) noexcept nogil:
+    """A sigmoid pair (P, P1 = 1 - P) as one number, the smaller half kept exactly: P1 >= +0 when P >= P1, else
+    -P <= -0 (the sign bit tells them apart, zeros included)."""
+    return P1 if P >= P1 else -P
+
+
+cdef inline void pair_of_state(double v, double* P, double* P1) noexcept nogil:
+    if signbit(v):
+        P[0], P1[0] = -v, 1.0 + v
+    else:
+        P[0], P1[0] = 1.0 - v, v
+
+
 cdef double level_grad(const Graphs* g, const double* S_i, intp_t i, double* f, intp_t L, double* A_i,
                        double* B_i, double* T) noexcept nogil:
-    """Instance i's loss c sum_a L_a in the level form; fills its state f (L) and its rows A_i, B_i."""
+    """Instance i's loss c sum_a L_a in the level form; fills its state (f, or with two levels the Hessian's
+    values: module comment above) and its rows A_i, B_i."""
     cdef intp_t l0 = g.level_ptr[i], K = g.level_ptr[i + 1] - l0, k, t, lo, hi
     cdef const int* order = g.order + i * L
     cdef const int* st = g.starts + l0
-    cdef double c, P, P1, loss = 0.0, Q = 0.0, R = 0.0, ref = g.sign * S_i[order[0]]
+    cdef double c, P, P1, e, loss = 0.0, Q = 0.0, R = 0.0, ref = g.sign * S_i[order[0]]
     cdef double* up = B_i if g.sign > 0 else A_i  # a label's own subgraph (init sums; term sums when mirrored)
     cdef double* down = A_i if g.sign > 0 else B_i
     for t in range(L):  # relative to the first label: the loss sees differences only, computed once, exactly
@@ -330,13 +347,18 @@ cdef double level_grad(const Graphs* g, const double* S_i, intp_t i, double* f, 
         if k >= 1:
             R = Q if k == 1 else Q + exp(T[k] - T[k - 1]) * R
             for t in range(lo, hi):
-                down[order[t]] = c * R * exp(f[t] - T[k])
+                e = exp(f[t] - T[k])
+                down[order[t]] = c * R * e
+                if K == 2:
+                    f[t] = e
         if k + 1 < K:
             Q = 0.0
             for t in range(lo, hi):
                 loss += sigmoid_pair(T[k + 1] - f[t], &P, &P1)
                 up[order[t]] = c * P
                 Q += P
+                if K == 2:
+                    f[t] = pair_state(P, P1)
     return c * loss
 
 
@@ -353,6 +375,18 @@ cdef void level_hessian(const Graphs* g, const double* dS_i, intp_t i, const dou
     if K < 2:
         return
     c = _scale(g.weight, i, st[K - 1])
+    if K == 2:  # the state holds the sigmoid pairs of level 0 and exp(f_y - T_1) of level 1
+        for t in range(st[1], L):
+            acc += f[t] * (dS_i[order[t]] - dref)
+        for t in range(st[1]):
+            pair_of_state(f[t], &P, &P1)
+            d = dS_i[order[t]] - dref
+            dG_i[order[t]] += c * P * P1 * (d - acc)
+            Q += P
+            U += P * (P * acc + P1 * d)
+        for t in range(st[1], L):
+            dG_i[order[t]] += c * f[t] * ((dS_i[order[t]] - dref) * Q - U)
+        return
     level_tops(f, st, K, L, T)
     hi = L  # N[k] = sum_(t >= st[k]) exp(f_t - T_k) d_t, bottom up; W[t] = exp(f_t - T_(level of t))
     for k in range(K - 1, 0, -1):
@@ -581,6 +615,16 @@ def level_mean_curvature(const int[:, ::1] order, const intp_t[::1] level_ptr, c
                 continue
             st = g.starts + level_ptr[i]
             f = &p[i * L]
+            part = 0.0
+            if K == 2:  # the two-level state (sigmoid pairs, then exp(f_t - T_1))
+                acc = 0.0
+                for t in range(st[1], L):
+                    acc += f[t] * f[t]
+                for t in range(st[1]):
+                    pair_of_state(f[t], &P, &P1)
+                    part += 2.0 * P - P * P * (1.0 + acc)
+                total += part * _scale(g.weight, i, st[1])
+                continue
             level_tops(f, st, K, L, T)
             hi, acc = L, 0.0
             for k in range(K - 1, 0, -1):

@@ -239,8 +239,11 @@ def test_instances_without_edges_contribute_nothing():
     G2 = PreferenceGraphs.from_edges(inst[mask], G.init[mask], G.term[mask], n_instances=12, n_labels=G.n_labels)
     a = solve(X, G2, alpha=0.2, tol=TOL)
     b = solve(X[keep], G[keep], alpha=0.2, tol=TOL)
-    assert a.objective == pytest.approx(b.objective, rel=1e-10)
-    np.testing.assert_allclose(a.coef, b.coef, rtol=1e-7, atol=1e-9)
+    # the same objective: each fit within its certified gap of the one optimum, so within the gaps of each other,
+    # and (strong convexity mu = 2 alpha: ||w - w*||^2 <= 2 gap / mu) its coefficients too
+    assert a.converged and b.converged
+    assert abs(a.objective - b.objective) <= a.gap + b.gap
+    assert np.linalg.norm(a.coef - b.coef) <= np.sqrt(2 * a.gap / 0.4) + np.sqrt(2 * b.gap / 0.4)
 
 
 def test_bad_input_is_refused():

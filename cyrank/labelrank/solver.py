@@ -21,7 +21,10 @@ objective of the package (cyrank.optim.penalties): "l2" (the default) alpha (||c
 loss; with alpha > 0 the optimum is finite on every data set (either term is coercive). Loss, gradient and Hessian
 products are the Cython kernels of _loss.pyx: without joint features one pass over X in blocks of rows
 (_loss.fused_pass: S_b = X_b W, the per-instance kernel, X_b' G_b; X read in its own precision, float32 included,
-with float64 sums; no n x L array), O(nnz L + memberships) each. :func:`loss` is L alone as a public datafit
+with float64 sums; no n x L array), O(nnz L + memberships) each. Graphs complete between label levels
+(from_relevance, from_indicator, from_classes) under "domination" or "dominated" use the level form instead
+(graphs.Levels, the level_* kernels): O(nnz L + n L) whatever the number of edges, and no edge is ever built
+(``Options(levels=False)`` forces the edges). :func:`loss` is L alone as a public datafit
 (cyrank.optim.datafit) over the parameter vector (:class:`LabelRankLoss`: its layout, and the way back to coef and
 joint_coef).
 

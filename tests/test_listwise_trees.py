@@ -415,3 +415,29 @@ def _nodes(tree):
     for child in ("left_child", "right_child"):
         if child in tree:
             yield from _nodes(tree[child])
+
+
+@pytest.mark.skipif("newton_terms" not in ListwiseMART._get_param_names(),
+                    reason="ListwiseMART has no newton_terms parameter yet (the kernel's newton_series is tested above)")
+@pytest.mark.parametrize("target", ["exp", "xendcg"])
+def test_newton_terms_hands_lightgbm_the_series(monkeypatch, target):
+    """ListwiseMART(newton_terms=T) hands LightGBM sum_{t < T} (O D^-1)^t g (brute_series) and the exact Hessian
+    diagonal, with row weights, ties, a query of one row and one of labels 0 only, rows shuffled; ListMLE refuses
+    it."""
+    X, y, qid = small_data(5)
+    perm = np.random.default_rng(6).permutation(y.size)
+    X, y, qid = X[perm], y[perm], qid[perm]
+    rng = np.random.default_rng(9)
+    w = rng.uniform(0.0, 3.0, y.size)
+    scores = [np.zeros(y.size), rng.normal(size=y.size)]
+    seen = spy_objective(monkeypatch, scores)
+    ListwiseMART(target=target, newton_terms=3, n_estimators=2, n_jobs=1, random_state=7).fit(
+        X, y, qid, sample_weight=w)
+    draws = np.random.default_rng(7)
+    for s, (grad, hess) in zip(scores, seen):
+        g = draws.random(y.size) if target == "xendcg" else None
+        np.testing.assert_allclose(grad, brute_series(s, y, qid, w, 3, target=target, g=g), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(hess, brute_hessian_diagonal(s, y, qid, w, target=target, g=g), rtol=1e-4,
+                                   atol=1e-6)
+    with pytest.raises(ValueError, match="newton_terms"):
+        ListwiseMART(loss="listmle", newton_terms=3, n_estimators=2).fit(X, y, qid)

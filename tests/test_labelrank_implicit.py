@@ -225,3 +225,24 @@ def test_a_large_common_part_cancels_exactly(decomposition):
     _close(out[0][0], out[1][0], 1e-12)
     _close(out[0][1], out[1][1], 1e-12)
     _close(out[0][2], out[1][2], 1e-9)  # both see the directions' differences rounded at 1e15
+
+
+def test_pickles_and_subsets_keep_the_level_form():
+    import pickle
+
+    rng = np.random.default_rng(10)
+    G = PreferenceGraphs.from_relevance(rng.integers(0, 3, size=(12, 5)))
+    H = pickle.loads(pickle.dumps(G))
+    assert H.levels is not None and H == G and np.array_equal(H.init, G.init)
+    rows = np.array([3, 0, 0, 11])
+    sub = G[rows]
+    assert sub.levels is not None and sub == PreferenceGraphs.from_edges(
+        np.repeat(np.arange(4), np.diff(G.edge_ptr)[rows]),
+        np.concatenate([G.init[G.edge_ptr[r]:G.edge_ptr[r + 1]] for r in rows]),
+        np.concatenate([G.term[G.edge_ptr[r]:G.edge_ptr[r + 1]] for r in rows]), n_instances=4, n_labels=5)
+    # a graph pickled before the level form (its edge arrays as plain attributes) still loads
+    E = PreferenceGraphs(G.edge_ptr, G.init, G.term, 5)
+    old = {"edge_ptr": E.edge_ptr, "init": E.init, "term": E.term, "n_labels": 5}
+    R = PreferenceGraphs.__new__(PreferenceGraphs)
+    R.__setstate__(old)
+    assert R == G and R.levels is None

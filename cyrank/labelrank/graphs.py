@@ -217,6 +217,13 @@ class PreferenceGraphs:
         graphs._edge_ptr = graphs._init = graphs._term = None
         return graphs
 
+    def __setstate__(self, state):
+        if "edge_ptr" in state:  # pickled before the level form: the edge arrays as plain attributes
+            state = dict(state, levels=None)
+            for name in ("edge_ptr", "init", "term"):
+                state["_" + name] = state.pop(name)
+        self.__dict__.update(state)
+
     # ------------------------------------------------------------------------------------------ edges
     @property
     def edge_ptr(self):

@@ -283,8 +283,8 @@ class Family:
     check     estimator -> None, or a ValueError naming what the distributed fit does not fit
     pairs     (partition, params) -> its number of preference pairs (0: the partition adds nothing)
     warn_none n_pairs -> the single-machine warning when the whole data have no pair
-    measure   the stopping measure: "grad_norm" (||grad|| <= tol ||grad at 0||) or "kkt_violation"
-              (||grad|| <= tol max_r |grad_r at 0|, reported as the relative KKT violation)
+    measure   the reported optimality measure: "grad_norm" (||grad|| / ||grad at 0||) or "kkt_violation"
+              (||grad||_inf / max_r |grad_r at 0|); the stop is the certified gap's
     fields    run -> the family's own SolveResult values (run: loss, res, nonzeros, n_columns, n_outputs)
     queries   partitions keep queries whole (False: no qid, rows are instances)
     size      (n_columns of X, n_outputs of y) -> the number of coefficients
@@ -601,7 +601,7 @@ class DaskDominationRank(DaskFitMixin, DominationRank):
 
 class DaskRankNet(DaskFitMixin, RankNet):
     """:class:`cyrank.RankNet` (linear, convex) fitted on Dask collections by distributed TRON: same objective,
-    stopping rule (||grad|| <= tol ||grad at 0||) and attributes, plus ``n_partitions_``, ``rows_moved_`` and
+    stopping rule (the certified gap <= tol max(1, |objective|)) and attributes, plus ``n_partitions_``, ``rows_moved_`` and
     ``n_distributed_calls_``. ``fit(X, y, qid, client=None, callback=None)`` as :class:`DaskRankSVM`."""
 
     _family = "DaskRankNet"
@@ -610,8 +610,8 @@ class DaskRankNet(DaskFitMixin, RankNet):
 
 class DaskLabelRankBoost(DaskFitMixin, LabelRankBoost):
     """:class:`cyrank.LabelRankBoost` (Newton, smooth penalty with alpha > 0, no joint features) fitted on Dask
-    collections by distributed TRON: the same objective, stopping rule (||grad|| <= tol ||grad at 0||) and
-    attributes, plus ``n_partitions_``, ``rows_moved_`` (always 0) and ``n_distributed_calls_``.
+    collections by distributed TRON: the same objective, stopping rule (the certified gap <= tol max(1,
+    |objective|)) and attributes, plus ``n_partitions_``, ``rows_moved_`` (always 0) and ``n_distributed_calls_``.
 
     ``fit(X, y, client=None, callback=None)``: X a dask array of instances (rows), y a dask multilabel indicator
     array (n_instances x n_labels, 0/1: every relevant label preferred to every irrelevant one), row-chunked like

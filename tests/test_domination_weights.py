@@ -80,7 +80,11 @@ def test_weighted_optimum_matches_reference(solver, penalty, fmt, dtype):
     est = fit(Xf, y, qid, o, sw, penalty=penalty, alpha=ALPHA[penalty], l1_ratio=0.4, solver=solver)
     sol = reference((penalty, dtype), X.astype(np.float64), y, qid, o, sw, penalty=penalty, alpha=ALPHA[penalty],
                     l1_ratio=0.4)
-    assert est.converged_ and est.gap_ <= TOL * max(1.0, abs(est.objective_))
+    assert est.converged_
+    if est.solver_ in ("newton", "lbfgs+newton"):  # Newton stops on the gap alone
+        assert est.gap_ <= TOL * max(1.0, abs(est.objective_))
+    else:
+        assert est.kkt_violation_ <= TOL
     assert est.objective_ == pytest.approx(sol.objective, rel=1e-6)
     assert est.objective_ >= sol.objective - 1e-7 * abs(sol.objective)
     np.testing.assert_allclose(est.coef_, sol["w"], atol=2e-3)

@@ -163,12 +163,11 @@ def _smooth_problem(X, layout, lam2, options):
 def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=None):
     """Trust-region Newton (cyrank.optim.tron) in place on w.
 
-    TRON stops when ||grad||_2 <= tol * scale, scale = max_r |dL/dw_r| at w = 0, which bounds
-    kkt_violation = ||grad||_inf / scale by tol, and the gap (cyrank.optim.certificate) is within
-    tol * max(1, |objective|). TRON is preconditioned by the Jacobi diagonal of the within-query column scales from
-    the first step when those scales are far apart (every column on its own scale: waiting lets TRON crawl), else
-    only when the first rule holds and the second is not certified, so a feature on a scale of 1e9 or 1e-3 costs
-    few more iterations than a standardised one.
+    TRON stops when the gap (cyrank.optim.certificate) is within tol * max(1, |objective|); kkt_violation =
+    ||grad||_inf / scale, scale = max_r |dL/dw_r| at w = 0, is reported. TRON is preconditioned by the Jacobi
+    diagonal of the within-query column scales from the first step when those scales are far apart (every column
+    on its own scale: waiting lets TRON crawl), so a feature on a scale of 1e9 or 1e-3 costs few more iterations
+    than a standardised one.
     """
     _, problem, scale, noise, _, _ = smooth or _smooth_problem(X, layout, lam2, options)
     nnz = []
@@ -179,12 +178,9 @@ def _solve_newton(X, layout, w, lam2, tol, max_iter, verbose, options, smooth=No
             if lam2 > 0:
                 w[:] = 0.0
             return _result(w, problem.fun(w), [], [], 0.0, 0, 0, True, gap=0.0, gap_kind="exact")
-        # from the first step when the columns' scales call for it (as cyrank.optim.datafit.minimise), else only
-        # if TRON asks for it later (None costs no Hessian product)
+        # from the first step when the columns' scales call for it, else never (as cyrank.optim.datafit.minimise:
+        # the scales are examined, so TRON trusts an unpreconditioned Newton decrement)
         precond = _preconditioner(X, layout, problem, lam2, w)
-        if precond is None:
-            def precond(x):
-                return _preconditioner(X, layout, problem, lam2, x)
         res = tron(problem, w, tol=tol, max_iter=max_iter, grad_norm0=scale,
                    callback=lambda x: nnz.append(np.count_nonzero(x)), verbose=verbose, name="DominationRank",
                    precond=precond, gap_tol=tol, strong_convexity=2.0 * lam2)

@@ -69,8 +69,8 @@ class DominationRank(LinearRankerMixin, SolverEstimator):
     max_iter : int >= 1, default=1000
         Maximum number of sweeps (epochs) over the active features ("cd") or of iterations (the other solvers).
     tol : float > 0, default=1e-6
-        Stop when ``kkt_violation_`` <= tol and the objective is within tol * max(1, |objective|) of the optimum
-        (``gap_``); the latter is what makes the stop honest when a feature is on a scale of 1e9 or 1e-3.
+        Stop when the objective is within tol * max(1, |objective|) of the optimum (``gap_``), which stays honest
+        when a feature is on a scale of 1e9 or 1e-3; every solver but "newton" also needs ``kkt_violation_`` <= tol.
     warm_start : bool, default=False
         Start from the previous ``coef_`` (X must have the same number of features; ValueError otherwise).
     random_state : int, RandomState or None, default=None
@@ -99,7 +99,8 @@ class DominationRank(LinearRankerMixin, SolverEstimator):
         max_r dist(-dL/dw_r, subdifferential of the penalty at w_r), divided by max_r |dL/dw_r| at w = 0 (L the
         loss with the sample weights of the fit).
     converged_ : bool
-        ``kkt_violation_ <= tol`` and ``gap_ <= tol * max(1, |objective_|)`` (solver "cd": the KKT rule).
+        ``gap_ <= tol * max(1, |objective_|)``, and for every solver but "newton" also ``kkt_violation_ <= tol``
+        (solver "cd": the KKT rule alone).
     gap_, gap_kind_ : float or None, str
         objective_ minus the optimum and how it is known (cyrank.optim.result: certified "strong convexity" or
         "duality gap", or the "newton decrement" estimate, invariant to rescaling a feature); None: not measured

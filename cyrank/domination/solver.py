@@ -30,14 +30,14 @@ checked on every feature at every iteration (the gradient is full); "lbfgs", L-B
 loss and gradient (smooth objective only); "owlqn", orthant-wise L-BFGS for the l1 term (Andrew & Gao, ICML 2007)
 on the same fused loss and gradient. Both run the one optimiser cyrank.optim.owlqn (lam1 = 0: plain L-BFGS).
 
-Stopping: every solver stops when the KKT violation (relative to the gradient at 0 of the loss, weighted when
-there are sample weights) is <= tol; all but "cd" also
-need the gap (cyrank.optim.certificate: ||p||^2 / (4 lam2), certified, or the Newton decrement, an estimate that
-no rescaling of a feature changes) to be <= tol * max(1, |objective|), so that one unnormalised column cannot
-make the KKT rule hold far from the optimum. When the KKT rule holds and the gap is not certified, Newton, L-BFGS
-and OWL-QN make the Jacobi diagonal of the within-query column scales and, if those are far apart
-(worth_preconditioning), continue preconditioned by it; proximal Newton always scales its ridge and damping per
-coordinate. "cd"'s coordinate steps are exact whatever the scale.
+Stopping: "newton" stops when the gap (cyrank.optim.certificate: ||p||^2 / (4 lam2), certified, or the Newton
+decrement, an estimate that no rescaling of a feature changes) is <= tol * max(1, |objective|). The others stop
+when the KKT violation (relative to the gradient at 0 of the loss, weighted when there are sample weights) is
+<= tol and, all but "cd", the same gap is <= tol * max(1, |objective|): a first-order or l1 method has no cheap
+gap before its KKT rule holds, and one unnormalised column cannot make that rule hold far from the optimum
+unnoticed. When the KKT rule holds and the gap is not certified, L-BFGS and OWL-QN make the Jacobi diagonal of
+the within-query column scales and, if those are far apart (worth_preconditioning), continue preconditioned by it
+(Newton from the first step); proximal Newton always scales its ridge and damping per coordinate. "cd"'s coordinate steps are exact whatever the scale.
 """
 from dataclasses import dataclass
 

@@ -30,11 +30,11 @@ class RankNet(LinearRankerMixin, SolverEstimator):
     max_iter : int >= 1, default=1000
         Newton iterations; ConvergenceWarning when reached.
     tol : float > 0, default=1e-6
-        Stop when ||grad|| <= tol ||grad at w = 0|| (``grad_norm_``; with an l1 term the KKT violation
-        max_r |p_r| / max_r |grad_r at 0|, p the minimum-norm subgradient) and the objective is within
-        tol * max(1, |objective|) of the optimum (``gap_``: ||p||^2 / (2 mu), mu = 2 alpha (1 - l1_ratio) the
-        strong convexity, certified, or the Newton decrement); TRON runs preconditioned by the within-query column
-        scales when they are far apart.
+        Stop when the objective is within tol * max(1, |objective|) of the optimum; with an l1 term also when
+        the KKT violation max_r |p_r| / max_r |grad_r at 0| (``grad_norm_``, p the minimum-norm subgradient;
+        without one ``grad_norm_`` reports ||grad|| / ||grad at w = 0||) is <= tol. The gap ``gap_`` is
+        ||p||^2 / (2 mu), mu = 2 alpha (1 - l1_ratio) the strong convexity, certified, or the Newton decrement;
+        TRON runs preconditioned by the within-query column scales when they are far apart.
     verbose : int, default=0
 
     Attributes

@@ -391,8 +391,7 @@ def solve(X, y, qid=None, *, sigma=1.0, penalty="l2", alpha=1.0, l1_ratio=0.5, m
     sum_P c_i log(1 + exp(-sigma (f_i - f_j))) + penalty, c_i the ``sample_weight`` of the preferred row i (1
     without; the tolerances below are relative to the weighted loss's gradient at 0).
 
-    Smooth (no l1 term): TRON, stopping when ||grad|| <= tol ||grad at 0|| and the gap (cyrank.optim.result) is
-    <= tol max(1, |F|). With an l1 term: proximal Newton with working sets (cyrank.optim.prox_newton; Yuan, Ho &
+    Smooth (no l1 term): TRON, stopping when the gap (cyrank.optim.result) is <= tol max(1, |F|). With an l1 term: proximal Newton with working sets (cyrank.optim.prox_newton; Yuan, Ho &
     Lin 2012), the model's Hessian formed on the working set by Hessian products, stopping when the KKT violation
     max_r |p_r| (p the minimum-norm subgradient) is <= tol max_r |grad_r at 0| and the gap (certified by the strong
     convexity 2 lam2, or the Newton decrement on the orthant) is <= tol max(1, |F|). Returns a SolveResult with

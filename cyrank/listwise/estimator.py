@@ -12,9 +12,9 @@ _DOC_COMMON = """
     l1_ratio : float in [0, 1], default=0.5
         Share of the l1 term for "elasticnet".
     tol : float > 0, default=1e-6
-        Stop when ||grad|| <= tol ||grad at w = 0|| (with an l1 term the relative KKT violation) and the objective
-        is within tol * max(1, |objective|) of the optimum (``gap_``: certified by the strong convexity 2 alpha,
-        or the Newton decrement, invariant to rescaling a feature).
+        Stop when the objective is within tol * max(1, |objective|) of the optimum (``gap_``: certified by the
+        strong convexity 2 alpha, or the Newton decrement, invariant to rescaling a feature); with an l1 term
+        also the relative KKT violation must be <= tol.
     max_iter : int >= 1, default=1000
         Newton iterations; ConvergenceWarning when reached.
     early_stopping_rounds : int >= 1 or None, default=None

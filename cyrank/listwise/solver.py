@@ -343,9 +343,8 @@ def solve(X, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=N
           eval_set=None, early_stopping_rounds=None, verbose=0):
     """Minimise F(w) = sum_q L_q(X w) + R(w) (module docstring) from ``coef_init`` (default 0).
 
-    "l2": TRON, stopping when ||grad F|| <= tol ||grad F at 0|| and the gap (objective - optimum, certified by the
-    strong convexity 2 alpha or estimated by the Newton decrement, invariant to rescaling a feature) is
-    <= tol max(1, |F|); preconditioned by the within-query column scales when they are far apart. "l1" /
+    "l2": TRON, stopping when the gap (objective - optimum, certified by the strong convexity 2 alpha or estimated
+    by the Newton decrement, invariant to rescaling a feature) is <= tol max(1, |F|); preconditioned by the within-query column scales when they are far apart. "l1" /
     "elasticnet": proximal Newton with working sets, stopping on the relative KKT violation and the same gap
     (cyrank.optim.datafit.minimise).
 

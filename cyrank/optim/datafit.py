@@ -14,9 +14,9 @@ rounding error of the gradient; 0 when negligible).
 
 :func:`minimise` then minimises F(w) = L(w) + lam1 ||w||_1 + lam2 ||w||^2 from w0:
 
-- no l1 term: TRON (:func:`~cyrank.optim.tron.tron`), stopping when ||grad F|| <= tol ||grad F at 0|| and the gap
-  is <= tol max(1, |F|) (certified by the strong convexity 2 lam2, else the Newton decrement), preconditioned by
-  the Jacobi diagonal when the columns' scales are far apart. ``optimality``: the relative gradient norm.
+- no l1 term: TRON (:func:`~cyrank.optim.tron.tron`), stopping when the gap is <= tol max(1, |F|) (certified by
+  the strong convexity 2 lam2, else the Newton decrement), preconditioned by the Jacobi diagonal when the columns'
+  scales are far apart. ``optimality``: the relative gradient norm ||grad F|| / ||grad F at 0||, reported only.
 - an l1 term: proximal Newton with working sets (:func:`~cyrank.optim.prox_newton.prox_newton`; Yuan, Ho & Lin,
   JMLR 2012), stopping when the KKT violation max_r |p_r| (p the minimum-norm subgradient) is <= tol
   max_r |dL/dw_r at 0| and the gap is <= tol max(1, |F|). ``optimality``: the relative KKT violation.
@@ -91,17 +91,16 @@ def _minimise_smooth(datafit, w, *, tol, max_iter, verbose, name, callback=None,
 
     Preconditioned by the Jacobi diagonal from the first step when the columns' within-query scales call for it
     (:func:`~cyrank.optim.certificate.worth_preconditioning`; one pass over X for the column squares), else not at
-    all (TRON's lazy preconditioning would ask the same question of the same squares). Waiting is not enough when every column has its own scale (columns spread over
-    10^-2 .. 10^4): unpreconditioned TRON then neither meets the gradient rule nor stalls, its trust region shrinks
-    and it crawls (RankNet on 1e5 x 136: 200 Newton steps and 191 s, not converged; preconditioned from the start:
-    converged in a few steps)."""
+    all (TRON's lazy preconditioning would ask the same question of the same squares, and an unpreconditioned
+    Newton decrement is trusted from the start). Waiting is not enough when every column has its own scale
+    (columns spread over 10^-2 .. 10^4): unpreconditioned TRON then neither meets the gradient rule nor stalls, its
+    trust region shrinks and it crawls (RankNet on 1e5 x 136: 200 Newton steps and 191 s, not converged;
+    preconditioned from the start: converged in a few steps)."""
     if grad_scale == "max":
         g0 = float(np.max(np.abs(datafit.grad(np.zeros(w.shape[0]))), initial=0.0))
     else:
         g0 = float(np.linalg.norm(datafit.grad(np.zeros(w.shape[0])))) if np.any(w) else None
     mu = 2.0 * datafit.ridge
-    # from the first step when the scales call for it (see the docstring); else never: the scales have been
-    # examined, so TRON may trust an unpreconditioned Newton decrement from the start
     worth = worth_preconditioning(datafit.column_squares(), datafit.n_rows)
     precond = datafit.preconditioner(w, always=True) if worth else None
     res = tron(datafit, w, tol=tol, max_iter=max_iter, grad_norm0=g0, verbose=verbose, name=name,

@@ -11,11 +11,15 @@ the trust-region boundary. The step is accepted when the actual reduction f(x) -
 the predicted reduction -q(s); delta is then updated by Lin & Moré's rules (shrunk after poor agreement,
 enlarged after good agreement, using the minimiser alpha of the quadratic that interpolates f along s).
 
-Stopping rule: ||g(x)|| <= tol * ||g0|| (as LIBLINEAR), ||g0|| the gradient norm at a reference point (by default
-x0), and, with ``gap_tol``, a gap objective - optimum <= gap_tol * max(1, |f|) measured by a rule that does not
-change when a variable is rescaled (cyrank.optim.certificate: the certified ||g||^2 / (2 mu) of a mu-strongly convex
-f when it suffices, else the Newton decrement). The gradient rule alone is not enough: one feature on a scale
-of 1e9 dominates ||g0||, and ||g|| <= tol ||g0|| then holds far from the optimum. With ``precond`` (a diagonal
+Stopping rule: with ``gap_tol``, the gap objective - optimum <= gap_tol * max(1, |f|), measured by a rule that does
+not change when a variable is rescaled (cyrank.optim.certificate). Certified bounds stop TRON at any iterate: the
+||g||^2 / (2 mu) of a mu-strongly convex f (free), and the Newton decrement of each step's own CG solve bounded as
+-q(s) + ||r||^2 / (2 mu) (free too; x is then returned without the step). The decrement's estimate, which can be far
+low on an ill-conditioned Hessian, counts only once ||g(x)|| <= tol * ||g0|| (||g0|| the gradient norm at a
+reference point, by default x0), by a separate CG solve. Without ``gap_tol``, the relative gradient rule alone (as
+LIBLINEAR). That rule is no measure of convergence: one feature on a scale of 1e9 dominates ||g0||, and
+||g|| <= tol ||g0|| then holds far from the optimum; on well-scaled data it overshoots (at tol = 1e-6, relative gaps
+of 1e-13). With ``precond`` (a diagonal
 close to diag(H)), TRON runs in the variables sqrt(precond) x, which is CG preconditioned by that diagonal with
 the trust region in its norm (LIBLINEAR 2.20's preconditioned Newton; Hsia, Chiang & Lin, ACML 2018): it reaches
 the optimum on such columns in about the iterations it needs on standardised ones.
@@ -50,12 +54,16 @@ from .smooth import SmoothProblem
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 CG_REL_TOL = 0.1
+# CG steps past CG_REL_TOL to certify the current point (tron's almost_certified)
+GO_ON_MAX_CG = 10
 # below this predicted reduction (relative to |f|) the reduction is measured with gradients (trapezoid rule)
 NOISE_REL = 1e-9
 
 
-def _truncated_cg(problem, g, Mg, delta, max_cg, rel_tol=CG_REL_TOL):
-    """Steihaug CG on H s = -g inside ||s|| <= delta, in the M inner product, until ||r|| <= rel_tol ||g||.
+def _truncated_cg(problem, g, Mg, delta, max_cg, rel_tol=CG_REL_TOL, go_on=None):
+    """Steihaug CG on H s = -g inside ||s|| <= delta, in the M inner product, until ||r|| <= rel_tol ||g|| and
+    then, with ``go_on(s, Ms, r)``, for as long as that returns True (at most GO_ON_MAX_CG more steps, max_cg in
+    all).
 
     Returns (s, Ms, r, it, interior) with r = -g - H s the final residual; ``interior``: CG met rel_tol inside
     the region (then -q(s) = -(g's + r's) / 2 is the Newton decrement lambda^2 / 2 to within r'H^-1 r / 2).
@@ -66,8 +74,12 @@ def _truncated_cg(problem, g, Mg, delta, max_cg, rel_tol=CG_REL_TOL):
     d, Md = r.copy(), Mr.copy()
     rr = float(r @ Mr)
     stop = rel_tol * math.sqrt(max(rr, 0.0))
-    it = 0
-    while it < max_cg and math.sqrt(max(rr, 0.0)) > stop:
+    it = extra = 0
+    while it < max_cg:
+        if math.sqrt(max(rr, 0.0)) <= stop:
+            if go_on is None or extra >= GO_ON_MAX_CG or not go_on(s, Ms, r):
+                break
+            extra += 1
         it += 1
         Hd = problem.hess_vec(d, Md)
         dHd = float(Md @ Hd)
@@ -127,14 +139,15 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
          name="TRON", precond=None, gap_tol=None, strong_convexity=0.0, _stop_uncertified=False):
     """Minimise ``problem`` from ``x0`` by trust-region Newton-CG; see the module docstring.
 
-    ``grad_norm0``: reference gradient norm of the rule ||g|| <= tol * grad_norm0 (default ||g(x0)||).
+    ``grad_norm0``: reference gradient norm of the rule ||g|| <= tol * grad_norm0 (default ||g(x0)||): the stopping
+    rule without ``gap_tol``, else only when a separate decrement solve is worth its Hessian products.
     ``max_cg``: CG iterations per Newton step (default: the dimension). ``precond``: a positive diagonal close to
     diag(H) (cyrank.optim.certificate.jacobi_diagonal); TRON then runs in the variables sqrt(precond) x (_Scaled),
-    the gradient rule still measured in x. ``gap_tol``: ``converged`` also needs the gap (objective - optimum, by
-    cyrank.optim.certificate: ||g||^2 / (2 strong_convexity) when that is small enough, else the Newton decrement
-    from CG run to DECREMENT_RTOL) to be <= gap_tol * max(1, |f|); while the gradient rule holds and the gap does
-    not, TRON goes on. When ``max_iter`` Newton iterations do not reach the tolerance, or no step can decrease f
-    any more, the result has ``converged=False`` and the reason in ``message`` (prefixed with ``name``).
+    the gradient rule still measured in x. ``gap_tol``: ``converged`` means the gap (objective - optimum, by
+    cyrank.optim.certificate: a bound certified by ``strong_convexity`` at any iterate, or, once the gradient rule
+    holds, the Newton decrement from CG run to DECREMENT_RTOL) is <= gap_tol * max(1, |f|). When ``max_iter`` Newton iterations do not reach
+    the tolerance, or no step can decrease f any more, the result has ``converged=False`` and the reason in
+    ``message`` (prefixed with ``name``).
     ``precond`` may also be a function of x returning such a diagonal or None, asked only when needed: TRON first
     runs without it, and only if the gradient rule holds while the gap does not (the signature of a badly scaled
     variable), or the steps stall, is it called at that point and TRON continued from there (preconditioned when
@@ -228,34 +241,41 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
                 gap, gap_kind = max(decrement, 0.0), "strong convexity" if bounded else "newton decrement"
         return gap <= gap_target(gap_tol, f)
 
-    def step_certifies(half, r):
-        """The gap at x from the step's own CG, without another Hessian product, as cyrank.optim.certificate
-        measures it (that CG is an interior solve to CG_REL_TOL = its DECREMENT_RTOL): the Newton decrement
-        lambda^2 / 2 = -q(s) + r'H^-1 r / 2, certified as half + ||r||^2 / (2 mu) under strong convexity mu when
-        that meets the target (r in the caller's variables), else estimated by half = -q(s) (not in a first,
-        unpreconditioned pass, where only a certified bound counts). True when it meets the target (gap and
-        gap_kind updated)."""
-        nonlocal gap, gap_kind
-        if gap_tol is None or type(p).metric is not SmoothProblem.metric:
+    def residual_bound(r):
+        """||r||^2 / (2 mu), r in the caller's variables: the most r'H^-1 r / 2 can be."""
+        rs = r if scale is None else r * scale
+        return float(rs @ rs) / (2.0 * strong_convexity)
+
+    def almost_certified(s, Ms, r):
+        """Whether CG, past its own tolerance, should go on to certify x: the estimate -q(s) already meets the
+        target and only the residual's part of the bound does not (a CG step costs a Hessian product, less than
+        the evaluation and CG solve of another Newton step)."""
+        if gap_tol is None or strong_convexity <= 0 or type(p).metric is not SmoothProblem.metric:
             return False
         target = gap_target(gap_tol, f)
-        rs = r if scale is None else r * scale
-        bound = half + float(rs @ rs) / (2.0 * strong_convexity) if strong_convexity > 0 else math.inf
-        if bound <= target:
-            value, kind = bound, "strong convexity"
-        elif not _stop_uncertified:
-            value, kind = half, "newton decrement"
-        else:
+        half = -0.5 * (float(g @ Ms) - float(r @ Ms))
+        return half <= target < half + residual_bound(r)
+
+    def step_certifies(half, r):
+        """The certified gap at x from the step's own CG, without another Hessian product: the Newton decrement
+        lambda^2 / 2 = -q(s) + r'H^-1 r / 2 is at most half + ||r||^2 / (2 mu) under strong convexity mu (r in the
+        caller's variables), cyrank.optim.certificate's bound. True when that meets the target (gap and gap_kind
+        updated); x is then returned without the step. Only a certified bound stops TRON here: the estimate
+        half alone can be far low on an ill-conditioned Hessian (CG stops at CG_REL_TOL before it has seen the
+        small eigenvalues), which is why the estimate is only consulted once the gradient rule holds."""
+        nonlocal gap, gap_kind
+        if gap_tol is None or strong_convexity <= 0 or type(p).metric is not SmoothProblem.metric:
             return False
-        if value < gap:
-            gap, gap_kind = max(value, 0.0), kind
-        return gap <= target
+        bound = half + residual_bound(r)
+        if bound < gap:
+            gap, gap_kind = max(bound, 0.0), "strong convexity"
+        return gap <= gap_target(gap_tol, f)
 
     converged = certified()
     if _stop_uncertified and not converged and gnorm <= tol * gnorm0:
         message, uncertified = "stopped to be preconditioned", True
     while not converged and not uncertified and n_iter < max_iter:
-        s, Ms, r, cg_it, interior = _truncated_cg(p, g, Mg, delta, max_cg)
+        s, Ms, r, cg_it, interior = _truncated_cg(p, g, Mg, delta, max_cg, go_on=almost_certified)
         n_cg += cg_it
         gs = float(g @ Ms)
         prered = -0.5 * (gs - float(r @ Ms))  # -q(s), since H s = -g - r

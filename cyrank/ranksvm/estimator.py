@@ -59,9 +59,9 @@ class RankSVM(RankerMixin, SolverEstimator):
     degree : int >= 1, default=3
     coef0 : float, default=1.0
     tol : float > 0, default=1e-3
-        squared_hinge: stop when ||grad|| <= tol * ||grad at 0|| (LIBLINEAR's rule; see grad_norm_) and the
-        objective is within tol * max(1, |objective|) of the optimum (``gap_``: ||grad||^2 / 2, certified by
-        1-strong convexity, or the Newton decrement); TRON runs preconditioned by the within-query column scales
+        squared_hinge: stop when the objective is within tol * max(1, |objective|) of the optimum (``gap_``:
+        ||grad||^2 / 2, certified by 1-strong convexity, or the Newton decrement; ``grad_norm_`` reports
+        ||grad|| / ||grad at 0||); TRON runs preconditioned by the within-query column scales
         when they are far apart. With an l1 term ("l1", "elasticnet" with l1_ratio > 0): stop when the KKT
         violation max_r |p_r| (p the minimum-norm subgradient) is <= tol * max_r |dL/dw_r at 0| (``grad_norm_``)
         and the gap (certified by the strong convexity 1 - l1_ratio, or the Newton decrement) is within

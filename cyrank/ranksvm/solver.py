@@ -25,8 +25,8 @@ enumerated: the loss, gradient and Hessian-vector products come from order-stati
 O(l log l) (_ostree.pyx, Appendix B).
 
 * squared hinge, smooth R (l1_ratio = 0 included): trust-region Newton-CG (cyrank.optim.tron, section 4.1),
-  stopping at ||grad|| <= tol * ||grad at 0|| (LIBLINEAR's rule) and a gap <= tol max(1, |objective|);
-  ``grad_norm`` is that ratio at the end.
+  stopping when the certified gap is <= tol max(1, |objective|); ``grad_norm`` reports ||grad|| / ||grad at 0||
+  (LIBLINEAR's stopping measure, which is no longer a condition) at the end.
 * squared hinge with an l1 term: proximal Newton with working sets (cyrank.optim.datafit.minimise; Yuan, Ho &
   Lin 2012), stopping when the KKT violation max_r |p_r| (p the minimum-norm subgradient) is <= tol
   max_r |dL/dw_r at 0| and the gap is <= tol max(1, |objective|); ``grad_norm`` is that relative KKT violation.

@@ -246,3 +246,22 @@ def test_pickles_and_subsets_keep_the_level_form():
     R = PreferenceGraphs.__new__(PreferenceGraphs)
     R.__setstate__(old)
     assert R == G and R.levels is None
+
+
+@pytest.mark.parametrize("decomposition", ["domination", "dominated"])
+def test_level_form_same_bits_on_one_and_two_threads(decomposition):
+    """The level kernels run per instance inside the fixed chunk partition: one and two OpenMP threads (forced
+    parallel) give the same fit bit for bit."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(11)
+    n, L, d = 1500, 6, 5
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    y = np.argmax(X @ rng.standard_normal((d, L)) + rng.standard_normal((n, L)), axis=1)
+    G = PreferenceGraphs.from_classes(y, L)
+    fits = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="openmp"):
+            fits.append(solve(X, G, decomposition=decomposition, alpha=0.1, options=Options(parallel_min_rows=1)))
+    np.testing.assert_array_equal(fits[0].coef, fits[1].coef)
+    assert fits[0].objective == fits[1].objective

@@ -6,6 +6,7 @@ side by side in one run, one thread. Prints markdown tables (for bench/RESULTS.m
     python bench/bench_listwise_trees.py --seeds 50 # embedded data over 50 seeds (generated data: 5)
     python bench/bench_listwise_trees.py --small    # generated data 2e4 x 136, 2 seeds (quick check)
     python bench/bench_listwise_trees.py --profile  # where a ListwiseMART fit spends its time (1e5 x 136)
+    python bench/bench_listwise_trees.py --factors 100  # ListwiseMART's xendcg vs rank_xendcg, factor by factor
 
 Every contender grows the same trees: num_leaves 31, learning_rate 0.1, 100 rounds, min_data_in_leaf 20,
 feature_fraction 0.8 drawn from the seed (so that the seeds give different models for every contender; the
@@ -107,6 +108,95 @@ def side_by_side(name, train, test, seeds):
               flush=True)
 
 
+def lightgbm_seed(seed):
+    """LightGBM's objective_seed for ``seed`` (src/io/config.cpp, Config::Set: Random(seed), then data_random_seed,
+    bagging_seed, drop_seed, feature_fraction_seed, objective_seed, extra_seed = successive NextShort(0, 32767))."""
+    x = seed % 2**32
+    for _ in range(5):
+        x = (214013 * x + 2531011) % 2**32
+    return ((x >> 16) & 0x7FFF) % 32767
+
+
+def lightgbm_noise(sizes, seed):
+    """rank_xendcg's noise, round after round (src/objective/rank_objective.hpp, RankXENDCG; utils/random.h):
+    query q (in Dataset order) draws from its own Random(objective_seed + q), x <- 214013 x + 2531011 mod 2^32,
+    g = ((x >> 16) & 0x7FFF) / 32768, one draw per row in row order per round; queries of one row draw nothing."""
+    sizes = np.asarray(sizes)
+    x = (lightgbm_seed(seed) + np.arange(sizes.size, dtype=np.uint64)) % np.uint64(2**32)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    while True:
+        g = np.zeros(int(sizes.sum()))
+        for i in range(int(sizes.max())):  # draw i of every query with more than i rows (and more than one)
+            m = (sizes > i) & (sizes > 1)
+            x[m] = (np.uint64(214013) * x[m] + np.uint64(2531011)) % np.uint64(2**32)
+            g[starts[m] + i] = ((x[m] >> np.uint64(16)) & np.uint64(0x7FFF)) / 32768.0
+        yield g
+
+
+def factors(train, test, seeds):
+    """What separates ListwiseMART(target="xendcg") from rank_xendcg, as a 2 x 2 over paired seeds: the noise
+    generator (numpy's default_rng(seed).random(n) per round, ListwiseMART's; LightGBM's per-query generator,
+    lightgbm_noise) x the gradient (the exact one; the Newton series to 3 terms, _loss.newton_series, rank_xendcg's),
+    each through the custom-objective path with the kernel's Hessian diagonal, beside the built-in rank_xendcg
+    (columns aligned, _align_columns). The (LightGBM noise, 3 terms) cell is rank_xendcg recomputed by the kernel:
+    its largest prediction difference from the built-in is printed (float32 rounding of LightGBM's sums only)."""
+    import lightgbm as lgb
+
+    from cyrank.listwise import _loss
+    from cyrank.listwise.solver import Prepared
+
+    (X, y, qid), (Xt, yt, qt) = train, test
+    order = np.argsort(qid, kind="stable")
+    X, y, qid = X[order], y[order], qid[order]
+    sizes = np.unique(qid, return_counts=True)[1]
+    params = {**TREES, "num_threads": 1, "verbosity": -1, "deterministic": True, "force_row_wise": True,
+              "feature_pre_filter": False}
+    cells = {(noise, terms): [] for noise in ("numpy", "LightGBM") for terms in (1, 3)}
+    builtin, replica_gap = [], 0.0
+    for seed in seeds:
+        data = lgb.Dataset(X, label=y, group=sizes, params={"verbosity": -1})
+        ref = lgb.train({**params, "objective": "rank_xendcg", "seed": seed}, data, num_boost_round=ROUNDS,
+                        callbacks=[_align_columns])
+        builtin.append(ndcg_score(yt, ref.predict(Xt), qt, k=10, convention="lightgbm"))
+        for (noise, terms), out in cells.items():
+            prep, rng = Prepared(y, qid, target="xendcg"), np.random.default_rng(seed)
+            draws = lightgbm_noise(sizes, seed) if noise == "LightGBM" else (rng.random(y.size) for _ in iter(int, 1))
+            state = prep.new_state()
+
+            def objective(preds, dataset, prep=prep, draws=draws, state=state, terms=terms):
+                grad, hess = np.empty(y.size), np.empty(y.size)
+                prep.set_noise(next(draws))
+                prep.evaluate(np.asarray(preds, dtype=np.float64), grad, state)
+                _loss.newton_series(prep.layout, state, grad, terms)
+                _loss.hess_diag(prep.layout, state, hess)
+                return grad, hess
+
+            data = lgb.Dataset(X, label=y, group=sizes, params={"verbosity": -1})
+            booster = lgb.train({**params, "objective": objective, "seed": seed}, data, num_boost_round=ROUNDS)
+            out.append(ndcg_score(yt, booster.predict(Xt), qt, k=10, convention="lightgbm"))
+            if (noise, terms) == ("LightGBM", 3):
+                replica_gap = max(replica_gap, float(np.abs(booster.predict(Xt) - ref.predict(Xt)).max()))
+    base = np.array(builtin)
+
+    def paired(d):
+        return f"{d.mean():+.4f} ({d.std(ddof=1) / np.sqrt(d.size):.4f})" if d.size > 1 else f"{d.mean():+.4f}"
+
+    print(f"\n### rank_xendcg against the kernel, factor by factor: {len(seeds)} paired seeds\n")
+    print("| objective (custom path unless built-in) | test NDCG@10 mean | paired - rank_xendcg (se) |")
+    print("|---|---:|---:|")
+    print(f"| LightGBM rank_xendcg (built-in) | {base.mean():.4f} | - |")
+    for (noise, terms), v in cells.items():
+        v = np.array(v)
+        label = f"{noise} noise, {'exact gradient' if terms == 1 else '3 Newton terms'}"
+        print(f"| {label} | {v.mean():.4f} | {paired(v - base)} |")
+    c = {k: np.array(v) for k, v in cells.items()}
+    series = (c["numpy", 3] + c["LightGBM", 3] - c["numpy", 1] - c["LightGBM", 1]) / 2
+    generator = (c["LightGBM", 1] + c["LightGBM", 3] - c["numpy", 1] - c["numpy", 3]) / 2
+    print(f"\nMain effects (mean (se) over the seeds): 3 Newton terms instead of the exact gradient "
+          f"{paired(series)}; LightGBM's noise instead of numpy's {paired(generator)}. (LightGBM noise, 3 terms) "
+          f"against the built-in: largest test prediction difference {replica_gap:.1e}.")
+
+
 def letor_like(n_docs, seed):
     """LETOR-style generated data: 136 features, labels 0-4, queries of about 100 documents (MSLR-WEB's shape)."""
     return make_ranking(n_docs // 100, n_docs, 136, 5, noise=2.0, random_state=seed)
@@ -162,6 +252,8 @@ def main():
     parser.add_argument("--small", action="store_true", help="generated data of 2e4 documents, 2 seeds")
     parser.add_argument("--profile", action="store_true", help="only the time split of one fit")
     parser.add_argument("--seeds", type=int, default=20, help="seeds on the embedded data (default 20)")
+    parser.add_argument("--factors", type=int, metavar="N", help="only the 2 x 2 of noise generator x gradient "
+                        "against rank_xendcg on the embedded data, over N paired seeds")
     args = parser.parse_args()
     import lightgbm
 
@@ -170,6 +262,9 @@ def main():
     n_docs = 20_000 if args.small else 100_000
     if args.profile:
         profile(n_docs)
+        return
+    if args.factors:
+        factors(load_lightgbm_rank("train"), load_lightgbm_rank("test"), list(range(1, args.factors + 1)))
         return
     seeds = [1, 2] if args.small else [1, 2, 3, 4, 5]
     side_by_side("Embedded data (load_lightgbm_rank)", load_lightgbm_rank("train"), load_lightgbm_rank("test"),

@@ -12,6 +12,9 @@ clicks), every row is fitted on the same sessions:
   (aggregate="identical", the same objective);
 * IPS, swap-estimated: RankSVM with the propensities estimated from a separate swap experiment (--swap-sessions
   sessions, cyrank.clicks.simulate_swap_intervention / propensity_from_swaps);
+* joint: LambdaMART(position_bias="joint", position_bias_norm=p) on the naive data with the display positions
+  (fit(..., position=rank - 1)): the position biases at clicked and unclicked positions estimated along the trees
+  (Hu et al., WWW 2019), for each p of --joint-norms;
 * full information: the same estimators on the true labels of every training row (no clicks; one fit per data set);
 * LightGBM lambdarank with ``position`` (Dataset(position=rank - 1): its unbiased lambdarank, Hu et al. 2019, the
   position biases learnt along the trees), and XGBoost rank:ndcg with lambdarank_unbiased=True (rows of each
@@ -22,7 +25,8 @@ rounds, XGBoost 100 rounds, learning rate 0.1), one thread. NDCG@10: cyrank.metr
 pessimistic ties, test queries without a relevant document dropped).
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/bench_clicks.py [--sessions 50000] [--seeds 5] [--etas 0.5 1 2]
-        [--datasets lightgbm generated interactions] [--top-k 10] [--mart-variants]
+        [--datasets lightgbm generated interactions] [--top-k 10] [--mart-variants] [--joint-norms 1]
+        [--families RankSVM RankNet LambdaMART]
 """
 import argparse
 import os
@@ -152,9 +156,12 @@ def _swap_estimated(train, test, scores, log, eta, top_k, n_sessions, seed):
     return _fit_score(_estimator("RankSVM"), estimated[:3], test, estimated[3])
 
 
-def _mart_variants(results, missing, eta, log, p, X, naive, ips, test):
+def _mart_variants(results, missing, eta, log, p, X, naive, ips, test, joint_norms=(), top_k=10):
     """LambdaMART rows beyond naive / IPS: the IPS weights clipped (max_weight 5 and 2), norm=True and
-    metric="ranknet", each on the naive and / or IPS data of the same sessions."""
+    metric="ranknet", each on the naive and / or IPS data of the same sessions, and the joint rows with norm=True."""
+    for norm in joint_norms:
+        _run_row(results, missing, (eta, "LambdaMART variant", f"joint, position_bias_norm={norm:g}, norm=True"),
+                 lambda: _joint(log, X, top_k, norm, test, norm=True))
     for clip in (5.0, 2.0):
         clipped = clicks.click_training_data(log, p, X, aggregate="identical", max_weight=clip)
         _run_row(results, missing, (eta, "LambdaMART variant", f"IPS, max_weight={clip:g}"),
@@ -163,6 +170,17 @@ def _mart_variants(results, missing, eta, log, p, X, naive, ips, test):
         for label, data in (("naive", naive), ("IPS", ips)):
             _run_row(results, missing, (eta, "LambdaMART variant", f"{label}, {option}={value!r}"),
                      lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **{option: value}), data[:3], test, data[3]))
+
+
+def _joint(log, X, top_k, norm, test, **params):
+    """LambdaMART with the joint estimation of the position biases on the naive (unweighted) sessions."""
+    Xs, c, sid, w, rank = clicks.click_training_data(log, np.ones(top_k), X, aggregate="identical", with_rank=True)
+    model = cyrank.LambdaMART(n_jobs=1, position_bias="joint", position_bias_norm=norm, **params)
+    start = time.perf_counter()
+    model.fit(Xs, c, sid, sample_weight=w, position=rank - 1)
+    seconds = time.perf_counter() - start
+    Xt, yt, qt = test
+    return ndcg_score(yt, model.predict(Xt), qt, k=10), seconds
 
 
 def _run_row(results, missing, key, run):
@@ -184,9 +202,14 @@ def main():
                         "of the generated queries, so no document has propensity 0)")
     parser.add_argument("--mart-variants", action="store_true", help="also LambdaMART on the sessions with the "
                         "IPS weights clipped at 5 and 2 (max_weight), with norm=True (naive and IPS), and with "
-                        "metric='ranknet' (naive and IPS)")
+                        "metric='ranknet' (naive and IPS), and the joint rows with norm=True")
+    parser.add_argument("--joint-norms", type=float, nargs="*", default=[1.0], help="position_bias_norm p of "
+                        "the joint rows (LambdaMART(position_bias='joint')); none: no joint row")
+    parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES,
+                        help="the cyrank families fitted (the swap row needs RankSVM)")
     args = parser.parse_args()
     top_k = args.top_k
+    families = [f for f in FAMILIES if f in args.families]
     print(__doc__.split("\n\n")[0])
     print(f"sessions {args.sessions}, seeds {args.seeds}, etas {args.etas}, top {top_k} shown; one thread, machine "
           "shared with other jobs")
@@ -195,7 +218,7 @@ def main():
         logger, n_logger = _logger(train)
         scores = logger.decision_function(X)
         results, missing = {}, {}
-        for family in FAMILIES:
+        for family in families:
             _run_row(results, missing, ("full information", family),
                      lambda: _fit_score(_estimator(family), train, test))
         logger_ndcg = ndcg_score(test[1], logger.decision_function(test[0]), test[2], k=10)
@@ -206,25 +229,31 @@ def main():
                                              top_k=top_k, random_state=seed)
                 naive = clicks.click_training_data(log, np.ones(top_k), X, aggregate="identical")
                 ips = clicks.click_training_data(log, p, X, aggregate="identical")
-                for family in FAMILIES:
+                for family in families:
                     _run_row(results, missing, (eta, "naive", family),
                              lambda: _fit_score(_estimator(family), naive[:3], test, naive[3]))
                     _run_row(results, missing, (eta, "IPS", family),
                              lambda: _fit_score(_estimator(family), ips[:3], test, ips[3]))
+                if "LambdaMART" in families:
+                    for norm in args.joint_norms:
+                        _run_row(results, missing, (eta, "joint", f"LambdaMART, position_bias_norm={norm:g}"),
+                                 lambda: _joint(log, X, top_k, norm, test))
                 if args.mart_variants:
-                    _mart_variants(results, missing, eta, log, p, X, naive, ips, test)
-                _run_row(results, missing, (eta, "IPS, swap-estimated propensities", "RankSVM"),
-                         lambda: _swap_estimated(train, test, scores, log, eta, top_k, args.swap_sessions, seed))
+                    _mart_variants(results, missing, eta, log, p, X, naive, ips, test, args.joint_norms, top_k)
+                if "RankSVM" in families:
+                    _run_row(results, missing, (eta, "IPS, swap-estimated propensities", "RankSVM"),
+                             lambda: _swap_estimated(train, test, scores, log, eta, top_k, args.swap_sessions,
+                                                     seed))
                 peers = _session_rows(log)
                 _run_row(results, missing, (eta, "peer", "LightGBM lambdarank, position"),
                          lambda: _lightgbm(X, *peers, test))
                 _run_row(results, missing, (eta, "peer", "XGBoost rank:ndcg, lambdarank_unbiased"),
                          lambda: _xgboost(X, *peers, test))
         _report(name, f"logging RankSVM on {n_logger} training queries, test NDCG@10 {logger_ndcg:.4f}", args,
-                results, missing)
+                results, missing, families)
 
 
-def _report(name, logger, args, results, missing):
+def _report(name, logger, args, results, missing, families):
     print(f"\n## {name}; {logger}")
 
     def cell(key):
@@ -235,17 +264,18 @@ def _report(name, logger, args, results, missing):
             values[:, 0].mean(), values[:, 1].mean()
 
     print(f"{'eta':>4s}  {'row':40s} {'model':40s} {'test NDCG@10 (mean +- sd)':>26s} {'fit s':>7s}")
-    for family in FAMILIES:
+    for family in families:
         text, _, sec = cell(("full information", family))
         print(f"{'-':>4s}  {'full information':40s} {family:40s} {text:>26s} {sec:7.2f}")
     for eta in args.etas:
         keys = [k for k in results.keys() | missing.keys() if k[0] == eta]
-        order = {"naive": 0, "IPS": 1, "IPS, swap-estimated propensities": 2, "peer": 3, "LambdaMART variant": 4}
+        order = {"naive": 0, "IPS": 1, "joint": 2, "IPS, swap-estimated propensities": 3, "peer": 4,
+                 "LambdaMART variant": 5}
         for key in sorted(keys, key=lambda k: (order[k[1]], k[2])):
             text, _, sec = cell(key)
             print(f"{eta:4g}  {key[1]:40s} {key[2]:40s} {text:>26s} {sec:7.2f}")
     for eta in args.etas:
-        for family in FAMILIES:
+        for family in families:
             _, full, _ = cell(("full information", family))
             _, naive, _ = cell((eta, "naive", family))
             _, ips, _ = cell((eta, "IPS", family))
@@ -256,6 +286,10 @@ def _report(name, logger, args, results, missing):
         _, xgbm, _ = cell((eta, "peer", "XGBoost rank:ndcg, lambdarank_unbiased"))
         print(f"eta {eta:g} IPS LambdaMART {mart:.4f} vs LightGBM {lgbm:.4f}, XGBoost {xgbm:.4f}; time "
               f"{mart_s / lgbm_s:.2f}x LightGBM's (target: at least both, <= 1.3x)")
+        for norm in args.joint_norms if "LambdaMART" in families else ():
+            _, joint, joint_s = cell((eta, "joint", f"LambdaMART, position_bias_norm={norm:g}"))
+            print(f"eta {eta:g} joint LambdaMART (p = {norm:g}) {joint:.4f} vs IPS {mart:.4f}, LightGBM {lgbm:.4f}, "
+                  f"XGBoost {xgbm:.4f}; time {joint_s / lgbm_s:.2f}x LightGBM's")
     for key, why in missing.items():
         print(f"missing row {key}: {why}")
 

@@ -30,9 +30,10 @@ def sessions(seed, n_queries=15, max_len=9, levels=3, n_positions=12, tied_score
     return y, s, qid, position, w
 
 
-def brute(y, s, qid, position, t_plus, t_minus, w, metric, k, sigma):
+def brute(y, s, qid, position, t_plus, t_minus, w, metric, k, sigma, norm=False):
     """Per row lambda and weight, per position loss_plus and loss_minus, and the cost, pair by pair; |dZ| the mean
-    over the orders of the tied (score, label) blocks of |dNDCG| (every position pair of the two blocks)."""
+    over the orders of the tied (score, label) blocks of |dNDCG| (every position pair of the two blocks); norm:
+    |dZ| / (0.01 + |s_i - s_j|) when the query's scores differ, its lambdas times log2(1 + S) / S."""
     n = y.size
     lam, hess = np.zeros(n), np.zeros(n)
     lp, lm = np.zeros(t_plus.size), np.zeros(t_plus.size)
@@ -48,6 +49,9 @@ def brute(y, s, qid, position, t_plus, t_minus, w, metric, k, sigma):
         D = np.array([1.0 / np.log2(r + 2.0) if r < kk else 0.0 for r in range(rows.size)])
         ideal = np.sort(y[rows])[::-1]
         idcg = sum((2.0 ** ideal[r] - 1.0) * D[r] for r in range(rows.size))
+        spread = s[rows].max() > s[rows].min()
+        total = 0.0
+        q_lam, q_hess = np.zeros(n), np.zeros(n)
         for i in rows:
             for j in rows:
                 if y[i] <= y[j]:
@@ -58,20 +62,26 @@ def brute(y, s, qid, position, t_plus, t_minus, w, metric, k, sigma):
                     A, B = places[(s[i], y[i])], places[(s[j], y[j])]
                     dz = np.mean([abs(D[a] - D[b]) for a in A for b in B]) * abs(2.0 ** y[i] - 2.0 ** y[j]) / idcg
                 u = s[i] - s[j]
+                if norm and spread:
+                    dz /= 0.01 + abs(u)
                 rho = 1.0 / (1.0 + np.exp(sigma * u))
                 f = c[i] / (t_plus[position[i]] * t_minus[position[j]])
-                lam[i] -= sigma * rho * dz * f
-                lam[j] += sigma * rho * dz * f
-                hess[i] += sigma ** 2 * rho * (1 - rho) * dz * f
-                hess[j] += sigma ** 2 * rho * (1 - rho) * dz * f
+                q_lam[i] -= sigma * rho * dz * f
+                q_lam[j] += sigma * rho * dz * f
+                q_hess[i] += sigma ** 2 * rho * (1 - rho) * dz * f
+                q_hess[j] += sigma ** 2 * rho * (1 - rho) * dz * f
+                total += 2 * sigma * rho * dz * f
                 loss = c[i] * dz * np.log1p(np.exp(-sigma * u))
                 lp[position[i]] += loss / t_minus[position[j]]
                 lm[position[j]] += loss / t_plus[position[i]]
                 cost += loss / (t_plus[position[i]] * t_minus[position[j]])
+        scale = np.log2(1 + total) / total if norm and total > 0 else 1.0
+        lam += q_lam * scale
+        hess += q_hess * scale
     return lam, hess, lp, lm, cost
 
 
-def kernel(y, s, qid, position, t_plus, t_minus, w, metric, sigma=1.0):
+def kernel(y, s, qid, position, t_plus, t_minus, w, metric, sigma=1.0, norm=False):
     """The kernel on the rows in _Pairs' order, its outputs back in input order."""
     pairs = _Pairs(y, qid, metric=metric, sigma=sigma, sample_weight=w)
     n = y.size
@@ -79,7 +89,7 @@ def kernel(y, s, qid, position, t_plus, t_minus, w, metric, sigma=1.0):
     lp, lm = np.full(t_plus.size, np.nan), np.full(t_plus.size, np.nan)
     cost = _unbiased.joint_lambdas(np.ascontiguousarray(s[pairs.order]), pairs.y, pairs.offsets,
                                    np.ascontiguousarray(position[pairs.order]), t_plus, t_minus, pairs.w, pairs.code,
-                                   pairs.k, pairs.sigma, lam, hess, lp, lm)
+                                   pairs.k, pairs.sigma, norm, lam, hess, lp, lm)
     out_lam, out_hess = np.empty(n), np.empty(n)
     out_lam[pairs.order], out_hess[pairs.order] = lam, hess
     return out_lam, out_hess, lp, lm, cost
@@ -88,14 +98,16 @@ def kernel(y, s, qid, position, t_plus, t_minus, w, metric, sigma=1.0):
 @pytest.mark.parametrize("metric", ["ndcg@3", "ndcg", "ranknet"])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("tied_scores", [True, False])
-def test_kernel_equals_the_brute_force_pair_loop(metric, weighted, tied_scores):
+@pytest.mark.parametrize("norm", [False, True])
+def test_kernel_equals_the_brute_force_pair_loop(metric, weighted, tied_scores, norm):
     y, s, qid, position, w = sessions(3, tied_scores=tied_scores)
+    s[qid == qid[0]] = 0.5  # a query of equal scores (no score distance with norm)
     rng = np.random.default_rng(4)
     t_plus, t_minus = rng.uniform(0.2, 2.0, 12), rng.uniform(0.5, 3.0, 12)
     w = w if weighted else None
     k = {"ndcg@3": 3, "ndcg": 0, "ranknet": 0}[metric]
-    got = kernel(y, s, qid, position, t_plus, t_minus, w, metric, sigma=1.7)
-    want = brute(y, s, qid, position, t_plus, t_minus, w, metric.split("@")[0], k, 1.7)
+    got = kernel(y, s, qid, position, t_plus, t_minus, w, metric, sigma=1.7, norm=norm)
+    want = brute(y, s, qid, position, t_plus, t_minus, w, metric.split("@")[0], k, 1.7, norm)
     for g, e in zip(got, want):
         np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
     assert got[4] > 0
@@ -103,13 +115,16 @@ def test_kernel_equals_the_brute_force_pair_loop(metric, weighted, tied_scores):
 
 @pytest.mark.parametrize("metric", ["ndcg@3", "ndcg", "ranknet"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_unit_biases_give_the_plain_lambdas(metric, weighted):
+@pytest.mark.parametrize("norm", [False, True])
+def test_unit_biases_give_the_plain_lambdas(metric, weighted, norm):
     """t+ = t- = 1: the lambdas, weights and cost of cyrank.lambdarank.lambdas (ties="pessimistic")."""
     y, s, qid, position, w = sessions(5)
+    s[qid == qid[0]] = 0.5
     w = w if weighted else None
     ones = np.ones(12)
-    lam, hess, lp, lm, cost = kernel(y, s, qid, position, ones, ones, w, metric)
-    want_cost, want_lam, want_hess = lambdas(y, s, qid, metric=metric, ties="pessimistic", sample_weight=w)
+    lam, hess, lp, lm, cost = kernel(y, s, qid, position, ones, ones, w, metric, norm=norm)
+    want_cost, want_lam, want_hess = lambdas(y, s, qid, metric=metric, ties="pessimistic", sample_weight=w,
+                                             norm=norm)
     np.testing.assert_allclose(lam, want_lam, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(hess, want_hess, rtol=1e-12, atol=1e-14)
     assert cost == pytest.approx(want_cost, rel=1e-12)
@@ -283,7 +298,6 @@ def test_bad_positions(position, error, match):
     ({"metric": "err@5"}, "takes metric"),
     ({"metric": "map"}, "takes metric"),
     ({"truncation": 3}, "truncation=None only"),
-    ({"norm": True}, "norm=False only"),
     ({"ties": "average"}, "ties='pessimistic' only"),
     ({"position_bias": "both"}, "position_bias must be one of"),
     ({"position_bias_norm": -1.0}, "position_bias_norm must be >= 0"),

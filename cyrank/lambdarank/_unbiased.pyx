@@ -22,6 +22,11 @@ its label). That is the expectation of |dZ_ij| over the orders of each block (a 
 so the sign of D_i - D_j is the same for every order): the "pessimistic" tie rule of cyrank.lambdarank._lambdas,
 whose lambdas these equal when t+ = t- = 1.
 
+``norm`` (LightGBM's lambdarank_norm, as _lambdas): once the query's scores are not all equal, |dZ_ij| is divided
+by 0.01 + |s_i - s_j| (in the lambdas and in L_ij); and the query's lambdas and weights are scaled by log2(1 + S) /
+S, S = sum over its pairs of 2 sigma rho |dZ_ij| f_ij (the debiased lambdas, as XGBoost's lambdarank_normalization
+sums them; the cost and the per-position losses are not scaled).
+
 Cost O(n_q log n_q) to rank a query plus one O(1) step per pair (O(n_q^2) pairs at most; click sessions are
 short). Serial and deterministic: the per-position sums and the cost are accumulated query by query in the given
 order, each query's pairs in label order.
@@ -46,15 +51,20 @@ cdef inline double _discount(intp_t r, intp_t k) noexcept nogil:
 
 
 cdef double _query(const double* s, const double* y, const intp_t* pos, const double* w, intp_t n,
-                   const double* t_plus, const double* t_minus, int metric, intp_t k, double sigma,
+                   const double* t_plus, const double* t_minus, int metric, intp_t k, double sigma, bint norm,
                    double* lam, double* hess, double* loss_plus, double* loss_minus, KeyIndex* rec,
                    double* dbar) noexcept nogil:
     """One query's lambdas, weights and per-position losses (arrays at its first row); its cost."""
     cdef intp_t i, j, a, b, r, run, kk = k if k > 0 else n
-    cdef double idcg = 0.0, mean, c, g_i, dz, u, rho, rho1, cost, factor, lam_ij, h_ij, l_ij, total = 0.0
+    cdef double idcg = 0.0, mean, c, g_i, dz, u, rho, rho1, cost, factor, lam_ij, h_ij, total = 0.0
+    cdef double top = s[0], low = s[0], sum_lambda = 0.0
+    cdef bint distance
     for i in range(n):
         lam[i] = 0.0
         hess[i] = 0.0
+        top = s[i] if s[i] > top else top
+        low = s[i] if s[i] < low else low
+    distance = norm and top > low  # LightGBM's score distance only once the query's scores differ
     if n < 2 or y[0] == y[n - 1]:
         return 0.0
     if metric == 1:
@@ -94,6 +104,8 @@ cdef double _query(const double* s, const double* y, const intp_t* pos, const do
             if metric == 1:
                 dz = (g_i - (exp2(y[j]) - 1.0)) * (dbar[i] - dbar[j] if dbar[i] >= dbar[j] else dbar[j] - dbar[i]) \
                     / idcg
+            if distance:
+                dz = dz / (0.01 + (u if u >= 0.0 else -u))
             rho = pair_sigmoid(-sigma * u, &rho1)
             factor = c / (t_plus[pos[i]] * t_minus[pos[j]])
             lam_ij = sigma * rho * dz * factor
@@ -102,22 +114,28 @@ cdef double _query(const double* s, const double* y, const intp_t* pos, const do
             lam[j] += lam_ij
             hess[i] += h_ij
             hess[j] += h_ij
+            sum_lambda += 2.0 * lam_ij
             cost = c * dz * log1pexp(-sigma * u)
             loss_plus[pos[i]] += cost / t_minus[pos[j]]
             loss_minus[pos[j]] += cost / t_plus[pos[i]]
             total += cost / (t_plus[pos[i]] * t_minus[pos[j]])
+    if norm and sum_lambda > 0.0:
+        factor = log2(1.0 + sum_lambda) / sum_lambda
+        for i in range(n):
+            lam[i] *= factor
+            hess[i] *= factor
     return total
 
 
 def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::1] offsets,
                   const intp_t[::1] position, const double[::1] t_plus, const double[::1] t_minus, weight,
-                  int metric, intp_t k, double sigma, double[::1] lam, double[::1] hess, double[::1] loss_plus,
-                  double[::1] loss_minus):
+                  int metric, intp_t k, double sigma, bint norm, double[::1] lam, double[::1] hess,
+                  double[::1] loss_plus, double[::1] loss_minus):
     """Fill ``lam``, ``hess`` (per row) and ``loss_plus``, ``loss_minus`` (per position, zeroed first) as the module
     docstring says; return the cost. ``weight``: None or c per row (float64). ``metric``: RANKNET or NDCG; ``k``:
-    NDCG's cut-off (0: none). The caller guarantees the layout: rows grouped by ``offsets`` (int64, from 0 to n),
-    labels increasing inside a query, 0 <= position < len(t_plus) = len(t_minus) = len(loss_plus) =
-    len(loss_minus), t+ and t- > 0."""
+    NDCG's cut-off (0: none); ``norm``: LightGBM's lambdarank_norm (module docstring). The caller guarantees the
+    layout: rows grouped by ``offsets`` (int64, from 0 to n), labels increasing inside a query, 0 <= position <
+    len(t_plus) = len(t_minus) = len(loss_plus) = len(loss_minus), t+ and t- > 0."""
     cdef intp_t n = scores.shape[0], n_q = offsets.shape[0] - 1, n_pos = t_plus.shape[0], q, longest = 1, m
     cdef const double[::1] w_view
     cdef const double* w = NULL
@@ -157,7 +175,8 @@ def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::
                 if w != NULL:
                     w_q = w + m
                 total += _query(&scores[m], &y[m], &position[m], w_q, offsets[q + 1] - m, &t_plus[0], &t_minus[0],
-                                metric, k, sigma, &lam[m], &hess[m], &loss_plus[0], &loss_minus[0], rec, dbar)
+                                metric, k, sigma, norm, &lam[m], &hess[m], &loss_plus[0], &loss_minus[0], rec,
+                                dbar)
     finally:
         free(rec)
         free(dbar)

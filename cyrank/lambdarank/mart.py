@@ -979,7 +979,7 @@ class _JointGradients:
     def _lambdas(self, scores, lam, hess):
         p = self.pairs
         return _unbiased.joint_lambdas(scores, p.y, p.offsets, self.position, self.t_plus, self.t_minus, p.w,
-                                       p.code, p.k, p.sigma, lam, hess, self.loss_plus, self.loss_minus)
+                                       p.code, p.k, p.sigma, p.norm, lam, hess, self.loss_plus, self.loss_minus)
 
     def gradients(self, scores, grad, hess):
         self._lambdas(scores, grad, hess)
@@ -1040,8 +1040,9 @@ class LambdaMART(_MART):
     P(examined at k) / P(examined at r) and t-_k the ratio of the probabilities of no click (tested within 12% and
     8% on 30,000 simulated sessions); p > 0 shrinks the ratios towards 1 (p = 1: their square roots), which
     lowers their variance when a position holds few clicks. Available with metric "ndcg@k", "ndcg" or "ranknet",
-    ties="pessimistic", truncation=None, norm=False (the kernel cyrank.lambdarank._unbiased; every pair of
-    different labels of a session, O(n_q^2) per session, serial). ``sample_weight`` still multiplies each pair by
+    ties="pessimistic" and truncation=None (the kernel cyrank.lambdarank._unbiased; every pair of different labels
+    of a session, O(n_q^2) per session, serial); with norm=True each session's debiased lambdas are normalised as
+    LightGBM's (and XGBoost's) are. ``sample_weight`` still multiplies each pair by
     c_i (with sessions merged by cyrank.clicks.click_training_data(aggregate="identical"), the number of merged
     sessions, so that it equals the per-session fit); give the clicks and positions, not IPS weights: the biases
     take their place. The fitted t+ and t- are ``t_plus_`` and ``t_minus_``, indexed by position.
@@ -1227,8 +1228,7 @@ class LambdaMART(_MART):
             if name not in ("ndcg", "ranknet"):
                 raise ValueError(f"position_bias='joint' takes metric 'ndcg@k', 'ndcg' or 'ranknet', got "
                                  f"{self.metric!r}")
-            for option, value, default in (("truncation", self.truncation, None), ("norm", self.norm, False),
-                                           ("ties", self.ties, "pessimistic")):
+            for option, value, default in (("truncation", self.truncation, None), ("ties", self.ties, "pessimistic")):
                 if not (value is default or value == default):
                     raise ValueError(f"position_bias='joint' takes {option}={default!r} only (its kernel, "
                                      f"cyrank.lambdarank._unbiased), got {option}={value!r}")

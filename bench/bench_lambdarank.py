@@ -126,10 +126,6 @@ def bench_gradient(quick):
 
 def bench_throughput(quick):
     """Issue 28: the kernel against LightGBM's lambdarank gradient at query lengths 10 to 3,000, NDCG@10."""
-    import lightgbm as lgb
-
-    from cyrank.lambdarank import Lambdas
-
     print("\n### Lambda kernel against LightGBM's lambdarank gradient, by query length (NDCG@10, one thread)\n")
     print("1e5 documents (3e4 with --quick) in queries of the given length, labels 0-4 uniform, scores N(0, 1) "
           "(distinct). LightGBM's gradient, isolated: stump trainings (2 leaves, one feature of 15 bins, the "
@@ -137,42 +133,55 @@ def bench_throughput(quick):
           "with objective='lambdarank' minus the same trainings with a custom objective returning fixed arrays, "
           "per round; lambdarank_truncation_level=10 (its pairs: the top 10 positions x every document, as "
           "NDCG@10's), its other defaults (lambdarank_norm on). The fixed-array objective's Python call is part "
-          "of the subtracted time, which favours LightGBM. cyrank: `Lambdas(y, qid, metric='ndcg@10').gradient(scores)`, "
-          "prepared once (the public call without the cost: score check, reordering, kernel), and the kernel alone "
-          "(the call LambdaMART makes). Best of 5, the contenders alternated.\n")
+          "of the subtracted time, which favours LightGBM. cyrank: "
+          "`Lambdas(y, qid, metric='ndcg@10').gradient(scores)`, prepared once (the public call without the cost: "
+          "score check, reordering, kernel), and the kernel alone (the call LambdaMART makes). Best of 5, the contenders alternated.\n")
     print("| documents per query | LightGBM ns/doc | cyrank Lambdas ns/doc | cyrank kernel ns/doc | "
           "LightGBM / Lambdas | LightGBM / kernel |")
     print("|---:|---:|---:|---:|---:|---:|")
-    rng = np.random.default_rng(0)
     total, rounds = (30_000, 10) if quick else (100_000, 20)
     for size in (10, 30, 100, 300, 1000, 3000):
-        n_q = max(1, total // size)
-        n = n_q * size
-        qid = np.repeat(np.arange(n_q), size)
-        y = rng.integers(0, 5, n).astype(np.float64)
-        s = rng.normal(size=n)
-        X = rng.normal(size=(n, 1)).astype(np.float32)
-        params = {"num_leaves": 2, "min_data_in_leaf": 1, "learning_rate": 0.1, "num_threads": 1, "verbosity": -1,
-                  "deterministic": True, "force_row_wise": True, "lambdarank_truncation_level": 10}
-        data = lgb.Dataset(X, label=y, group=np.full(n_q, size), init_score=s, free_raw_data=False,
-                           params={"verbosity": -1, "max_bin": 15, "min_data_in_leaf": 1,
-                                   "feature_pre_filter": False}).construct()
-        fixed_g, fixed_h = rng.normal(size=n), np.ones(n)
-        prepared = Lambdas(y, qid, metric="ndcg@10")
-        pairs = _Pairs(y, qid, metric="ndcg@10")
-        s_sorted, lam, hess = np.ascontiguousarray(s[pairs.order]), np.empty(n), np.empty(n)
-        times = {"builtin": [], "fixed": [], "lambdas": [], "kernel": []}
-        for _ in range(5):
-            times["builtin"].append(_seconds(lambda: lgb.train({**params, "objective": "lambdarank"}, data,
-                                                               num_boost_round=rounds)))
-            times["fixed"].append(_seconds(lambda: lgb.train({**params, "objective": lambda p, d: (fixed_g, fixed_h)},
-                                                             data, num_boost_round=rounds)))
-            times["lambdas"].append(_seconds(lambda: prepared.gradient(s)))
-            times["kernel"].append(_seconds(lambda: pairs.lambdas(s_sorted, lam, hess, with_cost=False)))
-        theirs = max(min(times["builtin"]) - min(times["fixed"]), 1e-12) / rounds
-        ours, kernel = min(times["lambdas"]), min(times["kernel"])
+        theirs, ours, kernel, n = _gradient_seconds(size, total, rounds, {"lambdarank_truncation_level": 10},
+                                                    dict(metric="ndcg@10"))
         print(f"| {size} | {1e9 * theirs / n:.0f} | {1e9 * ours / n:.0f} | {1e9 * kernel / n:.0f} | "
               f"{theirs / ours:.2f}x | {theirs / kernel:.2f}x |", flush=True)
+
+
+def _gradient_seconds(size, total, rounds, lgb_objective_params, cyrank_params, seed=0):
+    """(LightGBM's lambdarank gradient, the public Lambdas.gradient, the kernel alone): seconds per call on
+    ``total`` documents in queries of ``size`` (labels 0-4, distinct N(0, 1) scores), and the documents.
+    LightGBM's, isolated: stump trainings with objective='lambdarank' (``lgb_objective_params``) minus the same
+    trainings with a custom objective returning fixed arrays, per round. Best of 5, alternated."""
+    import lightgbm as lgb
+
+    from cyrank.lambdarank import Lambdas
+
+    rng = np.random.default_rng(seed)
+    n_q = max(1, total // size)
+    n = n_q * size
+    qid = np.repeat(np.arange(n_q), size)
+    y = rng.integers(0, 5, n).astype(np.float64)
+    s = rng.normal(size=n)
+    X = rng.normal(size=(n, 1)).astype(np.float32)
+    params = {"num_leaves": 2, "min_data_in_leaf": 1, "learning_rate": 0.1, "num_threads": 1, "verbosity": -1,
+              "deterministic": True, "force_row_wise": True, **lgb_objective_params}
+    data = lgb.Dataset(X, label=y, group=np.full(n_q, size), init_score=s, free_raw_data=False,
+                       params={"verbosity": -1, "max_bin": 15, "min_data_in_leaf": 1,
+                               "feature_pre_filter": False}).construct()
+    fixed_g, fixed_h = rng.normal(size=n), np.ones(n)
+    prepared = Lambdas(y, qid, **cyrank_params)
+    pairs = _Pairs(y, qid, **cyrank_params)
+    s_sorted, lam, hess = np.ascontiguousarray(s[pairs.order]), np.empty(n), np.empty(n)
+    times = {"builtin": [], "fixed": [], "lambdas": [], "kernel": []}
+    for _ in range(5):
+        times["builtin"].append(_seconds(lambda: lgb.train({**params, "objective": "lambdarank"}, data,
+                                                           num_boost_round=rounds)))
+        times["fixed"].append(_seconds(lambda: lgb.train({**params, "objective": lambda p, d: (fixed_g, fixed_h)},
+                                                         data, num_boost_round=rounds)))
+        times["lambdas"].append(_seconds(lambda: prepared.gradient(s)))
+        times["kernel"].append(_seconds(lambda: pairs.lambdas(s_sorted, lam, hess, with_cost=False)))
+    theirs = max(min(times["builtin"]) - min(times["fixed"]), 1e-12) / rounds
+    return theirs, min(times["lambdas"]), min(times["kernel"]), n
 
 
 def _letor_float32(n_queries, per_query, d, seed=0):
@@ -222,6 +231,13 @@ def bench_mart_1000(quick):
     print("|---|---:|---:|")
     for name, values in times.items():
         print(f"| {name} | {min(values):.2f} | {min(values) / base:.2f}x |", flush=True)
+    # the gradient alone in these settings (bench_throughput's isolation), at the same query length
+    theirs, ours, kernel, n = _gradient_seconds(1000, 30_000 if quick else 100_000, 10 if quick else 20, {},
+                                                dict(metric="ndcg", truncation=30, ties="input", norm=True))
+    print("\nThe gradient alone in these settings (as the throughput table isolates it; LightGBM's defaults, "
+          "truncation 30 and norm, against Lambdas(metric='ndcg', truncation=30, ties='input', norm=True)), ns per "
+          f"document: LightGBM {1e9 * theirs / n:.0f}, cyrank Lambdas {1e9 * ours / n:.0f}, kernel "
+          f"{1e9 * kernel / n:.0f} (LightGBM / kernel {theirs / kernel:.2f}x).", flush=True)
 
 
 _MEMORY_CHILD = """

@@ -135,7 +135,8 @@ def bench_throughput(quick):
           "NDCG@10's), its other defaults (lambdarank_norm on). The fixed-array objective's Python call is part "
           "of the subtracted time, which favours LightGBM. cyrank: "
           "`Lambdas(y, qid, metric='ndcg@10').gradient(scores)`, prepared once (the public call without the cost: "
-          "score check, reordering, kernel), and the kernel alone (the call LambdaMART makes). Best of 5, the contenders alternated.\n")
+          "score check, reordering, kernel), and the kernel alone (the call LambdaMART makes). Best of 5, the "
+          "contenders alternated.\n")
     print("| documents per query | LightGBM ns/doc | cyrank Lambdas ns/doc | cyrank kernel ns/doc | "
           "LightGBM / Lambdas | LightGBM / kernel |")
     print("|---:|---:|---:|---:|---:|---:|")

@@ -172,10 +172,11 @@ def _mart_variants(results, missing, eta, log, p, X, naive, ips, test, joint_nor
                      lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **{option: value}), data[:3], test, data[3]))
 
 
-def _joint(log, X, top_k, norm, test, **params):
-    """LambdaMART with the joint estimation of the position biases on the naive (unweighted) sessions."""
+def _joint(log, X, top_k, bias_norm, test, **params):
+    """LambdaMART with the joint estimation of the position biases (position_bias_norm=bias_norm) on the naive
+    (unweighted) sessions."""
     Xs, c, sid, w, rank = clicks.click_training_data(log, np.ones(top_k), X, aggregate="identical", with_rank=True)
-    model = cyrank.LambdaMART(n_jobs=1, position_bias="joint", position_bias_norm=norm, **params)
+    model = cyrank.LambdaMART(n_jobs=1, position_bias="joint", position_bias_norm=bias_norm, **params)
     start = time.perf_counter()
     model.fit(Xs, c, sid, sample_weight=w, position=rank - 1)
     seconds = time.perf_counter() - start

@@ -1039,10 +1039,16 @@ class LambdaMART(_MART):
     position-based model and relevance independent of the display position, t+_k estimates the propensity ratio
     P(examined at k) / P(examined at r) and t-_k the ratio of the probabilities of no click (tested within 12% and
     8% on 30,000 simulated sessions); p > 0 shrinks the ratios towards 1 (p = 1: their square roots), which
-    lowers their variance when a position holds few clicks. Available with metric "ndcg@k", "ndcg" or "ranknet",
-    ties="pessimistic" and truncation=None (the kernel cyrank.lambdarank._unbiased; every pair of different labels
-    of a session, O(n_q^2) per session, serial); with norm=True each session's debiased lambdas are normalised as
-    LightGBM's (and XGBoost's) are. ``sample_weight`` still multiplies each pair by
+    lowers their variance when a position holds few clicks. From the clicks of one deterministic logging ranker the
+    ratios also take in the relevance the logger puts at each position (relevant documents on top: t+ falls faster
+    than the propensity, and few top documents go unclicked, so t-_k / t-_0 grows), which p > 0 damps. In
+    bench/bench_clicks.py (top 10 of 30 shown, eta 1): with a good logger (linear data) p = 0 drives t- to 250-390
+    and test NDCG@10 to 0.56, p = 1 gives 0.80, at least the IPS fit with the true propensities; with a poor logger
+    (non-linear data) p = 0 recovers the propensities and equals IPS (0.775), and p = 1 under-corrects (0.680, near
+    the naive 0.663). No one p suits both: choose it on held-out data. Available with metric "ndcg@k", "ndcg" or
+    "ranknet", ties="pessimistic" and truncation=None (the kernel cyrank.lambdarank._unbiased; every pair of
+    different labels of a session, O(n_q^2) per session, serial); with norm=True each session's debiased lambdas
+    are normalised as LightGBM's (and XGBoost's) are. ``sample_weight`` still multiplies each pair by
     c_i (with sessions merged by cyrank.clicks.click_training_data(aggregate="identical"), the number of merged
     sessions, so that it equals the per-session fit); give the clicks and positions, not IPS weights: the biases
     take their place. The fitted t+ and t- are ``t_plus_`` and ``t_minus_``, indexed by position.

@@ -17,7 +17,7 @@ with the target distribution p over the query's rows given by ``target``:
   "exp"    p_i = exp(y_i) / sum_j exp(y_j) (Cao et al.'s phi = exp);
   "gain"   p_i = (2^y_i - 1) / sum_j (2^y_j - 1) (a query whose labels are all 0 contributes nothing);
   "xendcg" p_i = (2^y_i - g_i) / sum_j (2^y_j - g_j), g = np.random.default_rng(random_state).random(n) over the
-           rows in input order, random_state=None meaning 0 as in cyrank.listwise (XE-NDCG, Bruch et al. 2019,
+           rows in input order, random_state=None meaning 0 as in cyrank.listwise (XE-NDCG, Bruch, WWW 2021,
            section 4, its noise drawn once).
 
 ``loss="listmle"`` (Xia, Liu, Wang, Zhang & Li, ICML 2008, section 3.3, the Plackett-Luce likelihood of the label

@@ -417,8 +417,6 @@ def _nodes(tree):
             yield from _nodes(tree[child])
 
 
-@pytest.mark.skipif("newton_terms" not in ListwiseMART._get_param_names(),
-                    reason="ListwiseMART has no newton_terms parameter yet (the kernel's series is tested above)")
 @pytest.mark.parametrize("target", ["exp", "xendcg"])
 def test_newton_terms_hands_lightgbm_the_series(monkeypatch, target):
     """ListwiseMART(newton_terms=T) hands LightGBM sum_{t < T} (O D^-1)^t g (brute_series) and the exact Hessian

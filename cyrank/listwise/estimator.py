@@ -87,7 +87,7 @@ class ListNet(_Listwise):
     target : {"exp", "gain", "xendcg"}, default="exp"
         p_i = exp(y_i) / sum_j exp(y_j) (Cao et al.'s phi = exp); "gain": (2^y_i - 1) / sum_j (2^y_j - 1) (a
         query of all-zero labels contributes nothing); "xendcg": (2^y_i - g_i) / sum_j (2^y_j - g_j) (XE-NDCG,
-        Bruch et al. 2019), g_i ~ U(0, 1) drawn once per fit (``random_state``). "gain" and "xendcg" need labels
+        Bruch, WWW 2021), g_i ~ U(0, 1) drawn once per fit (``random_state``). "gain" and "xendcg" need labels
         >= 0.
     random_state : None, int >= 0 or numpy Generator, default=None
         Seeds ``np.random.default_rng(random_state).random(n_rows)`` for target="xendcg" (g_i for row i in input

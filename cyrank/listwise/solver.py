@@ -16,7 +16,7 @@ Relevance", ICTIR 2019):
 
 with the target distribution p given by ``target``: "exp" (default, Cao et al.'s phi = exp) p_i = exp(y_i) /
 sum_j exp(y_j); "gain" p_i = (2^y_i - 1) / sum_j (2^y_j - 1) (a query whose labels are all 0 contributes nothing);
-"xendcg" p_i = (2^y_i - g_i) / sum_j (2^y_j - g_j) (XE-NDCG, Bruch et al. 2019), g_i ~ U(0, 1) drawn once per fit
+"xendcg" p_i = (2^y_i - g_i) / sum_j (2^y_j - g_j) (XE-NDCG, Bruch, WWW 2021), g_i ~ U(0, 1) drawn once per fit
 as ``np.random.default_rng(random_state).random(n)`` over the rows in input order (random_state=None means 0, so
 that fits are reproducible; LightGBM's rank_xendcg redraws g every round, a linear fit fixes it so that the
 objective, hence its optimum, is exact).
@@ -344,9 +344,9 @@ def solve(X, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=N
     """Minimise F(w) = sum_q L_q(X w) + R(w) (module docstring) from ``coef_init`` (default 0).
 
     "l2": TRON, stopping when the gap (objective - optimum, certified by the strong convexity 2 alpha or estimated
-    by the Newton decrement, invariant to rescaling a feature) is <= tol max(1, |F|); preconditioned by the within-query column scales when they are far apart. "l1" /
-    "elasticnet": proximal Newton with working sets, stopping on the relative KKT violation and the same gap
-    (cyrank.optim.datafit.minimise).
+    by the Newton decrement, invariant to rescaling a feature) is <= tol max(1, |F|); preconditioned by the
+    within-query column scales when they are far apart. "l1" / "elasticnet": proximal Newton with working sets,
+    stopping on the relative KKT violation and the same gap (cyrank.optim.datafit.minimise).
 
     ``eval_set`` = (Xv, yv, qv): NDCG@10 on it is recorded at the start and after every accepted Newton step
     (``history["eval"]``; with an l1 term only at the start and the end). ``early_stopping_rounds`` (penalty
@@ -456,14 +456,21 @@ class DocGradients:
     """The gradient of sum_q L_q in the scores and the diagonal of its Hessian, per row (input order), for one
     set of labels and queries prepared once for many score vectors (a boosting loop). Parameters as
     :func:`doc_gradients`; ``DocGradients(y, qid, ...)(scores)`` returns what ``doc_gradients(scores, y, qid,
-    ...)`` returns."""
+    ...)`` returns. ``newton_terms`` (ListNet only, default 1: the gradient itself): the gradient g is returned as
+    sum_{t < newton_terms} (O D^-1)^t g, H = D - O each query's Hessian and D its diagonal (_loss.newton_series:
+    a tree's leaf value -sum g / sum h then approximates a Newton step on the whole query's Hessian; 3 is the
+    gradient LightGBM's rank_xendcg hands its trees). The Hessian diagonal is returned as it is."""
 
     def __init__(self, y, qid=None, *, loss="listnet", target="exp", ties="efron", top_k=None, sample_weight=None,
-                 random_state=None):
+                 random_state=None, newton_terms=1):
         y = check_y(y, name="y")
         qid = check_qid(qid, y.shape[0], of="y")
         self.prep = Prepared(y, qid, loss=loss, target=target, ties=ties, top_k=top_k, sample_weight=sample_weight,
                              random_state=random_state, of="y")
+        self.newton_terms = check_param("newton_terms", newton_terms, low=1, integer=True)
+        if self.newton_terms > 1 and self.prep.loss != "listnet":
+            raise ValueError(f"newton_terms={newton_terms!r} is the Newton series of ListNet's gradient; loss="
+                             f"{self.prep.loss!r} takes none: leave newton_terms=1")
         self.n_samples = y.shape[0]
         self._state = self.prep.new_state()
         self.loss_value = None
@@ -476,6 +483,8 @@ class DocGradients:
         scores = check_y(scores, self.n_samples, name="scores", of="y")
         grad, hess = np.empty(self.n_samples), np.empty(self.n_samples)
         self.loss_value = self.prep.evaluate(scores, grad, self._state)
+        if self.newton_terms > 1:
+            _loss.newton_series(self.prep.layout, self._state, grad, self.newton_terms)
         _loss.hess_diag(self.prep.layout, self._state, hess)
         return grad, hess
 

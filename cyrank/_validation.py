@@ -41,10 +41,12 @@ def _check_kind(a, name):
 
 
 def _check_finite(values, name):
-    """ValueError naming NaN or infinity in ``values``. A float array is judged by its extremes (NaN propagates
-    through min and max, an infinity is one of them), so no boolean temporary of its size is made."""
+    """ValueError naming NaN or infinity in ``values``. A float array is judged first by its sum, one pass and no
+    boolean temporary of its size: a NaN or an infinity makes the sum NaN or infinite (IEEE arithmetic), so a finite
+    sum proves every value finite; an infinite sum (a bad value, or finite values that overflow together) is then
+    checked value by value."""
     if isinstance(values, np.ndarray) and values.dtype.kind == "f":
-        if values.size == 0 or (np.isfinite(values.min()) and np.isfinite(values.max())):
+        if values.size == 0 or np.isfinite(np.add.reduce(values, axis=None)):
             return
     if not np.all(np.isfinite(values)):
         bad = "NaN" if np.isnan(values).any() else "infinity"

@@ -245,9 +245,10 @@ def test_n_jobs_on_every_estimator():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_finiteness_check_of_x_allocates_nothing_of_x_size_and_still_finds_nan_and_infinity(dtype):
-    """check_ranking_data judges X's finiteness by its extremes: less than 5% of X's bytes allocated (np.isfinite
-    made an n x d boolean array, 25% of a float32 X, the only excess left in a RankNet fit), and a single NaN or
-    infinity anywhere is still refused with its name."""
+    """check_ranking_data judges X's finiteness by its sum: less than 5% of X's bytes allocated (np.isfinite
+    made an n x d boolean array, 25% of a float32 X, the only excess left in a RankNet fit), a single NaN or
+    infinity anywhere is still refused with its name (also beside values whose sum overflows), and finite values
+    whose sum overflows are accepted."""
     import tracemalloc
 
     rng = np.random.default_rng(0)
@@ -265,3 +266,9 @@ def test_the_finiteness_check_of_x_allocates_nothing_of_x_size_and_still_finds_n
         bad[12_345, 17] = value
         with pytest.raises(ValueError, match=f"X contains {word}"):
             check_ranking_data(bad, y, qid, dtype=(np.float64, np.float32))
+    huge = X.copy()
+    huge[:, 3] = np.finfo(dtype).max  # finite, but their sum is infinite
+    check_ranking_data(huge, y, qid, dtype=(np.float64, np.float32))
+    huge[7, 5] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN"):
+        check_ranking_data(huge, y, qid, dtype=(np.float64, np.float32))

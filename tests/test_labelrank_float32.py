@@ -173,10 +173,9 @@ def test_graphs_built_directly_equal_the_comparisons():
 
 @pytest.mark.parametrize("decomposition", ["domination", "dominated", "disagreement", "zero_one"])
 def test_mean_curvature_is_the_trace_of_the_score_hessians(decomposition):
-    """_loss.mean_curvature (whitening's scale c) = sum_i trace(H_i) by brute force: the Hessian products in the
-    scores along every unit label direction (graded labels with ties; explicit members for "dominated")."""
-    from cyrank.labelrank import _loss
-
+    """The mean curvature (whitening's scale c, _loss.mean_curvature or _loss.level_mean_curvature) = sum_i
+    trace(H_i) by brute force: the Hessian products in the scores along every unit label direction (graded labels
+    with ties)."""
     X, G = _data(seed=12, n=30, d=4, L=5)
     f = loss(X, G, decomposition=decomposition)
     f.grad(np.random.default_rng(13).normal(size=f.n_features))
@@ -187,11 +186,8 @@ def test_mean_curvature_is_the_trace_of_the_score_hessians(decomposition):
         D.hess_scores(E, p, col)
         E[:, y] = 0.0
         trace += col[:, y].sum()
-    # whitening.py's call (the level form of "domination" / "dominated" travels in place of edge_ptr)
-    got = _loss.mean_curvature(D.G.edge_ptr, D.G.init, D.G.term, D.sub.sub_ptr, D.sub.member_ptr,
-                               D.sub.kernel_members, p, 5)
+    got = D.mean_curvature(p)  # whitening.py's call: the level form's kernel or the edges'
     assert got == pytest.approx(trace, rel=1e-12) and trace > 0
-    assert D.mean_curvature(p) == got
 
 
 def test_whitened_newton_gives_up_the_whitening_when_it_stops_paying(monkeypatch):

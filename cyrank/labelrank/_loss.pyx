@@ -546,20 +546,13 @@ def level_hess_scores(const double[:, ::1] dS, const int[:, ::1] order, const in
     graphs_hess(&g, dS, p, dG, parallel_min_rows)
 
 
-def mean_curvature(edge_ptr, init, term, sub_ptr, member_ptr, members, p, n_labels, weight=None):
+def mean_curvature(const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
+                   const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
+                   const double[::1] p, intp_t n_labels, const double[::1] weight=None):
     """trace(H_i) summed over the instances, H_i instance i's Hessian in its scores (membership weights p): with
     d_e = e_(term e) - e_(init e), trace(H_i) = (w_i/s_i) sum_k (sum_e 2 p_e - ||sum_e p_e d_e||^2) (``weight``:
     the instance weights w, None: 1). O(memberships + n L); the scale c of whitening.py is this / (sum_i w_i L).
-    In the level form ``edge_ptr`` is the tuple (order, level_ptr, starts, sign) and the other graph arguments
-    are None (:func:`level_mean_curvature`)."""
-    if isinstance(edge_ptr, tuple):
-        return level_mean_curvature(*edge_ptr, p, weight)
-    return _edge_mean_curvature(edge_ptr, init, term, sub_ptr, member_ptr, members, p, n_labels, weight)
-
-
-def _edge_mean_curvature(const intp_t[::1] edge_ptr, const int[::1] init, const int[::1] term,
-                         const intp_t[::1] sub_ptr, const intp_t[::1] member_ptr, const intp_t[::1] members,
-                         const double[::1] p, intp_t n_labels, const double[::1] weight=None):
+    The level form's is :func:`level_mean_curvature`."""
     cdef intp_t n = sub_ptr.shape[0] - 1, L = n_labels, i, k, t, e, y
     cdef const intp_t* mem = _members(members)
     cdef const double* wt = _weights(weight, n)

@@ -121,10 +121,7 @@ class _Data:
             lv = G.levels if decomposition == "domination" else G.levels.mirrored()
             self.levels = (lv.order, lv.level_ptr, lv.starts, 1.0 if decomposition == "domination" else -1.0)
             self.state_size = n * G.n_labels
-            # whitening.py calls _loss.mean_curvature(G.edge_ptr, G.init, G.term, sub.sub_ptr, ...): the level
-            # form travels in place of edge_ptr (no edge is built)
-            self.G = SimpleNamespace(edge_ptr=self.levels, init=None, term=None)
-            self.sub = SimpleNamespace(sub_ptr=None, member_ptr=None, kernel_members=None)
+            self.G = self.sub = None  # no edge is built
         else:
             self.G = G
             self.sub = G.decompose(decomposition)

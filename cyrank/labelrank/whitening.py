@@ -23,7 +23,6 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..optim.datafit import Datafit, minimise
-from . import _loss
 
 # whiten only when X has at most this many columns (R is d x d, formed in O(n d^2 + d^3))
 MAX_FEATURES = 1000
@@ -52,9 +51,7 @@ def whitening_factor(problem):
     D = problem.data
     d, L = D.d, D.L
     C = D.gram()
-    sub = D.sub
-    trace = _loss.mean_curvature(D.G.edge_ptr, D.G.init, D.G.term, sub.sub_ptr, sub.member_ptr,
-                                 sub.kernel_members, problem.weights(problem.state), L, D.weight)
+    trace = D.mean_curvature(problem.weights(problem.state))
     c = trace / (D.n_rows * L) if trace > 0 else 1.0
     M = c * C + 2.0 * problem.ridge * np.eye(d)
     scale = np.sqrt(np.diag(M))  # factor the correlations (unit diagonal): free of the columns' scales

@@ -46,11 +46,12 @@ class LabelRankBoost(SolverEstimator):
     max_iter : int >= 1, default=1000
         Newton iterations or boosting rounds; ConvergenceWarning when reached.
     tol : float > 0, default=1e-6
-        Stop when ||grad|| <= tol ||grad at coef = 0|| (``grad_norm_``; with an l1 term the KKT violation
-        max_r |p_r| / max_r |grad_r at 0|, p the minimum-norm subgradient) and the objective is within
-        tol * max(1, |objective|) of the optimum (``gap_``: ||p||^2 / (2 mu), mu = 2 alpha (1 - l1_ratio) for
-        "elasticnet" and 2 alpha for "l2", certified, or the Newton decrement; "newton" runs preconditioned by
-        the feature scales when they are far apart, "boost" is slow on unnormalised features and then says so).
+        Stop when the objective is within tol * max(1, |objective|) of the optimum; "boost" and an l1 term also
+        need ||grad|| <= tol ||grad at coef = 0|| (``grad_norm_``; with an l1 term the KKT violation
+        max_r |p_r| / max_r |grad_r at 0|, p the minimum-norm subgradient). The gap ``gap_`` is ||p||^2 / (2 mu),
+        mu = 2 alpha (1 - l1_ratio) for "elasticnet" and 2 alpha for "l2", certified, or the Newton decrement.
+        "newton" runs preconditioned by the feature scales when they are far apart; "boost" is slow on
+        unnormalised features and then says so.
     verbose : int, default=0
 
     Attributes

@@ -49,12 +49,12 @@ Solvers:
   last accepted point once a step takes more than whitening.MAX_PRODUCTS_PER_STEP products), proximal Newton with working sets
   (cyrank.optim.prox_newton; Yuan, Ho & Lin, JMLR 2012) with an l1 term.
 - "auto": "newton".
-Every solver stops when ||grad F|| <= tol ||grad F at 0|| (``grad_norm`` is the relative value; with an l1 term
-the KKT violation max_r |p_r| / max_r |dL/dw_r at 0|, p the minimum-norm subgradient) and the gap F - F* is at
-most tol * max(1, |F|) by cyrank.optim.certificate (``gap``, ``gap_kind``: the certified bound ||p||^2 / (2 mu),
-mu = 2 alpha ("l2") or 2 alpha (1 - l1_ratio) ("elasticnet"), or the Newton decrement); Newton runs
-whitened (above) or, on wider X, preconditioned by the Jacobi diagonal of the feature scales, so unnormalised
-features cost it few extra iterations.
+Every solver stops when the gap F - F* is at most tol * max(1, |F|) by cyrank.optim.certificate (``gap``,
+``gap_kind``: the certified bound ||p||^2 / (2 mu), mu = 2 alpha ("l2") or 2 alpha (1 - l1_ratio) ("elasticnet"),
+or the Newton decrement); "boost" and proximal Newton also need ||grad F|| <= tol ||grad F at 0|| (with an l1
+term the KKT violation max_r |p_r| / max_r |dL/dw_r at 0|, p the minimum-norm subgradient; ``grad_norm`` is the
+relative value, reported by Newton too). Newton runs whitened (above) or, on wider X, preconditioned by the
+Jacobi diagonal of the feature scales, so unnormalised features cost it few extra iterations.
 
 No minimiser (alpha = 0 only, whatever the penalty's name): when the returned w orders every edge of every
 subgraph (all margins along w <= 0, one < 0; e.g. separable preferences), F(t w) decreases strictly in t, so no

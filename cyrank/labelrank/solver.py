@@ -46,8 +46,8 @@ Solvers:
   Newton-CG (cyrank.optim.tron) when the penalty is smooth, in whitened variables when X has at most
   whitening.MAX_FEATURES columns (whitening.py: CG preconditioned by the Kronecker-factored curvature
   (c X'X + 2 alpha I) (x) P + 2 alpha I (x) 11'/L at w = 0, P the labels' centring projector; plain again from the
-  last accepted point once a step takes more than whitening.MAX_PRODUCTS_PER_STEP products), proximal Newton with working sets
-  (cyrank.optim.prox_newton; Yuan, Ho & Lin, JMLR 2012) with an l1 term.
+  last accepted point once a step takes more than whitening.MAX_PRODUCTS_PER_STEP products), proximal Newton with
+  working sets (cyrank.optim.prox_newton; Yuan, Ho & Lin, JMLR 2012) with an l1 term.
 - "auto": "newton".
 Every solver stops when the gap F - F* is at most tol * max(1, |F|) by cyrank.optim.certificate (``gap``,
 ``gap_kind``: the certified bound ||p||^2 / (2 mu), mu = 2 alpha ("l2") or 2 alpha (1 - l1_ratio) ("elasticnet"),

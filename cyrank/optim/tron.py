@@ -19,10 +19,10 @@ low on an ill-conditioned Hessian, counts only once ||g(x)|| <= tol * ||g0|| (||
 reference point, by default x0), by a separate CG solve. Without ``gap_tol``, the relative gradient rule alone (as
 LIBLINEAR). That rule is no measure of convergence: one feature on a scale of 1e9 dominates ||g0||, and
 ||g|| <= tol ||g0|| then holds far from the optimum; on well-scaled data it overshoots (at tol = 1e-6, relative gaps
-of 1e-13). With ``precond`` (a diagonal
-close to diag(H)), TRON runs in the variables sqrt(precond) x, which is CG preconditioned by that diagonal with
-the trust region in its norm (LIBLINEAR 2.20's preconditioned Newton; Hsia, Chiang & Lin, ACML 2018): it reaches
-the optimum on such columns in about the iterations it needs on standardised ones.
+of 1e-13). With ``precond`` (a diagonal close to diag(H)), TRON runs in the variables sqrt(precond) x, which is CG
+preconditioned by that diagonal with the trust region in its norm (LIBLINEAR 2.20's preconditioned Newton; Hsia,
+Chiang & Lin, ACML 2018): it reaches the optimum on such columns in about the iterations it needs on standardised
+ones.
 Near the optimum f(x) - f(x + s) falls below the rounding error of f itself (about ||g||^2 / ||H|| against
 1e-16 |f|), which stalls function-based trust-region tests long before a tight tol; once the predicted reduction
 is below 1e-9 |f| the actual reduction is therefore measured by the trapezoid rule on gradients,
@@ -145,9 +145,9 @@ def tron(problem, x0, *, tol=1e-3, max_iter=1000, grad_norm0=None, max_cg=None, 
     diag(H) (cyrank.optim.certificate.jacobi_diagonal); TRON then runs in the variables sqrt(precond) x (_Scaled),
     the gradient rule still measured in x. ``gap_tol``: ``converged`` means the gap (objective - optimum, by
     cyrank.optim.certificate: a bound certified by ``strong_convexity`` at any iterate, or, once the gradient rule
-    holds, the Newton decrement from CG run to DECREMENT_RTOL) is <= gap_tol * max(1, |f|). When ``max_iter`` Newton iterations do not reach
-    the tolerance, or no step can decrease f any more, the result has ``converged=False`` and the reason in
-    ``message`` (prefixed with ``name``).
+    holds, the Newton decrement from CG run to DECREMENT_RTOL) is <= gap_tol * max(1, |f|). When ``max_iter``
+    Newton iterations do not reach the tolerance, or no step can decrease f any more, the result has
+    ``converged=False`` and the reason in ``message`` (prefixed with ``name``).
     ``precond`` may also be a function of x returning such a diagonal or None, asked only when needed: TRON first
     runs without it, and only if the gradient rule holds while the gap does not (the signature of a badly scaled
     variable), or the steps stall, is it called at that point and TRON continued from there (preconditioned when

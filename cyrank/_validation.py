@@ -345,6 +345,40 @@ def check_class_labels(y, n, *, who="this estimator", min_count=1):
     return classes, labels.astype(np.int64)
 
 
+# the largest display position LambdaMART's fit(position=) takes (it estimates a bias t+ and t- per position)
+MAX_POSITION = 2**20 - 1
+
+
+def check_position(position, n):
+    """``position`` (fit's display positions, one integer >= 0 per row: 0 = top) as int64, or a ValueError /
+    TypeError saying what is wrong."""
+    if sp.issparse(position):
+        raise TypeError("position must be a 1-d array of integers (one display position per row), not a sparse "
+                        "matrix")
+    a = np.asarray(position)
+    if a.dtype.kind == "b" or a.dtype.kind not in "iuf":
+        raise TypeError(f"position must hold integers (the display position of each row, 0 = top), got dtype "
+                        f"{a.dtype}")
+    if a.ndim != 1:
+        raise ValueError(f"position must be 1-d, one display position per row, got shape {a.shape}")
+    if a.shape[0] != n:
+        raise ValueError(f"position has {a.shape[0]} entries but X has {n} rows: give one display position per row")
+    if a.dtype.kind == "f":
+        if not np.all(np.isfinite(a)):
+            raise ValueError("position holds NaN or infinite values: give every row its display position (an "
+                             "integer >= 0)")
+        if np.any(a != np.floor(a)):
+            bad = a[a != np.floor(a)][0]
+            raise ValueError(f"position must hold integers (display positions 0, 1, 2, ...), found {bad!r}")
+    if n and a.min() < 0:
+        raise ValueError(f"position must be >= 0 (0 = the top position), found {a.min()!r}; with 1-based ranks "
+                         "pass rank - 1")
+    if n and a.max() > MAX_POSITION:
+        raise ValueError(f"position must be at most {MAX_POSITION} (one bias per position is estimated), found "
+                         f"{a.max()!r}; renumber the positions 0, 1, 2, ... from the top")
+    return a.astype(np.int64)
+
+
 def check_qid(qid, n, of="X"):
     """Return int64 query ids of length ``n``, the length of ``of`` (all zeros when ``qid`` is None).
 

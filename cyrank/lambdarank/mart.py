@@ -35,7 +35,7 @@ from .._base import RankerMixin, SolverEstimator, check_predict_X, set_fitted
 from .._result import SolveResult
 from .._queries import QueryGroups
 from .._validation import (RankingDataWarning, check_n_jobs, check_option, check_param,
-                           check_ranking_data, check_sample_weight, check_verbose, random_seed)
+                           check_position, check_ranking_data, check_sample_weight, check_verbose, random_seed)
 from . import _unbiased
 from .solver import (TIES, _err_scale_message, _Pairs, check_eval_set, check_metric_data, content_order,
                      parse_metric, resolve_ties)
@@ -933,47 +933,14 @@ class _LambdaGradients:
         return {}
 
 
-MAX_POSITION = 2**20 - 1  # the largest display position LambdaMART's position takes (t+ and t- have one per position)
-
-
-def check_position(position, n):
-    """``position`` (fit's display positions, one integer >= 0 per row: 0 = top) as int64, or a ValueError /
-    TypeError saying what is wrong."""
-    if sp.issparse(position):
-        raise TypeError("position must be a 1-d array of integers (one display position per row), not a sparse "
-                        "matrix")
-    a = np.asarray(position)
-    if a.dtype.kind == "b" or a.dtype.kind not in "iuf":
-        raise TypeError(f"position must hold integers (the display position of each row, 0 = top), got dtype "
-                        f"{a.dtype}")
-    if a.ndim != 1:
-        raise ValueError(f"position must be 1-d, one display position per row, got shape {a.shape}")
-    if a.shape[0] != n:
-        raise ValueError(f"position has {a.shape[0]} entries but X has {n} rows: give one display position per row")
-    if a.dtype.kind == "f":
-        if not np.all(np.isfinite(a)):
-            raise ValueError("position holds NaN or infinite values: give every row its display position (an "
-                             "integer >= 0)")
-        if np.any(a != np.floor(a)):
-            bad = a[a != np.floor(a)][0]
-            raise ValueError(f"position must hold integers (display positions 0, 1, 2, ...), found {bad!r}")
-    if n and a.min() < 0:
-        raise ValueError(f"position must be >= 0 (0 = the top position), found {a.min()!r}; with 1-based ranks "
-                         "pass rank - 1")
-    if n and a.max() > MAX_POSITION:
-        raise ValueError(f"position must be at most {MAX_POSITION} (one bias per position is estimated), found "
-                         f"{a.max()!r}; renumber the positions 0, 1, 2, ... from the top")
-    return a.astype(np.int64)
-
-
-class _JointGradients:
+class _JointGradients(_LambdaGradients):
     """LambdaMART's gradient source with position_bias="joint": the lambdas of _unbiased.joint_lambdas on the rows
     of _Pairs (its order, labels, weights and metric), divided per pair by t+_{p(i)} t-_{p(j)}, the biases
     re-estimated after each call of ``gradients`` (one per boosting round) from the per-position losses of that
     call (LambdaMART's docstring)."""
 
     def __init__(self, pairs, position, norm):
-        self.pairs, self.order, self.y, self.max_rel = pairs, pairs.order, pairs.y, pairs.max_rel
+        super().__init__(pairs)
         self.position = np.ascontiguousarray(position[pairs.order])
         n_positions = int(position.max()) + 1 if position.size else 1
         self.t_plus, self.t_minus = np.ones(n_positions), np.ones(n_positions)

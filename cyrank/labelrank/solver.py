@@ -100,13 +100,13 @@ class Options:
 
 class _Data:
     """X (CSR or C-ordered dense, float32/64 as given, never copied per product), the joint features J
-    (n x L x p, float64, or None), the graphs (``graphs``) and either the subgraphs of one decomposition (``sub``)
-    or, for "domination" and "dominated" on graphs in the level form (graphs.Levels), the level form's kernel
-    arrays ``levels`` = (order, level_ptr, starts, sign), the mirror image with sign -1 for "dominated"
-    (_loss.pyx), and the instance weights (``weight``: n float64, or None for 1 each). ``state_size``: the
-    kernels' state between a gradient and its Hessian products (one weight per membership, or n x L scores in
-    the level form). ``levels``: False forces the enumerated edges (the boosting solver with joint features
-    needs them). Parameters travel as one vector: W (d x L, C order), then theta (p)."""
+    (n x L x p, float64, or None), the graphs (``graphs``) and either the subgraphs of one decomposition (``sub``,
+    and ``edges``, the enumerated kernels' arrays) or, for "domination" and "dominated" on graphs in the level
+    form (graphs.Levels), the level form's kernel arrays ``levels`` = (order, level_ptr, starts, sign), the mirror
+    image with sign -1 for "dominated" (_loss.pyx), and the instance weights (``weight``: n float64, or None for 1
+    each). ``state_size``: the kernels' state between a gradient and its Hessian products (one weight per
+    membership, or n x L scores in the level form). ``levels``: False forces the enumerated edges (the boosting
+    solver with joint features needs them). Parameters travel as one vector: W (d x L, C order), then theta (p)."""
 
     def __init__(self, X, G, decomposition, options, J=None, weight=None, levels=True):
         X = X.tocsr() if sp.issparse(X) else X
@@ -121,11 +121,12 @@ class _Data:
             lv = G.levels if decomposition == "domination" else G.levels.mirrored()
             self.levels = (lv.order, lv.level_ptr, lv.starts, 1.0 if decomposition == "domination" else -1.0)
             self.state_size = n * G.n_labels
-            self.G = self.sub = None  # no edge is built
+            self.sub = self.edges = None  # no edge is built
         else:
-            self.G = G
             self.sub = G.decompose(decomposition)
             self.state_size = self.sub.n_memberships
+            # the enumerated kernels' graph arguments (edge_ptr, init, term, sub_ptr, member_ptr, members)
+            self.edges = (G.edge_ptr, G.init, G.term, self.sub.sub_ptr, self.sub.member_ptr, self.sub.kernel_members)
         self.n_joint = 0 if J is None else J.shape[2]
         self.size = self.d * self.L + self.n_joint
         self._p, self._gram = None, None
@@ -182,17 +183,14 @@ class _Data:
         if self.levels is not None:
             return _loss.level_loss_grad(S, *self.levels, self.p if p is None else p, A, B, self.parallel_min_rows,
                                          self.weight)
-        return _loss.loss_grad(S, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
-                               self.sub.kernel_members, self.p if p is None else p, A, B, self.parallel_min_rows,
-                               self.weight)
+        return _loss.loss_grad(S, *self.edges, self.p if p is None else p, A, B, self.parallel_min_rows, self.weight)
 
     def hess_scores(self, dS, p, dG):
         """dG = the Hessian of the loss in the scores (membership weights p) times dS (_loss.hess_scores)."""
         if self.levels is not None:
             _loss.level_hess_scores(dS, *self.levels, p, dG, self.parallel_min_rows, self.weight)
             return
-        _loss.hess_scores(dS, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
-                          self.sub.kernel_members, p, dG, self.parallel_min_rows, self.weight)
+        _loss.hess_scores(dS, *self.edges, p, dG, self.parallel_min_rows, self.weight)
 
     def fused(self, v, p, hessian, out, holder):
         """_loss.fused_pass with the parameter vector v (no joint features): the loss at v (p filled) and its
@@ -202,16 +200,14 @@ class _Data:
         if self.levels is not None:
             return _loss.level_fused_pass(*self.parts, V, *self.levels, p, hessian, out, holder,
                                           self.parallel_min_rows, self.weight)
-        return _loss.fused_pass(*self.parts, V, self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr,
-                                self.sub.member_ptr, self.sub.kernel_members, p, hessian, out, holder,
-                                self.parallel_min_rows, self.weight)
+        return _loss.fused_pass(*self.parts, V, *self.edges, p, hessian, out, holder, self.parallel_min_rows,
+                                self.weight)
 
     def mean_curvature(self, p):
         """sum_i trace(H_i) at the state p (_loss.mean_curvature; whitening.py's scale)."""
         if self.levels is not None:
             return _loss.level_mean_curvature(*self.levels, p, self.weight)
-        return _loss.mean_curvature(self.G.edge_ptr, self.G.init, self.G.term, self.sub.sub_ptr, self.sub.member_ptr,
-                                    self.sub.kernel_members, p, self.L, self.weight)
+        return _loss.mean_curvature(*self.edges, p, self.L, self.weight)
 
     def xt(self, G):
         """The gradient in the parameters of sum(G * S): X' G (d x L) and sum_(i,y) G[i, y] J[i, y] (p), as one
@@ -613,7 +609,7 @@ def _orders_every_edge(data, w, f):
         high, top = _loss.level_margins(data.scores(w), lv.order, lv.level_ptr, lv.starts,
                                         data.positive().view(np.uint8))
     else:
-        G = data.G
+        G = data.graphs
         used = np.unique(data.sub.members)
         used = used[data.positive()[G.instance_of_edge()[used]]]  # the edges the loss sees
         if used.size == 0:
@@ -660,7 +656,7 @@ class _JointBoost:
     weights (O(edges p) per iteration)."""
 
     def __init__(self, data):
-        G, sub = data.G, data.sub
+        G, sub = data.graphs, data.sub
         inst = G.instance_of_edge()
         self.pi = data.J[inst, G.term] - data.J[inst, G.init]  # edges x p
         self.members, self.n_edges = sub.members, G.n_edges
@@ -696,7 +692,7 @@ def _boost(data, w, alpha, tol, max_iter, g0, verbose, problem, precond):
         seen = (np.diff(data.graphs.edge_ptr) > 0) & data.positive()
         rho = float(np.max(2.0 * rows_l1[seen], initial=0.0))
     else:
-        inst = data.G.instance_of_edge()
+        inst = data.graphs.instance_of_edge()
         edge_rho = (2.0 * rows_l1[inst] + joint.edge_l1)[data.positive()[inst]]
         rho = float(np.max(edge_rho, initial=0.0))
     A, B = np.empty((n, L)), np.empty((n, L))

@@ -155,8 +155,9 @@ def minimise_whitened(problem, penalty, w, *, tol, max_iter, verbose, name):
     :class:`WhitenedLoss` (R from :func:`whitening_factor` at w = 0; plain minimise when not
     :func:`worth_whitening` or R fails): an OptimResult in the original variables whose
     optimality is ||grad F|| / ||grad F at 0|| in W and whose gap is the smaller of the certificates in u and
-    in W (the gap F - F* is the same in both variables, so converged in u is converged in W). When a Newton step takes more than MAX_PRODUCTS_PER_STEP Hessian products, the solve goes on
-    from the last accepted point in the original variables (cyrank.optim.datafit.minimise on ``problem``)."""
+    in W (the gap F - F* is the same in both variables, so converged in u is converged in W). When a Newton step
+    takes more than MAX_PRODUCTS_PER_STEP Hessian products, the solve goes on from the last accepted point in the
+    original variables (cyrank.optim.datafit.minimise on ``problem``)."""
     if not worth_whitening(problem.data):
         return minimise(problem, penalty, w, tol=tol, max_iter=max_iter, verbose=verbose, name=name)
     problem.ridge = penalty.ridge

@@ -40,7 +40,10 @@ from cyrank._math cimport log1pexp, pair_sigmoid
 from cyrank._sort cimport KeyIndex, introsort
 from cyrank._typedefs cimport intp_t
 
-RANKNET, NDCG = 0, 1  # the codes of cyrank.lambdarank._lambdas
+cdef enum:  # the metric codes of cyrank.lambdarank._lambdas
+    _RANKNET = 0
+    _NDCG = 1
+RANKNET, NDCG = _RANKNET, _NDCG
 
 
 cdef inline double _discount(intp_t r, intp_t k) noexcept nogil:
@@ -53,10 +56,11 @@ cdef inline double _discount(intp_t r, intp_t k) noexcept nogil:
 cdef double _query(const double* s, const double* y, const intp_t* pos, const double* w, intp_t n,
                    const double* t_plus, const double* t_minus, int metric, intp_t k, double sigma, bint norm,
                    double* lam, double* hess, double* loss_plus, double* loss_minus, KeyIndex* rec,
-                   double* dbar) noexcept nogil:
-    """One query's lambdas, weights and per-position losses (arrays at its first row); its cost."""
+                   double* dbar, double* gain) noexcept nogil:
+    """One query's lambdas, weights and per-position losses (arrays at its first row); its cost. ``rec``,
+    ``dbar`` and ``gain``: work arrays of the query's length."""
     cdef intp_t i, j, a, b, r, run, kk = k if k > 0 else n
-    cdef double idcg = 0.0, mean, c, g_i, dz, u, rho, rho1, cost, factor, lam_ij, h_ij, total = 0.0
+    cdef double idcg = 0.0, mean, c, dz, u, rho, rho1, cost, factor, lam_ij, h_ij, total = 0.0
     cdef double top = s[0], low = s[0], sum_lambda = 0.0
     cdef bint distance
     for i in range(n):
@@ -67,9 +71,11 @@ cdef double _query(const double* s, const double* y, const intp_t* pos, const do
     distance = norm and top > low  # LightGBM's score distance only once the query's scores differ
     if n < 2 or y[0] == y[n - 1]:
         return 0.0
-    if metric == 1:
+    if metric == _NDCG:
+        for i in range(n):
+            gain[i] = exp2(y[i]) - 1.0
         for r in range(n if kk > n else kk):  # the ideal ranking: the label order reversed
-            idcg += (exp2(y[n - 1 - r]) - 1.0) * _discount(r, kk)
+            idcg += gain[n - 1 - r] * _discount(r, kk)
         if idcg <= 0.0:
             return 0.0
         # the ranking: decreasing score, equal scores by increasing label (the rows' order), so that the rows of a
@@ -97,13 +103,11 @@ cdef double _query(const double* s, const double* y, const intp_t* pos, const do
         c = 1.0 if w == NULL else w[i]
         if run == 0 or c == 0.0:
             continue
-        g_i = exp2(y[i]) - 1.0
         for j in range(run):
             u = s[i] - s[j]
             dz = 1.0
-            if metric == 1:
-                dz = (g_i - (exp2(y[j]) - 1.0)) * (dbar[i] - dbar[j] if dbar[i] >= dbar[j] else dbar[j] - dbar[i]) \
-                    / idcg
+            if metric == _NDCG:
+                dz = (gain[i] - gain[j]) * (dbar[i] - dbar[j] if dbar[i] >= dbar[j] else dbar[j] - dbar[i]) / idcg
             if distance:
                 dz = dz / (0.01 + (u if u >= 0.0 else -u))
             rho = pair_sigmoid(-sigma * u, &rho1)
@@ -142,12 +146,13 @@ def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::
     cdef const double* w_q
     cdef KeyIndex* rec
     cdef double* dbar
+    cdef double* gain
     cdef double total = 0.0
     if not (y.shape[0] == n and position.shape[0] == n and lam.shape[0] == n and hess.shape[0] == n
             and t_minus.shape[0] == n_pos and loss_plus.shape[0] == n_pos and loss_minus.shape[0] == n_pos
             and n_q >= 0 and offsets[0] == 0 and offsets[n_q] == n):
         raise ValueError("joint_lambdas: inconsistent array lengths")
-    if metric != RANKNET and metric != NDCG:
+    if metric != _RANKNET and metric != _NDCG:
         raise ValueError(f"joint_lambdas: metric code {metric} is neither RANKNET nor NDCG")
     if weight is not None:
         w_view = weight
@@ -160,9 +165,11 @@ def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::
             longest = m
     rec = <KeyIndex*> malloc(longest * sizeof(KeyIndex))
     dbar = <double*> malloc(longest * sizeof(double))
-    if rec == NULL or dbar == NULL:
+    gain = <double*> malloc(longest * sizeof(double))
+    if rec == NULL or dbar == NULL or gain == NULL:
         free(rec)
         free(dbar)
+        free(gain)
         raise MemoryError()
     try:
         with nogil:
@@ -176,8 +183,9 @@ def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::
                     w_q = w + m
                 total += _query(&scores[m], &y[m], &position[m], w_q, offsets[q + 1] - m, &t_plus[0], &t_minus[0],
                                 metric, k, sigma, norm, &lam[m], &hess[m], &loss_plus[0], &loss_minus[0], rec,
-                                dbar)
+                                dbar, gain)
     finally:
         free(rec)
         free(dbar)
+        free(gain)
     return total

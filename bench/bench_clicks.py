@@ -9,7 +9,9 @@ clicks), every row is fitted on the same sessions:
 * naive: cyrank's RankSVM / RankNet / LambdaMART with y = click of each session (one query per session), unweighted;
 * IPS: the same with sample_weight = 1 / propensity of the clicked rows (the true (1/rank)^eta; self-normalised,
   no clipping: cyrank.clicks.click_training_data's defaults), sessions with the same rows and clicks merged
-  (aggregate="identical", the same objective);
+  (aggregate="identical", the same objective); for LambdaMART also IPS with metric="ranknet" (the pairwise logistic
+  lambdas without |dNDCG|: the propensity-weighted pairwise loss of Joachims et al. 2017 on trees), the recipe the
+  LambdaMART docstring gives for clicks;
 * IPS, swap-estimated: RankSVM with the propensities estimated from a separate swap experiment (--swap-sessions
   sessions, cyrank.clicks.simulate_swap_intervention / propensity_from_swaps);
 * joint: LambdaMART(position_bias="joint", position_bias_norm=p) on the naive data with the display positions
@@ -26,7 +28,7 @@ pessimistic ties, test queries without a relevant document dropped).
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/bench_clicks.py [--sessions 50000] [--seeds 5] [--etas 0.5 1 2]
         [--datasets lightgbm generated interactions] [--top-k 10] [--mart-variants] [--joint-norms 1]
-        [--families RankSVM RankNet LambdaMART]
+        [--families RankSVM RankNet LambdaMART] [--first-seed 0]
 """
 import argparse
 import os
@@ -43,6 +45,7 @@ from cyrank.datasets import load_lightgbm_rank, make_ranking  # noqa: E402
 from cyrank.metrics import ndcg_score  # noqa: E402
 
 FAMILIES = ("RankSVM", "RankNet", "LambdaMART")
+RECIPE = "LambdaMART, metric='ranknet'"  # IPS LambdaMART as its docstring recommends for clicks
 
 
 def _datasets(names):
@@ -158,7 +161,8 @@ def _swap_estimated(train, test, scores, log, eta, top_k, n_sessions, seed):
 
 def _mart_variants(results, missing, eta, log, p, X, naive, ips, test, joint_norms=(), top_k=10):
     """LambdaMART rows beyond naive / IPS: the IPS weights clipped (max_weight 5 and 2), norm=True and
-    metric="ranknet", each on the naive and / or IPS data of the same sessions, and the joint rows with norm=True."""
+    metric="ranknet" (naive; the IPS one is a main row), each on the naive and / or IPS data of the same sessions,
+    and the joint rows with norm=True."""
     for norm in joint_norms:
         _run_row(results, missing, (eta, "LambdaMART variant", f"joint, position_bias_norm={norm:g}, norm=True"),
                  lambda: _joint(log, X, top_k, norm, test, norm=True))
@@ -168,6 +172,8 @@ def _mart_variants(results, missing, eta, log, p, X, naive, ips, test, joint_nor
                  lambda: _fit_score(cyrank.LambdaMART(n_jobs=1), clipped[:3], test, clipped[3]))
     for option, value in (("norm", True), ("metric", "ranknet")):
         for label, data in (("naive", naive), ("IPS", ips)):
+            if (label, option) == ("IPS", "metric"):
+                continue  # the IPS row of LambdaMART with metric="ranknet" is always run
             _run_row(results, missing, (eta, "LambdaMART variant", f"{label}, {option}={value!r}"),
                      lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **{option: value}), data[:3], test, data[3]))
 
@@ -196,6 +202,8 @@ def main():
     parser.add_argument("--sessions", type=int, default=50_000)
     parser.add_argument("--swap-sessions", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0, help="the click seeds are first-seed, ..., "
+                        "first-seed + seeds - 1 (fresh seeds confirm a choice made on others)")
     parser.add_argument("--etas", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--datasets", nargs="+", default=["lightgbm", "generated", "interactions"],
                         help="lightgbm (embedded), generated (make_ranking: linear), interactions (non-linear)")
@@ -203,7 +211,7 @@ def main():
                         "of the generated queries, so no document has propensity 0)")
     parser.add_argument("--mart-variants", action="store_true", help="also LambdaMART on the sessions with the "
                         "IPS weights clipped at 5 and 2 (max_weight), with norm=True (naive and IPS), and with "
-                        "metric='ranknet' (naive and IPS), and the joint rows with norm=True")
+                        "metric='ranknet' (naive), and the joint rows with norm=True")
     parser.add_argument("--joint-norms", type=float, nargs="*", default=[1.0], help="position_bias_norm p of "
                         "the joint rows (LambdaMART(position_bias='joint')); none: no joint row")
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES,
@@ -212,8 +220,9 @@ def main():
     top_k = args.top_k
     families = [f for f in FAMILIES if f in args.families]
     print(__doc__.split("\n\n")[0])
-    print(f"sessions {args.sessions}, seeds {args.seeds}, etas {args.etas}, top {top_k} shown; one thread, machine "
-          "shared with other jobs")
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    print(f"sessions {args.sessions}, seeds {seeds.start}-{seeds.stop - 1}, etas {args.etas}, top {top_k} shown; "
+          "one thread, machine shared with other jobs")
     for name, (train, test) in _datasets(args.datasets).items():
         X = train[0]
         logger, n_logger = _logger(train)
@@ -225,7 +234,7 @@ def main():
         logger_ndcg = ndcg_score(test[1], logger.decision_function(test[0]), test[2], k=10)
         for eta in args.etas:
             p = clicks.position_propensity(top_k, eta)
-            for seed in range(args.seeds):
+            for seed in seeds:
                 log = clicks.simulate_clicks(train[1], train[2], scores, n_sessions=args.sessions, eta=eta,
                                              top_k=top_k, random_state=seed)
                 naive = clicks.click_training_data(log, np.ones(top_k), X, aggregate="identical")
@@ -236,6 +245,8 @@ def main():
                     _run_row(results, missing, (eta, "IPS", family),
                              lambda: _fit_score(_estimator(family), ips[:3], test, ips[3]))
                 if "LambdaMART" in families:
+                    _run_row(results, missing, (eta, "IPS", RECIPE),
+                             lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, metric="ranknet"), ips[:3], test, ips[3]))
                     for norm in args.joint_norms:
                         _run_row(results, missing, (eta, "joint", f"LambdaMART, position_bias_norm={norm:g}"),
                                  lambda: _joint(log, X, top_k, norm, test))
@@ -282,13 +293,15 @@ def _report(name, logger, args, results, missing, families):
             _, ips, _ = cell((eta, "IPS", family))
             print(f"eta {eta:g} {family}: IPS recovers {(ips - naive) / (full - naive):.0%} of the naive-to-full gap "
                   f"(naive {naive:.4f}, IPS {ips:.4f}, full {full:.4f}; target at eta = 1: >= 80%)")
-        _, mart, mart_s = cell((eta, "IPS", "LambdaMART"))
         _, lgbm, lgbm_s = cell((eta, "peer", "LightGBM lambdarank, position"))
         _, xgbm, _ = cell((eta, "peer", "XGBoost rank:ndcg, lambdarank_unbiased"))
-        print(f"eta {eta:g} IPS LambdaMART {mart:.4f} vs LightGBM {lgbm:.4f}, XGBoost {xgbm:.4f}; time "
-              f"{mart_s / lgbm_s:.2f}x LightGBM's (target: at least both, <= 1.3x)")
+        for label, model in (("IPS LambdaMART", "LambdaMART"), ("IPS LambdaMART, metric='ranknet'", RECIPE)):
+            _, mart, mart_s = cell((eta, "IPS", model))
+            print(f"eta {eta:g} {label} {mart:.4f} vs LightGBM {lgbm:.4f}, XGBoost {xgbm:.4f}; time "
+                  f"{mart_s / lgbm_s:.2f}x LightGBM's (target: at least both, <= 1.3x)")
         for norm in args.joint_norms if "LambdaMART" in families else ():
             _, joint, joint_s = cell((eta, "joint", f"LambdaMART, position_bias_norm={norm:g}"))
+            _, mart, _ = cell((eta, "IPS", "LambdaMART"))
             print(f"eta {eta:g} joint LambdaMART (p = {norm:g}) {joint:.4f} vs IPS {mart:.4f}, LightGBM {lgbm:.4f}, "
                   f"XGBoost {xgbm:.4f}; time {joint_s / lgbm_s:.2f}x LightGBM's")
     for key, why in missing.items():

@@ -312,3 +312,20 @@ def test_position_without_the_estimation_is_refused():
     Xs, c, sid, w, pos = click_data(6)
     with pytest.raises(ValueError, match="read only with position_bias='joint'"):
         LambdaMART(n_estimators=2).fit(Xs, c, sid, position=pos)
+
+
+def test_early_stopping_keeps_the_biases_of_the_last_kept_round():
+    """With early stopping, t_plus_ / t_minus_ are those re-estimated after round best_iteration_, the same bits as
+    a fit of best_iteration_ rounds, not those after the last round run."""
+    Xs, c, sid, w, pos = click_data(4)
+    Xv, cv, sv, _, _ = click_data(5)
+    model = joint(n_estimators=60, early_stopping_rounds=3).fit(Xs, c, sid, sample_weight=w, position=pos,
+                                                                eval_set=[(Xv, cv, sv)])
+    run = len(next(iter(next(iter(model.evals_result_.values())).values())))
+    best = model.best_iteration_
+    assert best < run  # it stopped early and dropped rounds
+    kept = joint(n_estimators=best).fit(Xs, c, sid, sample_weight=w, position=pos)
+    assert model.t_plus_.tolist() == kept.t_plus_.tolist()
+    assert model.t_minus_.tolist() == kept.t_minus_.tolist()
+    last = joint(n_estimators=run).fit(Xs, c, sid, sample_weight=w, position=pos)
+    assert last.t_plus_.tolist() != kept.t_plus_.tolist()

@@ -654,7 +654,7 @@ class _ListwiseGradients:
             self._draw(self.rng.random(self.n))
         grad[:], hess[:] = self.kernel(scores)
 
-    def fitted_attributes(self):
+    def fitted_attributes(self, rounds):
         return {}
 
     def loss(self, scores):
@@ -843,7 +843,7 @@ class _MART(RankerMixin, SolverEstimator):
         result = SolveResult(model_string=model_string, n_iter=int(best), best_iteration=int(best),
                              evals_result=evals, objective=float(cost), converged=True, n_features_in=X.shape[1],
                              features_used=used, min_child_samples=min_child, optimality_name="objective",
-                             **pairs.fitted_attributes())
+                             **pairs.fitted_attributes(int(best)))
         set_fitted(self, result, stale=self._stale_attributes)
         self._booster = lgb.Booster(model_str=model_string)  # predict builds it after a load or unpickling
         return self
@@ -929,7 +929,8 @@ class _LambdaGradients:
     def loss(self, scores):
         return float(self.pairs.lambdas(scores, np.empty(scores.size), np.empty(scores.size)))
 
-    def fitted_attributes(self):
+    def fitted_attributes(self, rounds):
+        """The fitted attributes of the gradient source after ``rounds`` kept rounds (none here)."""
         return {}
 
 
@@ -946,6 +947,7 @@ class _JointGradients(_LambdaGradients):
         self.t_plus, self.t_minus = np.ones(n_positions), np.ones(n_positions)
         self.loss_plus, self.loss_minus = np.zeros(n_positions), np.zeros(n_positions)
         self.exponent = 1.0 / (1.0 + norm)
+        self.after_round = []  # (t+, t-) as re-estimated after each round
 
     def _lambdas(self, scores, lam, hess):
         p = self.pairs
@@ -963,12 +965,16 @@ class _JointGradients(_LambdaGradients):
             has = total > 0.0
             if has.any():
                 t[has] = (total[has] / total[np.argmax(has)]) ** self.exponent
+        self.after_round.append((self.t_plus.copy(), self.t_minus.copy()))
 
     def loss(self, scores):
         return float(self._lambdas(scores, np.empty(scores.size), np.empty(scores.size)))
 
-    def fitted_attributes(self):
-        return {"t_plus": self.t_plus.copy(), "t_minus": self.t_minus.copy()}
+    def fitted_attributes(self, rounds):
+        """t+ and t- as re-estimated after round ``rounds``, the last kept one (early stopping keeps fewer rounds
+        than were run)."""
+        t_plus, t_minus = self.after_round[rounds - 1] if self.after_round else (self.t_plus, self.t_minus)
+        return {"t_plus": t_plus.copy(), "t_minus": t_minus.copy()}
 
 
 class LambdaMART(_MART):
@@ -1140,8 +1146,9 @@ class LambdaMART(_MART):
         ``booster_.feature_importance``; 0 for columns the trees never saw (features_used_).
     n_features_in_, min_child_samples_ : int
     t_plus_, t_minus_ : float64 arrays of shape (max(position) + 1,)
-        With position_bias="joint": the position biases at clicked and unclicked positions after the last round run
-        (t_plus_[k] for display position k; 1 at the first position and at positions without pairs).
+        With position_bias="joint": the position biases at clicked and unclicked positions as re-estimated after
+        the last kept round (best_iteration_ with early stopping; t_plus_[k] for display position k; 1 at the first
+        position and at positions without pairs).
     """
 
     def __init__(self, metric="ndcg@10", n_estimators=100, learning_rate=0.1, num_leaves=31,

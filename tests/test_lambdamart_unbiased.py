@@ -81,7 +81,7 @@ def brute(y, s, qid, position, t_plus, t_minus, w, metric, k, sigma, norm=False)
     return lam, hess, lp, lm, cost
 
 
-def kernel(y, s, qid, position, t_plus, t_minus, w, metric, sigma=1.0, norm=False):
+def kernel(y, s, qid, position, t_plus, t_minus, w, metric, sigma=1.0, norm=False, parallel_min_rows=-1):
     """The kernel on the rows in _Pairs' order, its outputs back in input order."""
     pairs = _Pairs(y, qid, metric=metric, sigma=sigma, sample_weight=w)
     n = y.size
@@ -89,7 +89,7 @@ def kernel(y, s, qid, position, t_plus, t_minus, w, metric, sigma=1.0, norm=Fals
     lp, lm = np.full(t_plus.size, np.nan), np.full(t_plus.size, np.nan)
     cost = _unbiased.joint_lambdas(np.ascontiguousarray(s[pairs.order]), pairs.y, pairs.offsets,
                                    np.ascontiguousarray(position[pairs.order]), t_plus, t_minus, pairs.w, pairs.code,
-                                   pairs.k, pairs.sigma, norm, lam, hess, lp, lm)
+                                   pairs.k, pairs.sigma, norm, lam, hess, lp, lm, parallel_min_rows)
     out_lam, out_hess = np.empty(n), np.empty(n)
     out_lam[pairs.order], out_hess[pairs.order] = lam, hess
     return out_lam, out_hess, lp, lm, cost
@@ -129,6 +129,25 @@ def test_unit_biases_give_the_plain_lambdas(metric, weighted, norm):
     np.testing.assert_allclose(hess, want_hess, rtol=1e-12, atol=1e-14)
     assert cost == pytest.approx(want_cost, rel=1e-12)
     assert lp.sum() == pytest.approx(cost, rel=1e-12) and lm.sum() == pytest.approx(cost, rel=1e-12)
+
+
+@pytest.mark.parametrize("metric", ["ndcg@3", "ranknet"])
+def test_kernel_threads_give_the_same_bits(metric):
+    """500 sessions in the kernel's fixed partition of 64 chunks: 1 and 2 OpenMP threads give the same bits, both the
+    brute force to rounding."""
+    from threadpoolctl import threadpool_limits
+    y, s, qid, position, w = sessions(6, n_queries=500, tied_scores=False)
+    rng = np.random.default_rng(7)
+    t_plus, t_minus = rng.uniform(0.2, 2.0, 12), rng.uniform(0.5, 3.0, 12)
+    runs = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="openmp"):
+            runs.append(kernel(y, s, qid, position, t_plus, t_minus, w, metric, parallel_min_rows=0))
+    for one, two in zip(*runs):
+        assert np.asarray(one).tobytes() == np.asarray(two).tobytes()
+    want = brute(y, s, qid, position, t_plus, t_minus, w, metric.split("@")[0], 3 if "@" in metric else 0, 1.0)
+    for g, e in zip(runs[0], want):
+        np.testing.assert_allclose(g, e, rtol=1e-12, atol=1e-14)
 
 
 def test_kernel_handles_score_gaps_of_1e3_and_empty_pairs():

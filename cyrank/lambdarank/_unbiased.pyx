@@ -28,15 +28,18 @@ S, S = sum over its pairs of 2 sigma rho |dZ_ij| f_ij (the debiased lambdas, as 
 sums them; the cost and the per-position losses are not scaled).
 
 Cost O(n_q log n_q) to rank a query plus one O(1) step per pair (O(n_q^2) pairs at most; click sessions are
-short). Serial and deterministic: the per-position sums and the cost are accumulated query by query in the given
-order, each query's pairs in label order.
+short). Parallel over a fixed partition of the queries into chunks (cyrank._parallel): each chunk accumulates its
+per-position sums and cost query by query, in the given order, each query's pairs in label order, and the chunks'
+sums are added in chunk order, so the result does not depend on the number of threads.
 """
 import numpy as np
 
+from cython.parallel cimport parallel, prange, threadid
 from libc.math cimport exp2, log2
 from libc.stdlib cimport free, malloc
 
 from cyrank._math cimport log1pexp, pair_sigmoid
+from cyrank._parallel cimport balanced_chunks, chunk_count, padded_width, product_threads, zero_row
 from cyrank._sort cimport KeyIndex, introsort
 from cyrank._typedefs cimport intp_t
 
@@ -134,20 +137,22 @@ cdef double _query(const double* s, const double* y, const intp_t* pos, const do
 def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::1] offsets,
                   const intp_t[::1] position, const double[::1] t_plus, const double[::1] t_minus, weight,
                   int metric, intp_t k, double sigma, bint norm, double[::1] lam, double[::1] hess,
-                  double[::1] loss_plus, double[::1] loss_minus):
-    """Fill ``lam``, ``hess`` (per row) and ``loss_plus``, ``loss_minus`` (per position, zeroed first) as the module
-    docstring says; return the cost. ``weight``: None or c per row (float64). ``metric``: RANKNET or NDCG; ``k``:
-    NDCG's cut-off (0: none); ``norm``: LightGBM's lambdarank_norm (module docstring). The caller guarantees the
-    layout: rows grouped by ``offsets`` (int64, from 0 to n), labels increasing inside a query, 0 <= position <
-    len(t_plus) = len(t_minus) = len(loss_plus) = len(loss_minus), t+ and t- > 0."""
-    cdef intp_t n = scores.shape[0], n_q = offsets.shape[0] - 1, n_pos = t_plus.shape[0], q, longest = 1, m
+                  double[::1] loss_plus, double[::1] loss_minus, intp_t parallel_min_rows=-1):
+    """Fill ``lam``, ``hess`` (per row) and ``loss_plus``, ``loss_minus`` (per position) as the module docstring
+    says; return the cost. ``weight``: None or c per row (float64). ``metric``: RANKNET or NDCG; ``k``: NDCG's
+    cut-off (0: none); ``norm``: LightGBM's lambdarank_norm (module docstring); ``parallel_min_rows``: fewer rows
+    run on one thread (< 0: cyrank._parallel's default). The caller guarantees the layout: rows grouped by
+    ``offsets`` (int64, from 0 to n), labels increasing inside a query, 0 <= position < len(t_plus) = len(t_minus)
+    = len(loss_plus) = len(loss_minus), t+ and t- > 0."""
+    cdef intp_t n = scores.shape[0], n_q = offsets.shape[0] - 1, n_pos = t_plus.shape[0], q, c, j, m, longest = 1
+    cdef intp_t width = 2 * n_pos + 1, n_threads, n_chunks, tid
     cdef const double[::1] w_view
     cdef const double* w = NULL
     cdef const double* w_q
+    cdef double* row
     cdef KeyIndex* rec
     cdef double* dbar
     cdef double* gain
-    cdef double total = 0.0
     if not (y.shape[0] == n and position.shape[0] == n and lam.shape[0] == n and hess.shape[0] == n
             and t_minus.shape[0] == n_pos and loss_plus.shape[0] == n_pos and loss_minus.shape[0] == n_pos
             and n_q >= 0 and offsets[0] == 0 and offsets[n_q] == n):
@@ -163,29 +168,47 @@ def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::
         m = offsets[q + 1] - offsets[q]
         if m > longest:
             longest = m
-    rec = <KeyIndex*> malloc(longest * sizeof(KeyIndex))
-    dbar = <double*> malloc(longest * sizeof(double))
-    gain = <double*> malloc(longest * sizeof(double))
+    n_threads = product_threads(n, n_q, parallel_min_rows)
+    n_chunks = chunk_count(n_q, width, n, n_threads)
+    # chunk c: queries bounds[c]:bounds[c + 1], balanced by rows; acc[c]: its loss_plus, loss_minus and cost
+    cdef intp_t[::1] bounds = np.empty(n_chunks + 1, dtype=np.int64)
+    cdef double[:, ::1] acc = np.empty((n_chunks, padded_width(width)))
+    balanced_chunks(&offsets[0], n_q, n_chunks, &bounds[0])
+    rec = <KeyIndex*> malloc(n_threads * longest * sizeof(KeyIndex))
+    dbar = <double*> malloc(n_threads * longest * sizeof(double))
+    gain = <double*> malloc(n_threads * longest * sizeof(double))
     if rec == NULL or dbar == NULL or gain == NULL:
         free(rec)
         free(dbar)
         free(gain)
         raise MemoryError()
+    tid = 0
     try:
-        with nogil:
-            for q in range(n_pos):
-                loss_plus[q] = 0.0
-                loss_minus[q] = 0.0
-            for q in range(n_q):
-                m = offsets[q]
-                w_q = NULL
-                if w != NULL:
-                    w_q = w + m
-                total += _query(&scores[m], &y[m], &position[m], w_q, offsets[q + 1] - m, &t_plus[0], &t_minus[0],
-                                metric, k, sigma, norm, &lam[m], &hess[m], &loss_plus[0], &loss_minus[0], rec,
-                                dbar, gain)
+        with nogil, parallel(num_threads=n_threads):
+            tid = threadid()
+            for c in prange(n_chunks, schedule="dynamic", chunksize=1):
+                row = &acc[c, 0]
+                zero_row(row, width)
+                for q in range(bounds[c], bounds[c + 1]):
+                    m = offsets[q]
+                    w_q = NULL
+                    if w != NULL:
+                        w_q = w + m
+                    row[2 * n_pos] += _query(&scores[m], &y[m], &position[m], w_q, offsets[q + 1] - m, &t_plus[0],
+                                             &t_minus[0], metric, k, sigma, norm, &lam[m], &hess[m], row,
+                                             row + n_pos, rec + tid * longest, dbar + tid * longest,
+                                             gain + tid * longest)
     finally:
         free(rec)
         free(dbar)
         free(gain)
+    for j in range(n_pos):  # the chunks' sums in chunk order
+        loss_plus[j] = 0.0
+        loss_minus[j] = 0.0
+        for c in range(n_chunks):
+            loss_plus[j] += acc[c, j]
+            loss_minus[j] += acc[c, n_pos + j]
+    cdef double total = 0.0
+    for c in range(n_chunks):
+        total += acc[c, 2 * n_pos]
     return total

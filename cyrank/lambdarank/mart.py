@@ -952,7 +952,8 @@ class _JointGradients(_LambdaGradients):
     def _lambdas(self, scores, lam, hess):
         p = self.pairs
         return _unbiased.joint_lambdas(scores, p.y, p.offsets, self.position, self.t_plus, self.t_minus, p.w,
-                                       p.code, p.k, p.sigma, p.norm, lam, hess, self.loss_plus, self.loss_minus)
+                                       p.code, p.k, p.sigma, p.norm, lam, hess, self.loss_plus, self.loss_minus,
+                                       p.parallel_min_rows)
 
     def gradients(self, scores, grad, hess):
         self._lambdas(scores, grad, hess)

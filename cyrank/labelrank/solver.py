@@ -255,7 +255,7 @@ class LabelRankLoss(Datafit):
 
     def __init__(self, data, ridge=0.0):
         self.data, self.ridge = data, float(ridge)
-        n, L = data.n, data.L
+        L = data.L
         self.n_features, self.n_rows = data.size, data.n_rows
         self.n_labels, self.n_features_in, self.n_joint = L, data.d, data.n_joint
         self._work, self.acc = None, None  # n x L buffers (joint features only); fused_pass's chunk accumulators

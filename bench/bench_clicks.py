@@ -159,23 +159,60 @@ def _swap_estimated(train, test, scores, log, eta, top_k, n_sessions, seed):
     return _fit_score(_estimator("RankSVM"), estimated[:3], test, estimated[3])
 
 
-def _mart_variants(results, missing, eta, log, p, X, naive, ips, test, joint_norms=(), top_k=10):
-    """LambdaMART rows beyond naive / IPS: the IPS weights clipped (max_weight 5 and 2), norm=True and
-    metric="ranknet" (naive; the IPS one is a main row), each on the naive and / or IPS data of the same sessions,
-    and the joint rows with norm=True."""
+def _mart_variants(results, missing, eta, log, p, X, qid, naive, ips, test, joint_norms=(), top_k=10):
+    """LambdaMART rows beyond naive / IPS: the IPS weights clipped (max_weight 5 and 2; with metric="ranknet" 10
+    and 20), norm=True and metric="ranknet" on the naive and / or IPS data of the same sessions (the IPS
+    metric="ranknet" row is a main row), metric="ranknet" with norm=True, the joint rows with norm=True and with
+    metric="ranknet", and the setting chosen on held-out clicks (_chosen_on_clicks)."""
     for norm in joint_norms:
-        _run_row(results, missing, (eta, "LambdaMART variant", f"joint, position_bias_norm={norm:g}, norm=True"),
-                 lambda: _joint(log, X, top_k, norm, test, norm=True))
-    for clip in (5.0, 2.0):
+        for option, value in (("norm", True), ("metric", "ranknet")):
+            _run_row(results, missing, (eta, "LambdaMART variant", f"joint, position_bias_norm={norm:g}, "
+                                                                   f"{option}={value!r}"),
+                     lambda: _joint(log, X, top_k, norm, test, **{option: value}))
+    for clip, params in ((5.0, {}), (2.0, {}), (10.0, {"metric": "ranknet"}), (20.0, {"metric": "ranknet"})):
         clipped = clicks.click_training_data(log, p, X, aggregate="identical", max_weight=clip)
-        _run_row(results, missing, (eta, "LambdaMART variant", f"IPS, max_weight={clip:g}"),
-                 lambda: _fit_score(cyrank.LambdaMART(n_jobs=1), clipped[:3], test, clipped[3]))
-    for option, value in (("norm", True), ("metric", "ranknet")):
-        for label, data in (("naive", naive), ("IPS", ips)):
-            if (label, option) == ("IPS", "metric"):
-                continue  # the IPS row of LambdaMART with metric="ranknet" is always run
-            _run_row(results, missing, (eta, "LambdaMART variant", f"{label}, {option}={value!r}"),
-                     lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **{option: value}), data[:3], test, data[3]))
+        name = ", ".join([f"IPS, max_weight={clip:g}", *(f"{k}={v!r}" for k, v in params.items())])
+        _run_row(results, missing, (eta, "LambdaMART variant", name),
+                 lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **params), clipped[:3], test, clipped[3]))
+    for label, data, params in (("naive", naive, {"norm": True}), ("IPS", ips, {"norm": True}),
+                                ("naive", naive, {"metric": "ranknet"}),
+                                ("IPS", ips, {"metric": "ranknet", "norm": True})):
+        _run_row(results, missing, (eta, "LambdaMART variant", ", ".join([label, *(f"{k}={v!r}" for k, v in
+                                                                                    params.items())])),
+                 lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **params), data[:3], test, data[3]))
+    _run_row(results, missing, (eta, "LambdaMART variant", "IPS, setting chosen on held-out clicks"),
+             lambda: _chosen_on_clicks(log, p, X, qid, test))
+
+
+CANDIDATES = {"metric='ndcg@10'": ({}, None), "metric='ranknet'": ({"metric": "ranknet"}, None),
+              "metric='ranknet', max_weight=20": ({"metric": "ranknet"}, 20.0)}
+
+
+def _chosen_on_clicks(log, p, X, qid, test, seed=0):
+    """Model selection without labels: each setting of CANDIDATES fitted (IPS) on the sessions of 80% of the
+    training queries and scored by the IPS estimate of DCG@10 (cyrank.clicks.ips_metric) on the sessions of the
+    other 20%; the winner refitted on every session. (test NDCG@10, seconds of every fit), the choice printed."""
+    held = np.random.default_rng(100 + seed).random(int(log.query.max()) + 1) < 0.2
+    part = held[log.query]
+
+    def sub(m):
+        return clicks.ClickLog(log.session[m], log.query[m], log.row[m], log.rank[m], log.click[m])
+
+    fit_log, held_log = sub(~part), sub(part)
+    start, estimate = time.perf_counter(), {}
+    for name, (params, clip) in CANDIDATES.items():
+        data = clicks.click_training_data(fit_log, p, X, aggregate="identical", max_weight=clip)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = cyrank.LambdaMART(n_jobs=1, **params).fit(*data[:3], sample_weight=data[3])
+        estimate[name] = clicks.ips_metric(held_log, p, model.predict(X), qid, k=10)[0]
+    choice = max(estimate, key=estimate.get)
+    print(f"  chosen on held-out clicks: {choice} (IPS DCG@10 "
+          + ", ".join(f"{name} {value:.3f}" for name, value in estimate.items()) + ")", flush=True)
+    params, clip = CANDIDATES[choice]
+    data = clicks.click_training_data(log, p, X, aggregate="identical", max_weight=clip)
+    ndcg, _ = _fit_score(cyrank.LambdaMART(n_jobs=1, **params), data[:3], test, data[3])
+    return ndcg, time.perf_counter() - start
 
 
 def _joint(log, X, top_k, bias_norm, test, **params):
@@ -210,8 +247,9 @@ def main():
     parser.add_argument("--top-k", type=int, default=10, help="documents shown per session (30: every document "
                         "of the generated queries, so no document has propensity 0)")
     parser.add_argument("--mart-variants", action="store_true", help="also LambdaMART on the sessions with the "
-                        "IPS weights clipped at 5 and 2 (max_weight), with norm=True (naive and IPS), and with "
-                        "metric='ranknet' (naive), and the joint rows with norm=True")
+                        "IPS weights clipped (max_weight 5, 2; with metric='ranknet' 10, 20), with norm=True (naive "
+                        "and IPS), metric='ranknet' (naive; with norm=True on IPS), the joint rows with norm=True "
+                        "and with metric='ranknet', and the IPS setting chosen on held-out clicks")
     parser.add_argument("--joint-norms", type=float, nargs="*", default=[1.0], help="position_bias_norm p of "
                         "the joint rows (LambdaMART(position_bias='joint')); none: no joint row")
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES,
@@ -251,7 +289,8 @@ def main():
                         _run_row(results, missing, (eta, "joint", f"LambdaMART, position_bias_norm={norm:g}"),
                                  lambda: _joint(log, X, top_k, norm, test))
                 if args.mart_variants:
-                    _mart_variants(results, missing, eta, log, p, X, naive, ips, test, args.joint_norms, top_k)
+                    _mart_variants(results, missing, eta, log, p, X, train[2], naive, ips, test, args.joint_norms,
+                                   top_k)
                 if "RankSVM" in families:
                     _run_row(results, missing, (eta, "IPS, swap-estimated propensities", "RankSVM"),
                              lambda: _swap_estimated(train, test, scores, log, eta, top_k, args.swap_sessions,
@@ -275,17 +314,17 @@ def _report(name, logger, args, results, missing, families):
         return f"{values[:, 0].mean():.4f} +- {values[:, 0].std(ddof=1) if len(values) > 1 else 0:.4f}", \
             values[:, 0].mean(), values[:, 1].mean()
 
-    print(f"{'eta':>4s}  {'row':40s} {'model':40s} {'test NDCG@10 (mean +- sd)':>26s} {'fit s':>7s}")
+    print(f"{'eta':>4s}  {'row':40s} {'model':46s} {'test NDCG@10 (mean +- sd)':>26s} {'fit s':>7s}")
     for family in families:
         text, _, sec = cell(("full information", family))
-        print(f"{'-':>4s}  {'full information':40s} {family:40s} {text:>26s} {sec:7.2f}")
+        print(f"{'-':>4s}  {'full information':40s} {family:46s} {text:>26s} {sec:7.2f}")
     for eta in args.etas:
         keys = [k for k in results.keys() | missing.keys() if k[0] == eta]
         order = {"naive": 0, "IPS": 1, "joint": 2, "IPS, swap-estimated propensities": 3, "peer": 4,
                  "LambdaMART variant": 5}
         for key in sorted(keys, key=lambda k: (order[k[1]], k[2])):
             text, _, sec = cell(key)
-            print(f"{eta:4g}  {key[1]:40s} {key[2]:40s} {text:>26s} {sec:7.2f}")
+            print(f"{eta:4g}  {key[1]:40s} {key[2]:46s} {text:>26s} {sec:7.2f}")
     for eta in args.etas:
         for family in families:
             _, full, _ = cell(("full information", family))

@@ -998,6 +998,14 @@ class LambdaMART(_MART):
     estimated e.g. by randomised swaps (Joachims, Swaminathan & Schnabel, WSDM 2017, section 5) or EM on the logs
     (Wang et al., WSDM 2018; cyrank.clicks).
 
+    Recommended for clicks: these weights with ``metric="ranknet"``, so that the trees fit the IPS estimate of the
+    pairwise logistic loss, sum_sessions sum_{i clicked} (1 / p_i) sum_{j shown, not clicked} log(1 + exp(-sigma
+    (s_i - s_j))) (Joachims et al. 2017's estimator), without |dZ|. In bench/bench_clicks.py (eta 1, 5 seeds) it
+    is above LightGBM's ``position`` and XGBoost's ``lambdarank_unbiased`` on every set-up measured, where the
+    default NDCG lambdas are up to 0.011 below XGBoost; chosen after seeing those figures, confirmed on fresh seeds
+    and at eta 0.5. With very small propensities (eta 2, weights up to 100) no one setting measured beats both
+    peers on every logger (bench/RESULTS.md, issue 29).
+
     Joint estimation of the position biases (``position_bias="joint"``, Hu, Wang, Peng & Li, WWW 2019, sections
     3-4): the propensities are not given but learnt along the trees, at clicked and at unclicked positions. With
     ``fit(..., position=p)`` (p_i the display position of row i in its session, 0 = top), the pair (i, j), y_i >
@@ -1024,13 +1032,13 @@ class LambdaMART(_MART):
     and test NDCG@10 to 0.56, p = 1 gives 0.80, at least the IPS fit with the true propensities (0.811 with
     norm=True or metric="ranknet", XGBoost's lambdarank_unbiased 0.809); with a poor logger
     (non-linear data) p = 0 recovers the propensities and equals IPS (0.775), and p = 1 under-corrects (0.680, near
-    the naive 0.663). No one p suits both: choose it on held-out data. Available with metric "ndcg@k", "ndcg" or
-    "ranknet", ties="pessimistic" and truncation=None (the kernel cyrank.lambdarank._unbiased; every pair of
-    different labels of a session, O(n_q^2) per session, serial); with norm=True each session's debiased lambdas
-    are normalised as LightGBM's (and XGBoost's) are. ``sample_weight`` still multiplies each pair by
-    c_i (with sessions merged by cyrank.clicks.click_training_data(aggregate="identical"), the number of merged
-    sessions, so that it equals the per-session fit); give the clicks and positions, not IPS weights: the biases
-    take their place. The fitted t+ and t- are ``t_plus_`` and ``t_minus_``, indexed by position.
+    the naive 0.663). No one p suits both: choose it on held-out labelled data. Available with metric "ndcg@k",
+    "ndcg" or "ranknet", ties="pessimistic" and truncation=None (the kernel cyrank.lambdarank._unbiased; every pair
+    of different labels of a session, O(n_q^2) per session, sessions on OpenMP threads); with norm=True each
+    session's debiased lambdas are normalised as LightGBM's (and XGBoost's) are. ``sample_weight`` still
+    multiplies each pair by c_i (with sessions merged by cyrank.clicks.click_training_data(aggregate="identical"),
+    the number of merged sessions, so that it equals the per-session fit); give the clicks and positions, not IPS
+    weights: the biases take their place. The fitted t+ and t- are ``t_plus_`` and ``t_minus_``, indexed by position.
 
     Where this differs from the implementations read (facts only, no code taken):
 

@@ -25,7 +25,11 @@ Solvers (T, the number of cutting planes, is small; d x d matrices are dense):
   warm start stay here.
 * frobenius: the dual is smooth in y, with W = Pi_+(G(y)) exact; it is maximised by a log-barrier
   path-following Newton method on S (the generalised Hessian of 0.5 ||Pi_+(G)||^2 is the Loewner divided-
-  difference operator), and the central-path gap is mu (T + 1).
+  difference operator; the central-path gap is mu (T + 1)), warm-started, for at most NEWTON_STEPS steps. On
+  unscaled features (Psi entries ~1e4, W* ~1e-5) it crawls along the kink of Pi_+ at the optimum's nearly-zero
+  eigenvalue, so when it has not reached tol by then a primal-dual interior point on min 0.5 ||W||_F^2 + C xi
+  takes over (Mehrotra predictor-corrector, Nesterov-Todd direction, numpy, from a start scaled to the data;
+  9-14 iterations on the working sets where the Newton method stopped short; :func:`_frobenius_ipm`).
 
 Every solver stops on the *certified* gap P(W) - D(y) <= tol, where P(W) is evaluated exactly at a PSD (or
 nonnegative diagonal) W and D(y) at a dual-feasible y; D(y) is a lower bound on the restricted optimum and hence
@@ -47,6 +51,8 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from ._ipm import IPMWorkspace, ipm, purify
 
 REGULARIZERS = ("trace", "frobenius", "diagonal")
+# Newton steps of the warm-started Frobenius dual method before the interior point takes over
+NEWTON_STEPS = 50
 
 
 @dataclass
@@ -116,9 +122,9 @@ def _ipm(deltas, psis, C, diagonal, tol, max_iter, start=None, theta=0.01, work=
     return ipm(IPMWorkspace() if work is None else work, deltas, psis, C, diagonal, tol, max_iter, start, theta)
 
 
-def _frobenius(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, sigma=0.2):
-    """Log-barrier path following on the smooth Frobenius dual; W = Pi_+(G(y)) is exact at every y.
-    Returns the iterate of smallest certified gap ``(W, y, gap, newton_steps)``."""
+def _frobenius_newton(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, sigma=0.2):
+    """Log-barrier path following on the smooth Frobenius dual, warm-started at ``y_start``; W = Pi_+(G(y)) is
+    exact at every y. Returns the iterate of smallest certified gap ``(W, y, dual, gap, newton_steps)``."""
     T = len(deltas)
     d = psis.shape[1]
     flat = psis.reshape(T, -1)
@@ -176,12 +182,146 @@ def _frobenius(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, sigma=0
         W = _sym((Q * lp) @ Q.T)
         primal, _ = restricted_objective(W, deltas, psis, C, "frobenius")
         gap = primal - (float(y @ deltas) - 0.5 * float(np.sum(lp ** 2)))
-        if best is None or gap < best[2]:
-            best = (W, y.copy(), gap)
+        if best is None or gap < best[3]:
+            best = (W, y.copy(), primal - gap, gap)
         if gap <= tol or n_iter >= max_iter or mu < 1e-300:
             break
         mu *= sigma
-    return best[0], best[1], best[2], n_iter
+    return (*best, n_iter)
+
+
+
+def _frobenius(deltas, psis, C, tol, max_iter, y_start=None):
+    """The Frobenius restricted problem: the warm-started dual Newton method (:func:`_frobenius_newton`, a few
+    steps when the previous working set's y is close), and when it has not reached ``tol`` within NEWTON_STEPS
+    steps the interior point (:func:`_frobenius_ipm`, cold); the better certified result ``(W, y, dual,
+    iterations)``, iterations counting both."""
+    W, y, dual, gap, k = _frobenius_newton(deltas, psis, C, tol, min(max_iter, NEWTON_STEPS), y_start)
+    if gap <= tol or k >= max_iter:
+        return W, y, dual, k
+    W2, y2, dual2, gap2, k2 = _frobenius_ipm(deltas, psis, C, tol, max_iter - k)
+    return (W2, y2, dual2, k + k2) if gap2 < gap else (W, y, dual, k + k2)
+
+
+def _max_step(X, dX):
+    """The largest alpha with X + alpha dX PSD (X positive definite): 1 / max(0, -lambda_min(L^-1 dX L^-T)), L the
+    Cholesky factor of X; 0 if X is not numerically positive definite."""
+    try:
+        L = np.linalg.cholesky(X)
+    except np.linalg.LinAlgError:
+        return 0.0
+    M = np.linalg.solve(L, np.linalg.solve(L, dX).T).T
+    low = float(np.linalg.eigvalsh(_sym(M))[0])
+    return np.inf if low >= 0 else -1.0 / low
+
+
+def _positive_step(x, dx):
+    """The largest alpha with x + alpha dx >= 0 (x > 0)."""
+    neg = dx < 0
+    return float(np.min(-x[neg] / dx[neg])) if neg.any() else np.inf
+
+
+def _frobenius_dual(y, deltas, flat, d):
+    """D(y) = Delta'y - 0.5 ||Pi_+(G(y))||_F^2 and Pi_+(G(y)), for y in S."""
+    lam, Q = np.linalg.eigh(_sym((y @ flat).reshape(d, d)))
+    lp = np.maximum(lam, 0.0)
+    return float(y @ deltas) - 0.5 * float(np.sum(lp ** 2)), _sym((Q * lp) @ Q.T)
+
+
+def _frobenius_ipm(deltas, psis, C, tol, max_iter):
+    """Primal-dual interior point for the Frobenius restricted problem (module docstring), Mehrotra
+    predictor-corrector with the Nesterov-Todd direction (Todd, Toh & Tutuncu, SIAM J. Optim. 1998):
+
+        min 0.5 ||W||_F^2 + C xi  s.t.  <Psi_t, W> + xi - s_t = Delta_t,  W PSD,  xi >= 0,  s >= 0,
+
+    dual multipliers y (of the equalities), Z = W - G(y) (of W PSD), nu = C - sum(y) (of xi). With N the NT scaling
+    (N Z N = W), eliminating dZ = N^-1 (mu Z^-1 - W - dW) N^-1 leaves (I + N^-1 (.) N^-1) dW = R + G(dy), diagonal
+    in N's eigenbasis (factor 1 + 1 / (sigma_i sigma_j)), and a T x T Schur complement in dy, O(T d^3 + T^2 d^2)
+    per iteration. The start is scaled to the data (W = |Delta|_max / |Psi|_max I, Z = C |Psi|_max / T I). Measured:
+    9-14 iterations on the working sets where the dual Newton method stopped short (small problems, columns of
+    standard deviation 34-115), 20-115 alone on WDBC's raw columns (where the Newton method needs no help).
+    Every iterate is certified: P at the PSD part of W (or at Pi_+(G(y)) when smaller) against D(y) at y clipped
+    to S.
+    Returns the certified iterate of smallest gap ``(W, y, dual, gap, iterations)``."""
+    T, d = len(deltas), psis.shape[1]
+    flat = psis.reshape(T, -1)
+
+    def A(W):
+        return flat @ W.ravel()
+
+    def G(y):
+        return _sym((y @ flat).reshape(d, d))
+
+    def certify(W, y):
+        y = np.maximum(y, 0.0)
+        if y.sum() > C:
+            y *= C / y.sum()
+        dual, W_dual = _frobenius_dual(y, deltas, flat, d)
+        lam, Q = np.linalg.eigh(W)
+        W_primal = _sym((Q * np.maximum(lam, 0.0)) @ Q.T)
+        candidates = [restricted_objective(V, deltas, psis, C, "frobenius")[0] for V in (W_dual, W_primal)]
+        W = W_dual if candidates[0] <= candidates[1] else W_primal
+        return min(candidates) - dual, W, y, dual
+
+    big = max(float(np.max(np.linalg.norm(flat, axis=1))), 1e-300)
+    W = max(float(np.max(np.abs(deltas))), 1e-3) / big * np.eye(d)
+    Z = max(C * big / T, 1e-3) * np.eye(d)
+    xi, nu, s, y = 1.0, 0.5 * C, np.ones(T), np.full(T, C / (2.0 * T))
+    n = d + 1 + T
+    best = None
+    for it in range(max_iter + 1):
+        gap, W_cert, y_cert, dual = certify(W, y)
+        if best is None or gap < best[0]:
+            best = (gap, W_cert, y_cert, dual)
+        if gap <= tol or it == max_iter:
+            break
+        r_p = deltas - A(W) - xi + s                  # primal residual
+        R_d = G(y) + Z - W                            # dual residual (matrix)
+        r_xi = C - y.sum() - nu                       # dual residual of xi
+        mu = (float(np.vdot(W, Z)) + xi * nu + float(s @ y)) / n
+        lw, Qw = np.linalg.eigh(W)
+        W_half = (Qw * np.sqrt(np.maximum(lw, 1e-300))) @ Qw.T
+        lm, Qm = np.linalg.eigh(_sym(W_half @ Z @ W_half))
+        N = _sym(W_half @ ((Qm / np.sqrt(np.maximum(lm, 1e-300))) @ Qm.T) @ W_half)
+        sig, Qn = np.linalg.eigh(N)
+        sig = np.maximum(sig, 1e-300)
+        gain = np.outer(sig, sig)
+        gain /= gain + 1.0                             # (I + N^-1 (.) N^-1)^-1 in N's eigenbasis
+        N_inv = (Qn / sig) @ Qn.T
+        Z_inv = np.linalg.inv(Z)
+        Pt = np.einsum("ji,tjk,kl->til", Qn, psis, Qn).reshape(T, -1)
+        M = (Pt * gain.ravel()) @ Pt.T + xi / nu + np.diag(s / y)
+        try:
+            factor = cho_factor(_sym(M))
+        except LinAlgError:
+            break
+
+        def direction(target):
+            B = _sym(N_inv @ (target * Z_inv - W) @ N_inv)
+            LR = Qn @ ((Qn.T @ (R_d + B) @ Qn) * gain) @ Qn.T
+            dy = cho_solve(factor, r_p - A(LR) - (target - xi * nu - xi * r_xi) / nu + (target - s * y) / y)
+            dW = _sym(LR + Qn @ ((Qn.T @ G(dy) @ Qn) * gain) @ Qn.T)
+            dZ = _sym(N_inv @ (target * Z_inv - W - dW) @ N_inv)
+            dnu = r_xi - dy.sum()
+            return dW, dZ, (target - xi * nu - xi * dnu) / nu, dnu, (target - s * y) / y - (s / y) * dy, dy
+
+        def steps(dW, dZ, dxi, dnu, ds, dy):
+            primal = min(1.0, _max_step(W, dW), _positive_step(np.array([xi]), np.array([dxi])),
+                         _positive_step(s, ds))
+            dual = min(1.0, _max_step(Z, dZ), _positive_step(np.array([nu]), np.array([dnu])),
+                       _positive_step(y, dy))
+            return primal, dual
+
+        aff = direction(0.0)                           # predictor: the affine-scaling direction
+        ap, ad = steps(*aff)
+        mu_aff = (float(np.vdot(W + ap * aff[0], Z + ad * aff[1])) + (xi + ap * aff[2]) * (nu + ad * aff[3])
+                  + float((s + ap * aff[4]) @ (y + ad * aff[5]))) / n
+        dW, dZ, dxi, dnu, ds, dy = step = direction(min(1.0, mu_aff / mu) ** 3 * mu)
+        ap, ad = steps(*step)
+        ap, ad = 0.95 * ap, 0.95 * ad
+        W, xi, s = _sym(W + ap * dW), xi + ap * dxi, s + ap * ds
+        Z, nu, y = _sym(Z + ad * dZ), nu + ad * dnu, y + ad * dy
+    return best[1], best[2], best[3], best[0], it
 
 
 class RestrictedSolver:
@@ -196,7 +336,8 @@ class RestrictedSolver:
       set is within ``tol`` of the subset's dual bound (a valid lower bound for the whole set, whose constraints
       are more);
     * warm start: the previous primal-dual point, blended with the cold start (interior-point methods need
-      an interior point); the dual point is kept here in full (the working set keeps the zeroed weights).
+      an interior point); the dual point is kept here in full (the working set keeps the zeroed weights). The
+      Frobenius interior point, when the warm-started Newton method hands over, starts cold (:func:`_frobenius`).
 
     The weights returned are the dual variables of the constraints tight at the solution
     (Delta_t - <W, Psi_t> >= xi - ``margin``; at least the smallest positive float, also for a tight constraint
@@ -249,8 +390,7 @@ class RestrictedSolver:
             dl, ps = (deltas, psis) if idx.size == T else (deltas[idx], psis[idx])    # no copy when all
             if reg == "frobenius":
                 ys = y_all[idx] if (self.warm_start and np.any(y_all[idx] > 0) and np.sum(y_all[idx]) < C) else None
-                W, ys, gap, k = _frobenius(dl, ps, C, tol, self.max_iter - n_iter, ys)
-                dual = float(ys @ dl) - 0.5 * float(np.vdot(W, W))
+                W, ys, dual, k = _frobenius(dl, ps, C, tol, self.max_iter - n_iter, ys)
             else:
                 start = None
                 if self.warm_start and self.state is not None:
@@ -285,7 +425,7 @@ def solve_inner(deltas, psis, C, regularizer="trace", *, tol, max_iter=200):
     """Solve one restricted problem from a cold start to a certified gap ``P(W) - D(y) <= tol``.
 
     ``psis``: (T, d, d) stack of the batch matrices, or the (T, d) stack of their diagonals for "diagonal".
-    ``max_iter`` bounds the interior-point iterations (Newton steps for "frobenius"); reaching it before
+    ``max_iter`` bounds the interior-point iterations; reaching it before
     ``tol`` gives ``converged`` False.
     """
     return RestrictedSolver(C, regularizer, tol, max_iter, warm_start=False).solve(deltas, psis)

@@ -33,10 +33,10 @@ Algorithm 1 of McFee & Lanckriet (2010): the shared 1-slack cutting-plane engine
 * the batch matrix in factored form, two matrix products per block of queries (section 3.2;
   cyrank/mlr/_constraints.py);
 * the restricted problem solved to a certified duality gap <= 0.5 C tol (Options.inner_tol) by a primal-dual
-  interior-point method (trace, diagonal) or a dual Newton method (frobenius), warm-started, on the active
-  constraints (cyrank/mlr/_inner.py). A looser inner tolerance leaves the restricted solution more central,
-  which measurably reduces the number of cutting planes (bench/HISTORY.md, MLR); 0.5 C tol keeps the total
-  guarantee at 1.5 C tol.
+  interior-point method (trace, diagonal) or a dual Newton method with an interior-point fallback (frobenius),
+  warm-started, on the active constraints (cyrank/mlr/_inner.py). A looser inner tolerance leaves the restricted
+  solution more central, which measurably reduces the number of cutting planes (bench/HISTORY.md, MLR); 0.5 C tol
+  keeps the total guarantee at 1.5 C tol.
 
 Our initial W is 0 (all points tie, so the first batch is the one of maximal loss); the problem is convex and
 solved to tolerance, so the start only changes the number of cutting planes. (The MATLAB code starts from

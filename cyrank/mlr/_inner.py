@@ -239,7 +239,7 @@ def _frobenius_ipm(deltas, psis, C, tol, max_iter):
     in N's eigenbasis (factor 1 + 1 / (sigma_i sigma_j)), and a T x T Schur complement in dy, O(T d^3 + T^2 d^2)
     per iteration. The start is scaled to the data (W = |Delta|_max / |Psi|_max I, Z = C |Psi|_max / T I). Measured:
     9-14 iterations on the working sets where the dual Newton method stopped short (small problems, columns of
-    standard deviation 34-115), 20-115 alone on WDBC's raw columns (where the Newton method needs no help).
+    standard deviation 34-115), 8-115 alone on WDBC's raw columns (where the Newton method needs no help).
     Every iterate is certified: P at the PSD part of W (or at Pi_+(G(y)) when smaller) against D(y) at y clipped
     to S.
     Returns the certified iterate of smallest gap ``(W, y, dual, gap, iterations)``."""

@@ -190,7 +190,6 @@ def _frobenius_newton(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, 
     return (*best, n_iter)
 
 
-
 def _frobenius(deltas, psis, C, tol, max_iter, y_start=None):
     """The Frobenius restricted problem: the warm-started dual Newton method (:func:`_frobenius_newton`, a few
     steps when the previous working set's y is close), and when it has not reached ``tol`` within NEWTON_STEPS

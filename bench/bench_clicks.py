@@ -171,17 +171,20 @@ def _mart_variants(results, missing, eta, log, p, X, qid, naive, ips, test, join
                      lambda: _joint(log, X, top_k, norm, test, **{option: value}))
     for clip, params in ((5.0, {}), (2.0, {}), (10.0, {"metric": "ranknet"}), (20.0, {"metric": "ranknet"})):
         clipped = clicks.click_training_data(log, p, X, aggregate="identical", max_weight=clip)
-        name = ", ".join([f"IPS, max_weight={clip:g}", *(f"{k}={v!r}" for k, v in params.items())])
-        _run_row(results, missing, (eta, "LambdaMART variant", name),
+        _run_row(results, missing, (eta, "LambdaMART variant", _named(f"IPS, max_weight={clip:g}", params)),
                  lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **params), clipped[:3], test, clipped[3]))
     for label, data, params in (("naive", naive, {"norm": True}), ("IPS", ips, {"norm": True}),
                                 ("naive", naive, {"metric": "ranknet"}),
                                 ("IPS", ips, {"metric": "ranknet", "norm": True})):
-        _run_row(results, missing, (eta, "LambdaMART variant", ", ".join([label, *(f"{k}={v!r}" for k, v in
-                                                                                    params.items())])),
+        _run_row(results, missing, (eta, "LambdaMART variant", _named(label, params)),
                  lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **params), data[:3], test, data[3]))
     _run_row(results, missing, (eta, "LambdaMART variant", "IPS, setting chosen on held-out clicks"),
              lambda: _chosen_on_clicks(log, p, X, qid, test))
+
+
+def _named(label, params):
+    """A variant row's name: the label, then each parameter as key=value."""
+    return ", ".join([label, *(f"{k}={v!r}" for k, v in params.items())])
 
 
 CANDIDATES = {"metric='ndcg@10'": ({}, None), "metric='ranknet'": ({"metric": "ranknet"}, None),

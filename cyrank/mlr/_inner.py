@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
-from ._ipm import IPMWorkspace, ipm, purify
+from ._ipm import IPMWorkspace, ipm, max_step, purify
 
 REGULARIZERS = ("trace", "frobenius", "diagonal")
 # Newton steps of the warm-started Frobenius dual method before the interior point takes over
@@ -122,6 +122,18 @@ def _ipm(deltas, psis, C, diagonal, tol, max_iter, start=None, theta=0.01, work=
     return ipm(IPMWorkspace() if work is None else work, deltas, psis, C, diagonal, tol, max_iter, start, theta)
 
 
+def _gram(y, flat, d):
+    """G(y) = sum_t y_t Psi_t (symmetrised), ``flat`` the (T, d * d) stack of the Psi_t."""
+    return _sym((y @ flat).reshape(d, d))
+
+
+def _frobenius_dual(y, deltas, flat, d):
+    """D(y) = Delta'y - 0.5 ||Pi_+(G(y))||_F^2 and Pi_+(G(y)), for y in S."""
+    lam, Q = np.linalg.eigh(_gram(y, flat, d))
+    lp = np.maximum(lam, 0.0)
+    return float(y @ deltas) - 0.5 * float(np.sum(lp ** 2)), _sym((Q * lp) @ Q.T)
+
+
 def _frobenius_newton(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, sigma=0.2):
     """Log-barrier path following on the smooth Frobenius dual, warm-started at ``y_start``; W = Pi_+(G(y)) is
     exact at every y. Returns the iterate of smallest certified gap ``(W, y, dual, gap, newton_steps)``."""
@@ -129,14 +141,11 @@ def _frobenius_newton(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, 
     d = psis.shape[1]
     flat = psis.reshape(T, -1)
 
-    def G(y):
-        return _sym((y @ flat).reshape(d, d))
-
     def phi(y, mu):
         s = C - np.sum(y)
         if np.any(y <= 0) or s <= 0:
             return None
-        lam = np.linalg.eigvalsh(G(y))
+        lam = np.linalg.eigvalsh(_gram(y, flat, d))
         return float(y @ deltas) - 0.5 * float(np.sum(np.maximum(lam, 0) ** 2)) + mu * (
             float(np.sum(np.log(y))) + np.log(s))
 
@@ -149,7 +158,7 @@ def _frobenius_newton(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, 
     for _ in range(200):
         f = phi(y, mu)
         while n_iter < max_iter:
-            lam, Q = np.linalg.eigh(G(y))
+            lam, Q = np.linalg.eigh(_gram(y, flat, d))
             lp = np.maximum(lam, 0.0)
             Pt = Q.T @ psis @ Q                                                    # Psi_t in G's eigenbasis
             s = C - np.sum(y)
@@ -177,13 +186,10 @@ def _frobenius_newton(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, 
             y = y + tau * step
             f = f_new
             n_iter += 1
-        lam, Q = np.linalg.eigh(G(y))
-        lp = np.maximum(lam, 0.0)
-        W = _sym((Q * lp) @ Q.T)
-        primal, _ = restricted_objective(W, deltas, psis, C, "frobenius")
-        gap = primal - (float(y @ deltas) - 0.5 * float(np.sum(lp ** 2)))
+        dual, W = _frobenius_dual(y, deltas, flat, d)
+        gap = restricted_objective(W, deltas, psis, C, "frobenius")[0] - dual
         if best is None or gap < best[3]:
-            best = (W, y.copy(), primal - gap, gap)
+            best = (W, y.copy(), dual, gap)
         if gap <= tol or n_iter >= max_iter or mu < 1e-300:
             break
         mu *= sigma
@@ -203,28 +209,18 @@ def _frobenius(deltas, psis, C, tol, max_iter, y_start=None):
 
 
 def _max_step(X, dX):
-    """The largest alpha with X + alpha dX PSD (X positive definite): 1 / max(0, -lambda_min(L^-1 dX L^-T)), L the
-    Cholesky factor of X; 0 if X is not numerically positive definite."""
+    """The largest alpha with X + alpha dX PSD (cyrank.mlr._ipm.max_step), 0 if X is not numerically positive
+    definite."""
     try:
-        L = np.linalg.cholesky(X)
-    except np.linalg.LinAlgError:
+        return max_step(X, dX)
+    except ValueError:
         return 0.0
-    M = np.linalg.solve(L, np.linalg.solve(L, dX).T).T
-    low = float(np.linalg.eigvalsh(_sym(M))[0])
-    return np.inf if low >= 0 else -1.0 / low
 
 
 def _positive_step(x, dx):
     """The largest alpha with x + alpha dx >= 0 (x > 0)."""
     neg = dx < 0
     return float(np.min(-x[neg] / dx[neg])) if neg.any() else np.inf
-
-
-def _frobenius_dual(y, deltas, flat, d):
-    """D(y) = Delta'y - 0.5 ||Pi_+(G(y))||_F^2 and Pi_+(G(y)), for y in S."""
-    lam, Q = np.linalg.eigh(_sym((y @ flat).reshape(d, d)))
-    lp = np.maximum(lam, 0.0)
-    return float(y @ deltas) - 0.5 * float(np.sum(lp ** 2)), _sym((Q * lp) @ Q.T)
 
 
 def _frobenius_ipm(deltas, psis, C, tol, max_iter):
@@ -247,9 +243,6 @@ def _frobenius_ipm(deltas, psis, C, tol, max_iter):
 
     def A(W):
         return flat @ W.ravel()
-
-    def G(y):
-        return _sym((y @ flat).reshape(d, d))
 
     def certify(W, y):
         y = np.maximum(y, 0.0)
@@ -275,7 +268,7 @@ def _frobenius_ipm(deltas, psis, C, tol, max_iter):
         if gap <= tol or it == max_iter:
             break
         r_p = deltas - A(W) - xi + s                  # primal residual
-        R_d = G(y) + Z - W                            # dual residual (matrix)
+        R_d = _gram(y, flat, d) + Z - W       # dual residual (matrix)
         r_xi = C - y.sum() - nu                       # dual residual of xi
         mu = (float(np.vdot(W, Z)) + xi * nu + float(s @ y)) / n
         lw, Qw = np.linalg.eigh(W)
@@ -299,7 +292,7 @@ def _frobenius_ipm(deltas, psis, C, tol, max_iter):
             B = _sym(N_inv @ (target * Z_inv - W) @ N_inv)
             LR = Qn @ ((Qn.T @ (R_d + B) @ Qn) * gain) @ Qn.T
             dy = cho_solve(factor, r_p - A(LR) - (target - xi * nu - xi * r_xi) / nu + (target - s * y) / y)
-            dW = _sym(LR + Qn @ ((Qn.T @ G(dy) @ Qn) * gain) @ Qn.T)
+            dW = _sym(LR + Qn @ ((Qn.T @ _gram(dy, flat, d) @ Qn) * gain) @ Qn.T)
             dZ = _sym(N_inv @ (target * Z_inv - W - dW) @ N_inv)
             dnu = r_xi - dy.sum()
             return dW, dZ, (target - xi * nu - xi * dnu) / nu, dnu, (target - s * y) / y - (s / y) * dy, dy

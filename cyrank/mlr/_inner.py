@@ -268,7 +268,7 @@ def _frobenius_ipm(deltas, psis, C, tol, max_iter):
         if gap <= tol or it == max_iter:
             break
         r_p = deltas - A(W) - xi + s                  # primal residual
-        R_d = _gram(y, flat, d) + Z - W       # dual residual (matrix)
+        R_d = _gram(y, flat, d) + Z - W               # dual residual (matrix)
         r_xi = C - y.sum() - nu                       # dual residual of xi
         mu = (float(np.vdot(W, Z)) + xi * nu + float(s @ y)) / n
         lw, Qw = np.linalg.eigh(W)

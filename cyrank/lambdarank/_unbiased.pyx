@@ -39,7 +39,8 @@ from libc.math cimport exp2, log2
 from libc.stdlib cimport free, malloc
 
 from cyrank._math cimport log1pexp, pair_sigmoid
-from cyrank._parallel cimport balanced_chunks, chunk_count, padded_width, product_threads, zero_row
+from cyrank._parallel cimport (balanced_chunks, chunk_count, padded_width, product_threads, sum_chunks,
+                               zero_row)
 from cyrank._sort cimport KeyIndex, introsort
 from cyrank._typedefs cimport intp_t
 
@@ -144,7 +145,7 @@ def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::
     run on one thread (< 0: cyrank._parallel's default). The caller guarantees the layout: rows grouped by
     ``offsets`` (int64, from 0 to n), labels increasing inside a query, 0 <= position < len(t_plus) = len(t_minus)
     = len(loss_plus) = len(loss_minus), t+ and t- > 0."""
-    cdef intp_t n = scores.shape[0], n_q = offsets.shape[0] - 1, n_pos = t_plus.shape[0], q, c, j, m, longest = 1
+    cdef intp_t n = scores.shape[0], n_q = offsets.shape[0] - 1, n_pos = t_plus.shape[0], q, c, m, longest = 1
     cdef intp_t width = 2 * n_pos + 1, n_threads, n_chunks, tid
     cdef const double[::1] w_view
     cdef const double* w = NULL
@@ -202,13 +203,8 @@ def joint_lambdas(const double[::1] scores, const double[::1] y, const intp_t[::
         free(rec)
         free(dbar)
         free(gain)
-    for j in range(n_pos):  # the chunks' sums in chunk order
-        loss_plus[j] = 0.0
-        loss_minus[j] = 0.0
-        for c in range(n_chunks):
-            loss_plus[j] += acc[c, j]
-            loss_minus[j] += acc[c, n_pos + j]
-    cdef double total = 0.0
-    for c in range(n_chunks):
-        total += acc[c, 2 * n_pos]
-    return total
+    cdef double[::1] sums = np.empty(width)
+    sum_chunks(acc, sums)  # in chunk order
+    loss_plus[:] = sums[:n_pos]
+    loss_minus[:] = sums[n_pos:2 * n_pos]
+    return sums[2 * n_pos]

@@ -1,6 +1,8 @@
 """MLR (cyrank.mlr.MLR): the whole algorithm and its inner solver against the exact SDP optimum (reference.mlr),
 the metric-learn / scikit-learn API, input checks and convergence reporting."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -173,6 +175,30 @@ def test_frobenius_reaches_the_optimum_on_unscaled_columns(loss):
         assert ref.objective - 1e-7 * max(1.0, ref.objective) <= m.objective_ <= ref.objective + m.gap_ + 1e-9
         assert m.lower_bound_ <= ref.objective + 1e-7 * max(1.0, ref.objective)
         assert_psd(m.W_)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_frobenius_with_a_column_times_1e9_reports_honestly(weighted):
+    """One column x 1e9 (batch matrices ~1e18; cvxpy fails on it): where the Frobenius interior point's
+    factorisations break down it ends on its best certified iterate instead of raising (it raised LinAlgError
+    unweighted); the fit either certifies its gap or stops at max_iter saying so (ConvergenceWarning,
+    converged_ False); the objective is finite, exact at W_ and above the certified lower bound; W PSD."""
+    X, y = tiny(labels=(0, 0, 0, 1, 1, 1, 0, 1))
+    X[:, 2] *= 1e9
+    w = np.random.default_rng(0).uniform(0.5, 2.0, y.size) if weighted else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = MLR(C=10.0, regularizer="frobenius", tol=1e-4, max_iter=10).fit(X, y, sample_weight=w)
+    stopped = [x for x in caught if issubclass(x.category, ConvergenceWarning) and "max_iter=10" in str(x.message)]
+    if m.converged_:
+        assert m.gap_ <= 10.0 * 1e-4 * (1 + 1e-9) and not stopped
+    else:
+        assert m.gap_ > 10.0 * 1e-4 and stopped
+    assert np.isfinite(m.objective_) and m.lower_bound_ <= m.objective_
+    assert m.gap_ == pytest.approx(m.objective_ - m.lower_bound_)
+    assert m.objective_ == pytest.approx(rm.objective(m.W_, X, y, loss="auc", k=3, C=10.0, regularizer="frobenius",
+                                                      sample_weight=w), rel=1e-9)
+    assert_psd(m.W_)
 
 
 def test_inner_solver_warns_when_stopped_early():

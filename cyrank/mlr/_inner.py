@@ -128,10 +128,15 @@ def _gram(y, flat, d):
 
 
 def _frobenius_dual(y, deltas, flat, d):
-    """D(y) = Delta'y - 0.5 ||Pi_+(G(y))||_F^2 and Pi_+(G(y)), for y in S."""
+    """A lower bound on D(y) = Delta'y - 0.5 ||Pi_+(G(y))||_F^2 that rounding cannot push above it, and
+    Pi_+(G(y)), for y in S. Each computed eigenvalue of G(y) is raised by delta = 4 (d + T + 1) eps
+    sum_t |y_t| ||Psi_t||_F before its positive part is squared: the rounding of G(y) and eigh's backward error
+    move no eigenvalue by more (Weyl). Negligible on scaled data; with a column x 1e9 (Psi ~1e18) it is what
+    keeps D(y) a bound (unraised, the bound passed the objective of a known W by 1.7)."""
     lam, Q = np.linalg.eigh(_gram(y, flat, d))
     lp = np.maximum(lam, 0.0)
-    return float(y @ deltas) - 0.5 * float(np.sum(lp ** 2)), _sym((Q * lp) @ Q.T)
+    delta = 4.0 * (d + len(y) + 1) * np.finfo(np.float64).eps * float(np.abs(y) @ np.linalg.norm(flat, axis=1))
+    return float(y @ deltas) - 0.5 * float(np.sum(np.maximum(lam + delta, 0.0) ** 2)), _sym((Q * lp) @ Q.T)
 
 
 def _frobenius_newton(deltas, psis, C, tol, max_iter, y_start=None, theta=0.01, sigma=0.2):
@@ -223,6 +228,61 @@ def _positive_step(x, dx):
     return float(np.min(-x[neg] / dx[neg])) if neg.any() else np.inf
 
 
+def _nt_iteration(deltas, psis, C, W, Z, xi, nu, s, y):
+    """One Mehrotra predictor-corrector iteration of :func:`_frobenius_ipm` (its docstring has the system) from
+    the interior point (W, Z, xi, nu, s, y); the next one, in that order. LinAlgError when a factorisation
+    fails, ValueError when scipy meets a non-finite value."""
+    T, d = len(deltas), psis.shape[1]
+    flat = psis.reshape(T, -1)
+    n = d + 1 + T
+
+    def A(W):
+        return flat @ W.ravel()
+
+    r_p = deltas - A(W) - xi + s                  # primal residual
+    R_d = _gram(y, flat, d) + Z - W               # dual residual (matrix)
+    r_xi = C - y.sum() - nu                       # dual residual of xi
+    mu = (float(np.vdot(W, Z)) + xi * nu + float(s @ y)) / n
+    lw, Qw = np.linalg.eigh(W)
+    W_half = (Qw * np.sqrt(np.maximum(lw, 1e-300))) @ Qw.T
+    lm, Qm = np.linalg.eigh(_sym(W_half @ Z @ W_half))
+    N = _sym(W_half @ ((Qm / np.sqrt(np.maximum(lm, 1e-300))) @ Qm.T) @ W_half)
+    sig, Qn = np.linalg.eigh(N)
+    sig = np.maximum(sig, 1e-300)
+    gain = np.outer(sig, sig)
+    gain /= gain + 1.0                             # (I + N^-1 (.) N^-1)^-1 in N's eigenbasis
+    N_inv = (Qn / sig) @ Qn.T
+    Z_inv = np.linalg.inv(Z)
+    Pt = np.einsum("ji,tjk,kl->til", Qn, psis, Qn).reshape(T, -1)
+    M = (Pt * gain.ravel()) @ Pt.T + xi / nu + np.diag(s / y)
+    factor = cho_factor(_sym(M))
+
+    def direction(target):
+        B = _sym(N_inv @ (target * Z_inv - W) @ N_inv)
+        LR = Qn @ ((Qn.T @ (R_d + B) @ Qn) * gain) @ Qn.T
+        dy = cho_solve(factor, r_p - A(LR) - (target - xi * nu - xi * r_xi) / nu + (target - s * y) / y)
+        dW = _sym(LR + Qn @ ((Qn.T @ _gram(dy, flat, d) @ Qn) * gain) @ Qn.T)
+        dZ = _sym(N_inv @ (target * Z_inv - W - dW) @ N_inv)
+        dnu = r_xi - dy.sum()
+        return dW, dZ, (target - xi * nu - xi * dnu) / nu, dnu, (target - s * y) / y - (s / y) * dy, dy
+
+    def steps(dW, dZ, dxi, dnu, ds, dy):
+        primal = min(1.0, _max_step(W, dW), _positive_step(np.array([xi]), np.array([dxi])),
+                     _positive_step(s, ds))
+        dual = min(1.0, _max_step(Z, dZ), _positive_step(np.array([nu]), np.array([dnu])),
+                   _positive_step(y, dy))
+        return primal, dual
+
+    aff = direction(0.0)                           # predictor: the affine-scaling direction
+    ap, ad = steps(*aff)
+    mu_aff = (float(np.vdot(W + ap * aff[0], Z + ad * aff[1])) + (xi + ap * aff[2]) * (nu + ad * aff[3])
+              + float((s + ap * aff[4]) @ (y + ad * aff[5]))) / n
+    dW, dZ, dxi, dnu, ds, dy = step = direction(min(1.0, mu_aff / mu) ** 3 * mu)
+    ap, ad = steps(*step)
+    ap, ad = 0.95 * ap, 0.95 * ad
+    return _sym(W + ap * dW), _sym(Z + ad * dZ), xi + ap * dxi, nu + ad * dnu, s + ap * ds, y + ad * dy
+
+
 def _frobenius_ipm(deltas, psis, C, tol, max_iter):
     """Primal-dual interior point for the Frobenius restricted problem (module docstring), Mehrotra
     predictor-corrector with the Nesterov-Todd direction (Todd, Toh & Tutuncu, SIAM J. Optim. 1998):
@@ -236,13 +296,10 @@ def _frobenius_ipm(deltas, psis, C, tol, max_iter):
     9-14 iterations on the working sets where the dual Newton method stopped short (small problems, columns of
     standard deviation 34-115), 8-115 alone on WDBC's raw columns (where the Newton method needs no help).
     Every iterate is certified: P at the PSD part of W (or at Pi_+(G(y)) when smaller) against D(y) at y clipped
-    to S.
-    Returns the certified iterate of smallest gap ``(W, y, dual, gap, iterations)``."""
+    to S; a failed factorisation or a non-finite iterate (e.g. a column scaled by 1e9) ends the loop.
+    Returns the certified iterate of smallest gap (W = 0, y = 0 at worst) ``(W, y, dual, gap, iterations)``."""
     T, d = len(deltas), psis.shape[1]
     flat = psis.reshape(T, -1)
-
-    def A(W):
-        return flat @ W.ravel()
 
     def certify(W, y):
         y = np.maximum(y, 0.0)
@@ -259,60 +316,22 @@ def _frobenius_ipm(deltas, psis, C, tol, max_iter):
     W = max(float(np.max(np.abs(deltas))), 1e-3) / big * np.eye(d)
     Z = max(C * big / T, 1e-3) * np.eye(d)
     xi, nu, s, y = 1.0, 0.5 * C, np.ones(T), np.full(T, C / (2.0 * T))
-    n = d + 1 + T
-    best = None
+    zero = np.zeros((d, d))                           # W = 0, y = 0: certified with D = 0 whatever happens
+    best = (restricted_objective(zero, deltas, psis, C, "frobenius")[0], zero, np.zeros(T), 0.0)
     for it in range(max_iter + 1):
-        gap, W_cert, y_cert, dual = certify(W, y)
-        if best is None or gap < best[0]:
-            best = (gap, W_cert, y_cert, dual)
-        if gap <= tol or it == max_iter:
-            break
-        r_p = deltas - A(W) - xi + s                  # primal residual
-        R_d = _gram(y, flat, d) + Z - W               # dual residual (matrix)
-        r_xi = C - y.sum() - nu                       # dual residual of xi
-        mu = (float(np.vdot(W, Z)) + xi * nu + float(s @ y)) / n
-        lw, Qw = np.linalg.eigh(W)
-        W_half = (Qw * np.sqrt(np.maximum(lw, 1e-300))) @ Qw.T
-        lm, Qm = np.linalg.eigh(_sym(W_half @ Z @ W_half))
-        N = _sym(W_half @ ((Qm / np.sqrt(np.maximum(lm, 1e-300))) @ Qm.T) @ W_half)
-        sig, Qn = np.linalg.eigh(N)
-        sig = np.maximum(sig, 1e-300)
-        gain = np.outer(sig, sig)
-        gain /= gain + 1.0                             # (I + N^-1 (.) N^-1)^-1 in N's eigenbasis
-        N_inv = (Qn / sig) @ Qn.T
-        Z_inv = np.linalg.inv(Z)
-        Pt = np.einsum("ji,tjk,kl->til", Qn, psis, Qn).reshape(T, -1)
-        M = (Pt * gain.ravel()) @ Pt.T + xi / nu + np.diag(s / y)
         try:
-            factor = cho_factor(_sym(M))
-        except LinAlgError:
+            gap, W_cert, y_cert, dual = certify(W, y)
+            if gap < best[0]:
+                best = (gap, W_cert, y_cert, dual)
+            if gap <= tol or it == max_iter:
+                break
+            with np.errstate(all="ignore"):           # overflow is caught below, as a non-finite point
+                point = _nt_iteration(deltas, psis, C, W, Z, xi, nu, s, y)
+        except (LinAlgError, ValueError):             # singular or non-finite: keep the best certified iterate
             break
-
-        def direction(target):
-            B = _sym(N_inv @ (target * Z_inv - W) @ N_inv)
-            LR = Qn @ ((Qn.T @ (R_d + B) @ Qn) * gain) @ Qn.T
-            dy = cho_solve(factor, r_p - A(LR) - (target - xi * nu - xi * r_xi) / nu + (target - s * y) / y)
-            dW = _sym(LR + Qn @ ((Qn.T @ _gram(dy, flat, d) @ Qn) * gain) @ Qn.T)
-            dZ = _sym(N_inv @ (target * Z_inv - W - dW) @ N_inv)
-            dnu = r_xi - dy.sum()
-            return dW, dZ, (target - xi * nu - xi * dnu) / nu, dnu, (target - s * y) / y - (s / y) * dy, dy
-
-        def steps(dW, dZ, dxi, dnu, ds, dy):
-            primal = min(1.0, _max_step(W, dW), _positive_step(np.array([xi]), np.array([dxi])),
-                         _positive_step(s, ds))
-            dual = min(1.0, _max_step(Z, dZ), _positive_step(np.array([nu]), np.array([dnu])),
-                       _positive_step(y, dy))
-            return primal, dual
-
-        aff = direction(0.0)                           # predictor: the affine-scaling direction
-        ap, ad = steps(*aff)
-        mu_aff = (float(np.vdot(W + ap * aff[0], Z + ad * aff[1])) + (xi + ap * aff[2]) * (nu + ad * aff[3])
-                  + float((s + ap * aff[4]) @ (y + ad * aff[5]))) / n
-        dW, dZ, dxi, dnu, ds, dy = step = direction(min(1.0, mu_aff / mu) ** 3 * mu)
-        ap, ad = steps(*step)
-        ap, ad = 0.95 * ap, 0.95 * ad
-        W, xi, s = _sym(W + ap * dW), xi + ap * dxi, s + ap * ds
-        Z, nu, y = _sym(Z + ad * dZ), nu + ad * dnu, y + ad * dy
+        if not all(np.all(np.isfinite(v)) for v in point):
+            break
+        W, Z, xi, nu, s, y = point
     return best[1], best[2], best[3], best[0], it
 
 

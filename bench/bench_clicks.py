@@ -163,7 +163,7 @@ def _mart_variants(results, missing, eta, log, p, X, qid, naive, ips, test, join
     """LambdaMART rows beyond naive / IPS: the IPS weights clipped (max_weight 5 and 2; with metric="ranknet" 10
     and 20), norm=True and metric="ranknet" on the naive and / or IPS data of the same sessions (the IPS
     metric="ranknet" row is a main row), metric="ranknet" with norm=True, the joint rows with norm=True and with
-    metric="ranknet", and the setting chosen on held-out clicks (_chosen_on_clicks)."""
+    metric="ranknet", DCG lambdas (_session_idcg) and the setting chosen on held-out clicks (_chosen_on_clicks)."""
     for norm in joint_norms:
         for option, value in (("norm", True), ("metric", "ranknet")):
             _run_row(results, missing, (eta, "LambdaMART variant", f"joint, position_bias_norm={norm:g}, "
@@ -178,8 +178,22 @@ def _mart_variants(results, missing, eta, log, p, X, qid, naive, ips, test, join
                                 ("IPS", ips, {"metric": "ranknet", "norm": True})):
         _run_row(results, missing, (eta, "LambdaMART variant", _named(label, params)),
                  lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **params), data[:3], test, data[3]))
+    _run_row(results, missing, (eta, "LambdaMART variant", "IPS, DCG lambdas (weights x session IDCG@10)"),
+             lambda: _fit_score(cyrank.LambdaMART(n_jobs=1), ips[:3], test, ips[3] * _session_idcg(ips[1], ips[2])))
     _run_row(results, missing, (eta, "LambdaMART variant", "IPS, setting chosen on held-out clicks"),
              lambda: _chosen_on_clicks(log, p, X, qid, test))
+
+
+FULL_VARIANTS = ({"metric": "ranknet"}, {"norm": True})  # LambdaMART on the true labels, with --mart-variants
+
+
+def _session_idcg(click, sid, k=10):
+    """Per row, IDCG@k of its session's clicks (binary gains): the weights times it turn the NDCG@k lambdas into
+    DCG@k lambdas (no per-session normalisation by the clicks)."""
+    _, inverse = np.unique(sid, return_inverse=True)
+    clicked = np.bincount(inverse, weights=click).astype(np.int64)
+    ideal = np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, k + 2)))])
+    return ideal[np.minimum(clicked, k)][inverse]
 
 
 def _named(label, params):
@@ -272,6 +286,10 @@ def main():
         for family in families:
             _run_row(results, missing, ("full information", family),
                      lambda: _fit_score(_estimator(family), train, test))
+        if args.mart_variants and "LambdaMART" in families:
+            for params in FULL_VARIANTS:
+                _run_row(results, missing, ("full information", _named("LambdaMART", params)),
+                         lambda: _fit_score(cyrank.LambdaMART(n_jobs=1, **params), train, test))
         logger_ndcg = ndcg_score(test[1], logger.decision_function(test[0]), test[2], k=10)
         for eta in args.etas:
             p = clicks.position_propensity(top_k, eta)
@@ -318,9 +336,10 @@ def _report(name, logger, args, results, missing, families):
             values[:, 0].mean(), values[:, 1].mean()
 
     print(f"{'eta':>4s}  {'row':40s} {'model':46s} {'test NDCG@10 (mean +- sd)':>26s} {'fit s':>7s}")
-    for family in families:
-        text, _, sec = cell(("full information", family))
-        print(f"{'-':>4s}  {'full information':40s} {family:46s} {text:>26s} {sec:7.2f}")
+    full_rows = [*families, *(_named("LambdaMART", params) for params in FULL_VARIANTS if args.mart_variants)]
+    for model in full_rows:
+        text, _, sec = cell(("full information", model))
+        print(f"{'-':>4s}  {'full information':40s} {model:46s} {text:>26s} {sec:7.2f}")
     for eta in args.etas:
         keys = [k for k in results.keys() | missing.keys() if k[0] == eta]
         order = {"naive": 0, "IPS": 1, "joint": 2, "IPS, swap-estimated propensities": 3, "peer": 4,
